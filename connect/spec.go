@@ -1,0 +1,209 @@
+package connect
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParamType is the type of one configuration parameter.
+type ParamType string
+
+// Parameter types. Values always travel as strings (as Kafka Connect's
+// configs do); the type says how a string is parsed and validated.
+const (
+	TypeString   ParamType = "string"
+	TypeInt      ParamType = "int"
+	TypeFloat    ParamType = "float"
+	TypeBool     ParamType = "bool"
+	TypeDuration ParamType = "duration" // Go duration: 500ms, 10s, 1h30m
+	TypeSize     ParamType = "size"     // bytes with an optional unit: 512, 64KiB, 1MB, 2GiB
+	TypeList     ParamType = "list"     // comma-separated, or a YAML sequence
+	TypePassword ParamType = "password" // a string that is always secret
+)
+
+// Param describes one configuration parameter of a connector or transform.
+type Param struct {
+	Name        string    `json:"name"`
+	Type        ParamType `json:"type"`
+	Required    bool      `json:"required,omitempty"`
+	Default     string    `json:"default,omitempty"`
+	Secret      bool      `json:"secret,omitempty"`
+	Enum        []string  `json:"enum,omitempty"`
+	Description string    `json:"description"`
+}
+
+// IsSecret reports whether values of p must never be shown.
+func (p Param) IsSecret() bool { return p.Secret || p.Type == TypePassword }
+
+// Spec is the configuration specification of a connector: the parameters it
+// accepts. It drives validation, the REST validate endpoint and generated docs.
+type Spec struct {
+	Params []Param `json:"params"`
+}
+
+// Param returns the parameter called name.
+func (s Spec) Param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// Names returns the parameter names in sorted order.
+func (s Spec) Names() []string {
+	names := make([]string, 0, len(s.Params))
+	for _, p := range s.Params {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// FieldError is one problem with one configuration value.
+type FieldError struct {
+	Param   string // the parameter name
+	Message string // what is wrong, and what would be right
+}
+
+func (e FieldError) Error() string { return e.Param + ": " + e.Message }
+
+// Validate checks cfg against the spec: unknown names, missing required
+// values, values that do not parse as their type, values outside the enum.
+// It returns every problem, sorted by parameter name; nil means valid.
+func (s Spec) Validate(cfg map[string]string) []FieldError {
+	var errs []FieldError
+	for name := range cfg {
+		if _, ok := s.Param(name); !ok {
+			errs = append(errs, FieldError{Param: name, Message: fmt.Sprintf("unknown parameter; valid ones are: %s", strings.Join(s.Names(), ", "))})
+		}
+	}
+	for _, p := range s.Params {
+		v, ok := cfg[p.Name]
+		if !ok || v == "" {
+			if p.Required && p.Default == "" {
+				errs = append(errs, FieldError{Param: p.Name, Message: "required parameter is missing: " + p.Description})
+			}
+			continue
+		}
+		if err := p.Check(v); err != nil {
+			errs = append(errs, FieldError{Param: p.Name, Message: err.Error()})
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Param < errs[j].Param })
+	return errs
+}
+
+// WithDefaults returns cfg with the default of every unset parameter filled in.
+func (s Spec) WithDefaults(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg)+len(s.Params))
+	for k, v := range cfg {
+		out[k] = v
+	}
+	for _, p := range s.Params {
+		if _, ok := out[p.Name]; !ok && p.Default != "" {
+			out[p.Name] = p.Default
+		}
+	}
+	return out
+}
+
+// Mask returns a copy of cfg in which the values of secret parameters are
+// replaced by "********".
+func (s Spec) Mask(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg))
+	for k, v := range cfg {
+		if p, ok := s.Param(k); ok && p.IsSecret() && v != "" {
+			v = Masked
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Masked is what a secret value shows as.
+const Masked = "********"
+
+// Check reports whether v is a valid value for p.
+func (p Param) Check(v string) error {
+	if len(p.Enum) > 0 && p.Type != TypeList {
+		for _, e := range p.Enum {
+			if v == e {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of: %s", v, strings.Join(p.Enum, ", "))
+	}
+	switch p.Type {
+	case TypeInt:
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+	case TypeFloat:
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+	case TypeBool:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("%q is not a boolean (true or false)", v)
+		}
+	case TypeDuration:
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("%q is not a duration (examples: 500ms, 10s, 1h30m)", v)
+		}
+	case TypeSize:
+		if _, err := ParseSize(v); err != nil {
+			return err
+		}
+	case TypeList:
+		if len(p.Enum) > 0 {
+			for _, item := range SplitList(v) {
+				if err := (Param{Name: p.Name, Type: TypeString, Enum: p.Enum}).Check(item); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// SplitList splits a comma-separated list value, trimming spaces and
+// dropping empty items.
+func SplitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ParseSize parses a byte size: a plain integer, or a number followed by one
+// of B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+func ParseSize(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	num, unit := s[:i], strings.TrimSpace(s[i:])
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (examples: 1048576, 64KiB, 10MB, 1GiB)", v)
+	}
+	mult := map[string]int64{
+		"": 1, "B": 1,
+		"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	}
+	m, ok := mult[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q has an unknown size unit %q (valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", v, unit)
+	}
+	return n * m, nil
+}

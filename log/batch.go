@@ -1,0 +1,275 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Record batch v2 framing. Everything past the first 12 bytes is encoded and
+// decoded by kmsg; these constants only locate a batch in a file.
+const (
+	batchLengthPrefix = 12 // base offset (8) + length (4)
+	batchHeaderSize   = 61 // the whole v2 header up to the records
+	batchCRCStart     = 21 // the CRC covers attributes..end
+	batchMagic        = 2
+
+	attrCompressionMask = 0x07
+	attrLogAppendTime   = 0x08
+	attrTransactional   = 0x10
+	attrControl         = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one record of a partition. Offset, Partition and Topic are set
+// when a record is read; Timestamp defaults to the append time when zero.
+type Record struct {
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// ProducerInfo identifies an idempotent producer's batch. ID -1 means a plain,
+// non-idempotent append.
+type ProducerInfo struct {
+	ID       int64
+	Epoch    int16
+	Sequence int32 // sequence of the batch's first record
+}
+
+var noProducer = ProducerInfo{ID: -1, Epoch: -1, Sequence: -1}
+
+var (
+	compressors   = map[string]kgo.Compressor{}
+	decompressor  = kgo.DefaultDecompressor()
+	codecByConfig = map[string]kgo.CompressionCodec{
+		"gzip":   kgo.GzipCompression(),
+		"snappy": kgo.SnappyCompression(),
+		"lz4":    kgo.Lz4Compression(),
+		"zstd":   kgo.ZstdCompression(),
+	}
+)
+
+func init() {
+	for name, codec := range codecByConfig {
+		c, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			panic(fmt.Sprintf("compressor %s: %v", name, err))
+		}
+		compressors[name] = c
+	}
+}
+
+// encodeBatch builds a v2 record batch holding recs, with offset deltas from 0
+// and the base offset left 0 (the partition sets it at append). compression is
+// a compression.type value; "producer" and "none" store uncompressed.
+func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInfo) []byte {
+	if len(recs) == 0 {
+		return nil
+	}
+	first := recs[0].Timestamp
+	if first.IsZero() {
+		first = now
+	}
+	base := first.UnixMilli()
+	maxTs := base
+	raw := make([]byte, 0, 64*len(recs))
+	for i := range recs {
+		ts := recs[i].Timestamp
+		if ts.IsZero() {
+			ts = now
+		}
+		ms := ts.UnixMilli()
+		if ms > maxTs {
+			maxTs = ms
+		}
+		kr := kmsg.Record{
+			TimestampDelta64: ms - base,
+			OffsetDelta:      int32(i),
+			Key:              recs[i].Key,
+			Value:            recs[i].Value,
+		}
+		if len(recs[i].Headers) > 0 {
+			kr.Headers = make([]kmsg.Header, len(recs[i].Headers))
+			for j, h := range recs[i].Headers {
+				kr.Headers[j] = kmsg.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		raw = appendRecord(raw, &kr)
+	}
+	var attrs int16
+	if c, ok := compressors[compression]; ok {
+		var buf bytes.Buffer
+		out, codec := c.Compress(&buf, raw)
+		if codec != kgo.CodecNone {
+			raw = append([]byte(nil), out...)
+			attrs |= int16(codec)
+		}
+	}
+	b := kmsg.RecordBatch{
+		FirstOffset:          0,
+		PartitionLeaderEpoch: -1,
+		Magic:                batchMagic,
+		Attributes:           attrs,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       base,
+		MaxTimestamp:         maxTs,
+		ProducerID:           p.ID,
+		ProducerEpoch:        p.Epoch,
+		FirstSequence:        p.Sequence,
+		NumRecords:           int32(len(recs)),
+		Records:              raw,
+	}
+	out := b.AppendTo(make([]byte, 0, batchHeaderSize+len(raw)))
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthPrefix))
+	setBatchCRC(out)
+	return out
+}
+
+// appendRecord appends one record in its varint framing: kmsg writes the
+// body, and the length prefix is the body's size.
+func appendRecord(dst []byte, r *kmsg.Record) []byte {
+	r.Length = 0
+	body := r.AppendTo(nil)[1:] // a zero Length encodes as one varint byte
+	dst = binary.AppendVarint(dst, int64(len(body)))
+	return append(dst, body...)
+}
+
+func setBatchCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[batchCRCStart:], castagnoli))
+}
+
+// setBaseOffset rewrites the base offset of an encoded batch. The CRC does not
+// cover it, so the batch stays valid.
+func setBaseOffset(b []byte, base int64) { binary.BigEndian.PutUint64(b, uint64(base)) }
+
+// batchMeta is what the log needs to know about a stored batch.
+type batchMeta struct {
+	BaseOffset    int64
+	LastOffset    int64
+	MaxTimestamp  int64
+	FirstTs       int64
+	Size          int // bytes on disk, header included
+	NumRecords    int32
+	Attributes    int16
+	Producer      ProducerInfo
+	IsControl     bool
+	Transactional bool
+}
+
+// frameLength returns the total size of the batch that starts with the
+// 12-byte prefix p.
+func frameLength(p []byte) (base int64, size int) {
+	return int64(binary.BigEndian.Uint64(p)), int(int32(binary.BigEndian.Uint32(p[8:]))) + batchLengthPrefix
+}
+
+// checkBatch validates one whole encoded batch (magic, CRC, framing) and
+// decodes its header with kmsg. The returned reason is empty when the batch
+// is sound.
+func checkBatch(b []byte) (kmsg.RecordBatch, batchMeta, string) {
+	var kb kmsg.RecordBatch
+	if len(b) < batchHeaderSize {
+		return kb, batchMeta{}, fmt.Sprintf("batch of %d bytes is shorter than the %d-byte header", len(b), batchHeaderSize)
+	}
+	if b[16] != batchMagic {
+		return kb, batchMeta{}, fmt.Sprintf("magic byte %d, want %d", int8(b[16]), batchMagic)
+	}
+	if err := kb.UnsafeReadFrom(b); err != nil {
+		return kb, batchMeta{}, fmt.Sprintf("decode header: %v", err)
+	}
+	if got := crc32.Checksum(b[batchCRCStart:], castagnoli); int32(got) != kb.CRC {
+		return kb, batchMeta{}, fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(kb.CRC), got)
+	}
+	if kb.LastOffsetDelta < 0 || kb.NumRecords < 0 {
+		return kb, batchMeta{}, "negative record count"
+	}
+	return kb, metaOf(&kb, len(b)), ""
+}
+
+func metaOf(kb *kmsg.RecordBatch, size int) batchMeta {
+	return batchMeta{
+		BaseOffset:    kb.FirstOffset,
+		LastOffset:    kb.FirstOffset + int64(kb.LastOffsetDelta),
+		MaxTimestamp:  kb.MaxTimestamp,
+		FirstTs:       kb.FirstTimestamp,
+		Size:          size,
+		NumRecords:    kb.NumRecords,
+		Attributes:    kb.Attributes,
+		Producer:      ProducerInfo{ID: kb.ProducerID, Epoch: kb.ProducerEpoch, Sequence: kb.FirstSequence},
+		IsControl:     kb.Attributes&attrControl != 0,
+		Transactional: kb.Attributes&attrTransactional != 0,
+	}
+}
+
+// decodeRecords decodes the records of a checked batch, appending those at or
+// after minOffset to dst. Record bytes are copied, so dst does not alias b.
+func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Record, error) {
+	raw := kb.Records
+	if codec := kgo.CompressionCodecType(kb.Attributes & attrCompressionMask); codec != kgo.CodecNone {
+		out, err := decompressor.Decompress(raw, codec)
+		if err != nil {
+			return dst, fmt.Errorf("decompress %v batch: %w", codec, err)
+		}
+		raw = out
+	}
+	logAppend := kb.Attributes&attrLogAppendTime != 0
+	for i := int32(0); i < kb.NumRecords; i++ {
+		l, n := binary.Varint(raw)
+		if n <= 0 || l < 0 || int64(len(raw)-n) < l {
+			return dst, fmt.Errorf("record %d: bad length", i)
+		}
+		end := n + int(l)
+		var kr kmsg.Record
+		if err := kr.ReadFrom(raw[:end]); err != nil {
+			return dst, fmt.Errorf("record %d: %w", i, err)
+		}
+		raw = raw[end:]
+		off := kb.FirstOffset + int64(kr.OffsetDelta)
+		if off < minOffset {
+			continue
+		}
+		ts := kb.FirstTimestamp + kr.TimestampDelta64
+		if logAppend {
+			ts = kb.MaxTimestamp
+		}
+		r := Record{Key: kr.Key, Value: kr.Value, Offset: off, Timestamp: time.UnixMilli(ts)}
+		if len(kr.Headers) > 0 {
+			r.Headers = make([]Header, len(kr.Headers))
+			for j, h := range kr.Headers {
+				r.Headers[j] = Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		dst = append(dst, r)
+	}
+	return dst, nil
+}
+
+// withLogAppendTime marks a batch as LogAppendTime with the broker's clock,
+// as Kafka does for topics with message.timestamp.type=LogAppendTime.
+func withLogAppendTime(b []byte, now time.Time) []byte {
+	var kb kmsg.RecordBatch
+	if err := kb.ReadFrom(b); err != nil {
+		return b
+	}
+	kb.Attributes |= attrLogAppendTime
+	kb.MaxTimestamp = now.UnixMilli()
+	out := kb.AppendTo(make([]byte, 0, len(b)))
+	setBatchCRC(out)
+	return out
+}

@@ -1,0 +1,7 @@
+package log
+
+import "context"
+
+// PLACEHOLDER: being written; replaced by the compactor.
+
+func (l *Log) Compact(ctx context.Context) {}

@@ -1,0 +1,61 @@
+// Package log is Tributary's built-in partition log, on Kafka's model: topics
+// split into partitions, each an ordered sequence of records addressed by
+// offset; keyed partitioning with Kafka's murmur2; retention by time and size;
+// compacted topics; consumer groups with committed offsets; idempotent
+// producers. Sources append to it, sinks read from it.
+//
+// # Durability
+//
+// An append returns only after its records are fsync'ed (fdatasync) to the
+// partition's active segment. One syncer goroutine per partition performs
+// the fsyncs; every append written before an fsync starts is covered by it
+// (group commit), so many appenders in flight share one fsync. Options
+// FlushInterval trades this for interval flushing. Readers see only durable
+// offsets, so nothing a reader saw can vanish in a crash.
+//
+// # On disk
+//
+//	<dir>/.lock                      flock'ed by the one process using the dir
+//	<dir>/meta.json                  topics, partition counts, config overrides,
+//	                                 producer-id allocation (atomic rewrite)
+//	<dir>/<topic>-<p>/               one directory per partition
+//	    <base>.log                   record batches, base = first offset, 20 digits
+//	    <base>.index                 sparse offset index
+//	    <base>.timeindex             sparse time index
+//	    producer.snapshot            idempotent producer state at an offset (JSON)
+//	    cleaner-offset-checkpoint    how far compaction has cleaned
+//
+// A .log file is a sequence of Kafka record batches, magic 2, byte for byte
+// as Kafka stores them, encoded and decoded with franz-go's kmsg:
+//
+//	 0  base offset        int64   set by the log at append
+//	 8  batch length       int32   bytes after this field
+//	12  leader epoch       int32   -1
+//	16  magic              int8    2
+//	17  crc                uint32  CRC-32C of bytes 21..end
+//	21  attributes         int16   bits 0-2 codec, 3 timestamp type,
+//	                               4 transactional, 5 control
+//	23  last offset delta  int32
+//	27  first timestamp    int64   ms
+//	35  max timestamp      int64   ms
+//	43  producer id        int64   -1 unless idempotent
+//	51  producer epoch     int16
+//	53  base sequence      int32
+//	57  record count       int32
+//	61  records            varint-framed records, maybe compressed
+//
+// An .index entry is (offset - base uint32, byte position uint32), big
+// endian, one per ~4 KiB of log; a .timeindex entry is (max timestamp so far
+// int64, offset - base uint32). Indexes are hints: the segment is the truth.
+//
+// # Recovery
+//
+// Segments other than the newest are sealed (data and indexes fsync'ed) when
+// the log rolls to a new one, so only the newest can have a torn end. On
+// open, every batch of the newest segment is CRC-checked: a batch cut short
+// or damaged at the end is truncated (logged with file, position and bytes,
+// and counted in Metrics), and its indexes are rebuilt. Damage followed by
+// sound batches, or in an older segment, is corruption: it is left in place
+// and a read that reaches it returns a *CorruptionError naming the file and
+// position. Indexes that are missing or do not check out are rebuilt.
+package log

@@ -1,0 +1,833 @@
+package log
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Log. The zero value of every field but Dir is a
+// sensible default.
+type Options struct {
+	// Dir is the data directory. One process at a time may open it.
+	Dir string
+	// NumPartitions is the partition count of auto-created topics (Kafka's
+	// num.partitions). Default 1.
+	NumPartitions int
+	// DisableAutoCreate refuses appends to unknown topics instead of creating
+	// them (Kafka's auto.create.topics.enable=false).
+	DisableAutoCreate bool
+	// TopicDefaults are topic configs that apply to every topic without its
+	// own override (like a broker's log.* settings), by topic config name.
+	TopicDefaults map[string]string
+	// FlushInterval, when positive, trades durability for latency: appends
+	// are acknowledged once written to the OS and fsync'ed every interval.
+	// Zero (the default) fsyncs before every acknowledgement, with group
+	// commit.
+	FlushInterval time.Duration
+	// RetentionCheckInterval is how often retention runs (Kafka's
+	// log.retention.check.interval.ms). Default 5 minutes.
+	RetentionCheckInterval time.Duration
+	// CleanerInterval is how often compacted topics are checked for
+	// cleaning. Default 15 seconds.
+	CleanerInterval time.Duration
+	// Logger receives recovery, retention and compaction events. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock (tests set it). Default time.Now.
+	Now func() time.Time
+}
+
+// Log is the built-in partition log: topics of partitions of record batches
+// in a data directory. It is safe for concurrent use.
+type Log struct {
+	opts     Options
+	logger   *slog.Logger
+	now      func() time.Time
+	lock     *dirLock
+	metrics  Metrics
+	defaults map[string]string
+
+	// mu guards topics, meta and the topics' partition slices and
+	// overrides. Lock order: Log.mu, then partition.mu, then pidMu.
+	mu     sync.RWMutex
+	topics map[string]*topic
+	meta   metaFile
+	closed bool
+
+	pidMu sync.Mutex // guards meta.NextProducerID and meta.ProducerIDBlockEnd
+
+	groups *Groups
+
+	bgCancel context.CancelFunc
+	bgDone   sync.WaitGroup
+}
+
+type topic struct {
+	name      string
+	id        string
+	overrides map[string]string
+	cfg       atomic.Pointer[TopicConfig]
+	parts     []*partition // guarded by Log.mu
+	sticky    atomic.Uint32
+}
+
+func (t *topic) config() TopicConfig { return *t.cfg.Load() }
+
+// metaFile is meta.json at the top of the data directory: the topics and the
+// producer id allocator. It is rewritten atomically on every change.
+type metaFile struct {
+	Version            int                  `json:"version"`
+	ClusterID          string               `json:"cluster_id"`
+	Topics             map[string]topicMeta `json:"topics"`
+	NextProducerID     int64                `json:"-"`
+	ProducerIDBlockEnd int64                `json:"producer_id_block_end"`
+}
+
+type topicMeta struct {
+	ID         string            `json:"id"`
+	Partitions int               `json:"partitions"`
+	Config     map[string]string `json:"config,omitempty"`
+}
+
+const (
+	metaFileName        = "meta.json"
+	producerIDBlockSize = 1000
+	maxTopicNameLength  = 249
+)
+
+var topicNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// ValidateTopicName checks a name against Kafka's rules.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return fmt.Errorf("%w: %q", ErrInvalidTopicName, name)
+	case len(name) > maxTopicNameLength:
+		return fmt.Errorf("%w: %q is longer than %d characters", ErrInvalidTopicName, name, maxTopicNameLength)
+	case !topicNameRE.MatchString(name):
+		return fmt.Errorf("%w: %q may only contain letters, digits, '.', '_' and '-'", ErrInvalidTopicName, name)
+	}
+	return nil
+}
+
+// Open opens or creates the log in opts.Dir, recovering every partition.
+func Open(opts Options) (*Log, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("open log: no data directory given")
+	}
+	if opts.NumPartitions <= 0 {
+		opts.NumPartitions = 1
+	}
+	if opts.RetentionCheckInterval <= 0 {
+		opts.RetentionCheckInterval = 5 * time.Minute
+	}
+	if opts.CleanerInterval <= 0 {
+		opts.CleanerInterval = 15 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := ValidateConfig(opts.TopicDefaults); err != nil {
+		return nil, fmt.Errorf("open log: topic defaults: %w", err)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", opts.Dir, err)
+	}
+	lock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		opts: opts, logger: opts.Logger, now: opts.Now, lock: lock,
+		defaults: opts.TopicDefaults, topics: map[string]*topic{},
+	}
+	if err := l.load(); err != nil {
+		l.closeTopics()
+		lock.unlock()
+		return nil, err
+	}
+	l.groups = newGroups(l)
+	if err := l.groups.load(); err != nil {
+		l.closeTopics()
+		lock.unlock()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.bgCancel = cancel
+	l.bgDone.Add(1)
+	go l.backgroundLoop(ctx)
+	return l, nil
+}
+
+func (l *Log) load() error {
+	path := filepath.Join(l.opts.Dir, metaFileName)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		l.meta = metaFile{Version: 1, ClusterID: newID(), Topics: map[string]topicMeta{}}
+		if err := l.writeMeta(); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("read %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(data, &l.meta); err != nil {
+			return fmt.Errorf("parse %s: %w (restore it from a backup; the partition directories are intact)", path, err)
+		}
+		if l.meta.Version != 1 {
+			return fmt.Errorf("%s has version %d; this build reads version 1", path, l.meta.Version)
+		}
+		if l.meta.Topics == nil {
+			l.meta.Topics = map[string]topicMeta{}
+		}
+	}
+	// Producer ids handed out before a crash may be anywhere in the last
+	// block: start the next block past it.
+	l.meta.NextProducerID = l.meta.ProducerIDBlockEnd
+	if err := l.removeDeletedDirs(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(l.meta.Topics))
+	for n := range l.meta.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		tm := l.meta.Topics[n]
+		if _, err := l.openTopic(n, tm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeDeletedDirs finishes topic deletions a crash interrupted.
+func (l *Log) removeDeletedDirs() error {
+	entries, err := os.ReadDir(l.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("read data dir %s: %w", l.opts.Dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), "-delete") {
+			if err := os.RemoveAll(filepath.Join(l.opts.Dir, e.Name())); err != nil {
+				return fmt.Errorf("remove deleted topic dir %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (l *Log) openTopic(name string, tm topicMeta) (*topic, error) {
+	t := &topic{name: name, id: tm.ID, overrides: tm.Config}
+	cfg := parseTopicConfig(l.defaults, tm.Config)
+	t.cfg.Store(&cfg)
+	for i := 0; i < tm.Partitions; i++ {
+		p, err := openPartition(l, name, int32(i), t.config)
+		if err != nil {
+			for _, q := range t.parts {
+				q.close()
+			}
+			return nil, fmt.Errorf("open topic %s: %w", name, err)
+		}
+		t.parts = append(t.parts, p)
+	}
+	l.topics[name] = t
+	return t, nil
+}
+
+func (l *Log) writeMeta() error {
+	data, err := json.MarshalIndent(l.meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(l.opts.Dir, metaFileName), data)
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Dir returns the data directory.
+func (l *Log) Dir() string { return l.opts.Dir }
+
+// Metrics returns the log's live counters.
+func (l *Log) Metrics() *Metrics { return &l.metrics }
+
+// Groups returns the consumer group coordinator.
+func (l *Log) Groups() *Groups { return l.groups }
+
+// CreateTopic creates a topic with partitions partitions and config
+// overrides. Unknown config names and bad values are refused.
+func (l *Log) CreateTopic(name string, partitions int, config map[string]string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	if partitions <= 0 {
+		return fmt.Errorf("%w: create topic %s with %d partitions: need at least 1", ErrInvalidPartitions, name, partitions)
+	}
+	if err := ValidateConfig(config); err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.createTopicLocked(name, partitions, config)
+}
+
+func (l *Log) createTopicLocked(name string, partitions int, config map[string]string) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if _, ok := l.topics[name]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	cfg := map[string]string{}
+	for k, v := range config {
+		cfg[k] = v
+	}
+	tm := topicMeta{ID: newID(), Partitions: partitions, Config: cfg}
+	l.meta.Topics[name] = tm
+	if err := l.writeMeta(); err != nil {
+		delete(l.meta.Topics, name)
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	if _, err := l.openTopic(name, tm); err != nil {
+		return err
+	}
+	l.logger.Info("created topic", "topic", name, "partitions", partitions)
+	return nil
+}
+
+// DeleteTopic removes a topic and its data.
+func (l *Log) DeleteTopic(name string) error {
+	l.mu.Lock()
+	t, ok := l.topics[name]
+	if !ok {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	delete(l.meta.Topics, name)
+	if err := l.writeMeta(); err != nil {
+		l.meta.Topics[name] = topicMeta{ID: t.id, Partitions: len(t.parts), Config: t.overrides}
+		l.mu.Unlock()
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	delete(l.topics, name)
+	parts := t.parts
+	l.mu.Unlock()
+	var errs []error
+	for _, p := range parts {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+		gone := p.dir + "." + t.id + "-delete"
+		if err := os.Rename(p.dir, gone); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
+			continue
+		}
+		if err := os.RemoveAll(gone); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
+		}
+	}
+	l.groups.forgetTopic(name)
+	l.logger.Info("deleted topic", "topic", name)
+	return errors.Join(errs...)
+}
+
+// TopicDescription describes a topic.
+type TopicDescription struct {
+	Name       string
+	ID         string
+	Partitions []PartitionStats
+	// Overrides are the configs set on the topic itself; Config is every
+	// effective value (overrides over log defaults over Kafka's defaults).
+	Overrides map[string]string
+	Config    map[string]string
+}
+
+// ListTopics returns topic names, sorted.
+func (l *Log) ListTopics() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	names := make([]string, 0, len(l.topics))
+	for n := range l.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DescribeTopic returns a topic's partitions and configs.
+func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
+	t, err := l.topic(name)
+	if err != nil {
+		return TopicDescription{}, err
+	}
+	l.mu.RLock()
+	d := TopicDescription{Name: name, ID: t.id, Overrides: map[string]string{}, Config: map[string]string{}}
+	for k, v := range t.overrides {
+		d.Overrides[k] = v
+	}
+	parts := t.parts
+	l.mu.RUnlock()
+	for _, n := range ConfigNames() {
+		v, ok := d.Overrides[n]
+		if !ok {
+			if v, ok = l.defaults[n]; !ok {
+				v, _ = ConfigDefault(n)
+			}
+		}
+		d.Config[n] = v
+	}
+	for _, p := range parts {
+		p.mu.Lock()
+		st := PartitionStats{Topic: name, Partition: p.id, LogStartOffset: p.logStart, LogEndOffset: p.visible, Segments: len(p.segments)}
+		for _, s := range p.segments {
+			st.Size += s.size
+		}
+		p.mu.Unlock()
+		d.Partitions = append(d.Partitions, st)
+	}
+	return d, nil
+}
+
+// CreatePartitions grows a topic to total partitions. Partitions never shrink.
+func (l *Log) CreatePartitions(name string, total int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	have := len(t.parts)
+	if total <= have {
+		return fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, have, have)
+	}
+	tm := l.meta.Topics[name]
+	tm.Partitions = total
+	l.meta.Topics[name] = tm
+	if err := l.writeMeta(); err != nil {
+		tm.Partitions = have
+		l.meta.Topics[name] = tm
+		return fmt.Errorf("add partitions to %s: %w", name, err)
+	}
+	parts := append([]*partition(nil), t.parts...)
+	for i := have; i < total; i++ {
+		p, err := openPartition(l, name, int32(i), t.config)
+		if err != nil {
+			return fmt.Errorf("add partitions to %s: %w", name, err)
+		}
+		parts = append(parts, p)
+	}
+	t.parts = parts
+	return nil
+}
+
+// AlterTopicConfig sets and removes config overrides of a topic.
+func (l *Log) AlterTopicConfig(name string, set map[string]string, remove []string) error {
+	if err := ValidateConfig(set); err != nil {
+		return fmt.Errorf("alter topic %s: %w", name, err)
+	}
+	for _, k := range remove {
+		if _, ok := configDefs[k]; !ok {
+			return fmt.Errorf("alter topic %s: %w: unknown topic config %q (valid: %s)", name, ErrInvalidConfig, k, strings.Join(ConfigNames(), ", "))
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	next := map[string]string{}
+	for k, v := range t.overrides {
+		next[k] = v
+	}
+	for k, v := range set {
+		next[k] = v
+	}
+	for _, k := range remove {
+		delete(next, k)
+	}
+	tm := l.meta.Topics[name]
+	old := tm.Config
+	tm.Config = next
+	l.meta.Topics[name] = tm
+	if err := l.writeMeta(); err != nil {
+		tm.Config = old
+		l.meta.Topics[name] = tm
+		return fmt.Errorf("alter topic %s: %w", name, err)
+	}
+	t.overrides = next
+	cfg := parseTopicConfig(l.defaults, next)
+	t.cfg.Store(&cfg)
+	return nil
+}
+
+func (l *Log) topic(name string) (*topic, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	t, ok := l.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// topicForWrite returns a topic, creating it with the defaults when
+// auto-creation is on.
+func (l *Log) topicForWrite(name string) (*topic, error) {
+	t, err := l.topic(name)
+	if err == nil || !errors.Is(err, ErrUnknownTopic) || l.opts.DisableAutoCreate {
+		return t, err
+	}
+	if err := ValidateTopicName(name); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	if _, ok := l.topics[name]; !ok {
+		if err := l.createTopicLocked(name, l.opts.NumPartitions, nil); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+	}
+	l.mu.Unlock()
+	return l.topic(name)
+}
+
+func (l *Log) partition(topicName string, id int32) (*partition, error) {
+	t, err := l.topic(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return t.partition(l, id)
+}
+
+func (t *topic) partition(l *Log, id int32) (*partition, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if id < 0 || int(id) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)", ErrUnknownPartition, t.name, id, len(t.parts))
+	}
+	return t.parts[id], nil
+}
+
+func (t *topic) partitionList() []*partition { return t.parts }
+
+func (l *Log) topicList() []*topic {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]*topic, 0, len(l.topics))
+	for _, n := range sortedKeys(l.topics) {
+		t := l.topics[n]
+		out = append(out, &topic{name: t.name, parts: append([]*partition(nil), t.parts...)})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Partitions returns the partition count of a topic.
+func (l *Log) Partitions(topicName string) (int, error) {
+	t, err := l.topic(topicName)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(t.parts), nil
+}
+
+// Offsets returns a partition's log start offset and its end (the offset the
+// next durable record will get; the high watermark).
+func (l *Log) Offsets(topicName string, partition int32) (start, end int64, err error) {
+	p, err := l.partition(topicName, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	start, end = p.bounds()
+	return start, end, nil
+}
+
+// OffsetForTime returns the first offset of a partition whose record
+// timestamp is at or after t. found is false when no record is that new;
+// offset is then the end of the partition.
+func (l *Log) OffsetForTime(topicName string, partition int32, t time.Time) (offset int64, found bool, err error) {
+	p, err := l.partition(topicName, partition)
+	if err != nil {
+		return 0, false, err
+	}
+	return p.offsetForTime(t.UnixMilli())
+}
+
+// ReadOptions bound one read.
+type ReadOptions struct {
+	// MaxBytes is about how many bytes of batches to return; at least one
+	// batch is returned when any is readable. Default 1 MiB.
+	MaxBytes int
+	// MaxWait is how long a read at the end of the log waits for data.
+	// Zero returns at once.
+	MaxWait time.Duration
+}
+
+// Read returns records of one partition from offset on. Offsets below the
+// log start or past the end give ErrOffsetOutOfRange; a read at the end
+// waits up to opts.MaxWait for data. Damaged data is a *CorruptionError,
+// never records.
+func (l *Log) Read(ctx context.Context, topicName string, partition int32, offset int64, opts ReadOptions) (ReadResult, error) {
+	p, err := l.partition(topicName, partition)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 1 << 20
+	}
+	return p.read(ctx, offset, opts.MaxBytes, opts.MaxWait)
+}
+
+// Append appends recs to one partition and returns the offset of the first.
+// Records are stored as one batch, or several when they exceed the topic's
+// max.message.bytes; a single record larger than that is refused. It returns
+// once the records are durable (unless FlushInterval is set).
+func (l *Log) Append(ctx context.Context, topicName string, partition int32, recs []Record) (int64, error) {
+	return l.AppendIdempotent(ctx, topicName, partition, recs, noProducer)
+}
+
+// AppendIdempotent appends recs as one batch of an idempotent producer (see
+// InitProducerID). A retry of a batch already appended returns the original
+// offset without appending again.
+func (l *Log) AppendIdempotent(ctx context.Context, topicName string, partition int32, recs []Record, prod ProducerInfo) (int64, error) {
+	if len(recs) == 0 {
+		return 0, errors.New("append: no records")
+	}
+	t, err := l.topicForWrite(topicName)
+	if err != nil {
+		return 0, err
+	}
+	p, err := t.partition(l, partition)
+	if err != nil {
+		return 0, err
+	}
+	cfg := t.config()
+	if cfg.Compact {
+		for _, r := range recs {
+			if r.Key == nil {
+				return 0, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
+			}
+		}
+	}
+	var batches [][]byte
+	if prod.ID >= 0 {
+		batches = [][]byte{encodeBatch(recs, l.now(), cfg.Compression, prod)}
+	} else {
+		batches, err = l.encodeSplit(recs, cfg)
+		if err != nil {
+			return 0, fmt.Errorf("append to %s: %w", p, err)
+		}
+	}
+	bases, err := p.appendBatches(ctx, batches)
+	if err != nil {
+		return 0, err
+	}
+	return bases[0], nil
+}
+
+// AppendRaw appends an encoded v2 record batch as the producer built it (the
+// Kafka wire path): its CRC is checked and its base offset assigned.
+func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, batch []byte) (int64, error) {
+	p, err := l.partitionForWrite(topicName, partition)
+	if err != nil {
+		return 0, err
+	}
+	b := append([]byte(nil), batch...)
+	bases, err := p.appendBatches(ctx, [][]byte{b})
+	if err != nil {
+		return 0, err
+	}
+	return bases[0], nil
+}
+
+func (l *Log) partitionForWrite(topicName string, partition int32) (*partition, error) {
+	t, err := l.topicForWrite(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return t.partition(l, partition)
+}
+
+// encodeSplit encodes recs into batches no larger than max.message.bytes.
+func (l *Log) encodeSplit(recs []Record, cfg TopicConfig) ([][]byte, error) {
+	limit := cfg.MaxMessageBytes
+	now := l.now()
+	var out [][]byte
+	start, est := 0, int64(batchHeaderSize)
+	for i, r := range recs {
+		n := int64(len(r.Key) + len(r.Value) + 24)
+		for _, h := range r.Headers {
+			n += int64(len(h.Key) + len(h.Value) + 10)
+		}
+		if i > start && est+n > limit {
+			out = append(out, encodeBatch(recs[start:i], now, cfg.Compression, noProducer))
+			start, est = i, int64(batchHeaderSize)
+		}
+		est += n
+	}
+	out = append(out, encodeBatch(recs[start:], now, cfg.Compression, noProducer))
+	for _, b := range out {
+		if int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: a record needs %d bytes in its batch, max.message.bytes is %d", ErrRecordTooLarge, len(b), limit)
+		}
+	}
+	return out, nil
+}
+
+// Produce appends records to a topic, choosing each record's partition as
+// Kafka's default partitioner does: murmur2 of the key, or for records
+// without a key one partition for the whole call (sticky), moving on with
+// each call. It sets Topic, Partition and Offset on every record and returns
+// once all are durable.
+func (l *Log) Produce(ctx context.Context, topicName string, recs []Record) error {
+	t, err := l.topicForWrite(topicName)
+	if err != nil {
+		return err
+	}
+	l.mu.RLock()
+	n := len(t.parts)
+	l.mu.RUnlock()
+	sticky := int32(t.sticky.Add(1) % uint32(n))
+	byPart := map[int32][]int{}
+	for i := range recs {
+		p := sticky
+		if recs[i].Key != nil {
+			p = KeyPartition(recs[i].Key, n)
+		}
+		byPart[p] = append(byPart[p], i)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for p, idx := range byPart {
+		wg.Add(1)
+		go func(p int32, idx []int) {
+			defer wg.Done()
+			batch := make([]Record, len(idx))
+			for j, i := range idx {
+				batch[j] = recs[i]
+			}
+			base, err := l.Append(ctx, topicName, p, batch)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			for j, i := range idx {
+				recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, p, base+int64(j)
+			}
+		}(p, idx)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// InitProducerID allocates a new idempotent producer id (epoch 0). Ids are
+// handed out from blocks recorded in meta.json, so none repeats after a
+// crash.
+func (l *Log) InitProducerID() (int64, int16, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pidMu.Lock()
+	defer l.pidMu.Unlock()
+	if l.meta.NextProducerID >= l.meta.ProducerIDBlockEnd {
+		l.meta.ProducerIDBlockEnd = l.meta.NextProducerID + producerIDBlockSize
+		if err := l.writeMeta(); err != nil {
+			return 0, 0, fmt.Errorf("allocate producer id: %w", err)
+		}
+	}
+	id := l.meta.NextProducerID
+	l.meta.NextProducerID++
+	return id, 0, nil
+}
+
+// backgroundLoop runs retention and compaction until Close.
+func (l *Log) backgroundLoop(ctx context.Context) {
+	defer l.bgDone.Done()
+	retention := time.NewTicker(l.opts.RetentionCheckInterval)
+	defer retention.Stop()
+	cleaner := time.NewTicker(l.opts.CleanerInterval)
+	defer cleaner.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retention.C:
+			l.EnforceRetention()
+		case <-cleaner.C:
+			l.Compact(ctx)
+		}
+	}
+}
+
+// EnforceRetention runs retention on every partition now (it also runs in
+// the background every RetentionCheckInterval).
+func (l *Log) EnforceRetention() {
+	now := l.now()
+	for _, t := range l.topicList() {
+		for _, p := range t.parts {
+			if _, err := p.enforceRetention(now); err != nil {
+				l.logger.Error("retention", "partition", p.String(), "error", err)
+			}
+		}
+	}
+}
+
+// Close flushes and closes every partition and releases the data directory.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.bgCancel()
+	l.bgDone.Wait()
+	err := l.closeTopics()
+	return errors.Join(err, l.lock.unlock())
+}
+
+func (l *Log) closeTopics() error {
+	var errs []error
+	for _, t := range l.topics {
+		for _, p := range t.parts {
+			if err := p.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,519 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// partition is one ordered, append-only sequence of record batches: a
+// directory of segments. One writer at a time appends (under mu); a single
+// syncer goroutine makes appends durable, one fsync for every append that
+// waits (group commit); readers see offsets below visible.
+type partition struct {
+	topic string
+	id    int32
+	dir   string
+	l     *Log
+	cfg   func() TopicConfig
+
+	syncReq chan struct{} // buffered 1: "there is something to sync"
+	stop    chan struct{}
+	done    chan struct{}
+
+	// mu guards every field below. Lock order: Log.mu before partition.mu.
+	mu        sync.Mutex
+	segments  []*segment // by base offset; the last one is active
+	logStart  int64
+	next      int64         // next offset to assign
+	durable   int64         // offsets below are fsync'ed
+	visible   int64         // offsets below are readable
+	durableCh chan struct{} // closed when durable moves or the syncer fails
+	dataCh    chan struct{} // closed when visible moves or the partition closes
+	producers *producerState
+	failed    error // sticky write or fsync failure: the partition refuses appends
+	closed    bool
+}
+
+func partitionDir(root, topic string, id int32) string {
+	return filepath.Join(root, fmt.Sprintf("%s-%d", topic, id))
+}
+
+// openPartition opens (or creates) a partition directory and recovers it.
+func openPartition(l *Log, topic string, id int32, cfg func() TopicConfig) (*partition, error) {
+	p := &partition{
+		topic: topic, id: id, dir: partitionDir(l.opts.Dir, topic, id), l: l, cfg: cfg,
+		syncReq: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		durableCh: make(chan struct{}), dataCh: make(chan struct{}),
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partition dir %s: %w", p.dir, err)
+	}
+	if err := p.recover(); err != nil {
+		return nil, err
+	}
+	go p.syncLoop()
+	return p, nil
+}
+
+func (p *partition) String() string { return fmt.Sprintf("%s-%d", p.topic, p.id) }
+
+func (p *partition) logger() *slog.Logger {
+	return p.l.logger.With("topic", p.topic, "partition", p.id)
+}
+
+// recover lists the segments, finishes or discards interrupted compactions,
+// checks the tail and rebuilds producer state.
+func (p *partition) recover() error {
+	entries, err := os.ReadDir(p.dir)
+	if err != nil {
+		return fmt.Errorf("read partition dir %s: %w", p.dir, err)
+	}
+	var bases []int64
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".tmp"):
+			// An interrupted compaction or atomic write: the original is intact.
+			if err := os.Remove(filepath.Join(p.dir, name)); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", name, err)
+			}
+			p.logger().Info("removed leftover of an interrupted write", "file", name)
+		case strings.HasSuffix(name, ".log"):
+			base, err := strconv.ParseInt(strings.TrimSuffix(name, ".log"), 10, 64)
+			if err != nil {
+				return fmt.Errorf("segment file %s: name is not an offset", filepath.Join(p.dir, name))
+			}
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	state, from := readProducerSnapshot(p.dir)
+	apply := func(m batchMeta) {
+		if m.BaseOffset >= from {
+			state.update(m)
+		}
+	}
+	now := p.l.now()
+	for i, base := range bases {
+		tail := i == len(bases)-1
+		expectNext := base
+		if !tail {
+			expectNext = bases[i+1]
+		}
+		s, rec, err := openSegment(p.dir, base, tail, expectNext, apply)
+		if err != nil {
+			p.closeSegments()
+			return err
+		}
+		if !tail && !rec.rebuiltIndex && from < expectNext && from >= base {
+			// The snapshot predates this sealed segment's end: replay it.
+			if err := s.scanMeta(apply); err != nil {
+				s.close()
+				p.closeSegments()
+				return err
+			}
+		}
+		p.report(s, rec)
+		p.segments = append(p.segments, s)
+	}
+	if len(p.segments) == 0 {
+		s, err := createSegment(p.dir, 0, now)
+		if err != nil {
+			return err
+		}
+		p.segments = append(p.segments, s)
+		if err := syncDir(p.dir); err != nil {
+			return err
+		}
+	}
+	p.logStart = p.segments[0].base
+	active := p.segments[len(p.segments)-1]
+	p.next = active.next
+	p.durable, p.visible = p.next, p.next
+	if from > p.next {
+		// The snapshot is ahead of the log (its tail was lost): rebuild from
+		// every batch instead of trusting it.
+		state = newProducerState()
+		for _, s := range p.segments {
+			if err := s.scanMeta(state.update); err != nil {
+				p.closeSegments()
+				return err
+			}
+		}
+	}
+	p.producers = state
+	return nil
+}
+
+// report logs and counts what recovery did to a segment.
+func (p *partition) report(s *segment, rec recovery) {
+	if rec.truncatedAt >= 0 {
+		p.logger().Warn("truncated torn tail of segment",
+			"file", s.path(".log"), "position", rec.truncatedAt, "bytes", rec.truncatedBytes, "reason", rec.reason)
+		p.l.metrics.TailTruncations.Add(1)
+		p.l.metrics.TruncatedBytes.Add(rec.truncatedBytes)
+	}
+	if rec.corrupt != nil {
+		p.logger().Error("segment holds a corrupt batch; reads that reach it will fail", "error", rec.corrupt)
+		p.l.metrics.CorruptBatches.Add(1)
+	}
+}
+
+func (p *partition) closeSegments() {
+	for _, s := range p.segments {
+		s.release()
+	}
+	p.segments = nil
+}
+
+// scanMeta calls fn for every sound batch of a sealed segment.
+func (s *segment) scanMeta(fn func(batchMeta)) error {
+	it := s.iter(0, s.size)
+	for {
+		raw, _, err := it.next()
+		if err != nil {
+			return nil // the end, or damage that reads will report
+		}
+		_, meta, reason := checkBatch(raw)
+		if reason != "" {
+			return nil
+		}
+		fn(meta)
+	}
+}
+
+// appendBatches appends encoded batches in order, as one unit, and returns
+// the base offset of each. With fsync on (the default) it returns only once
+// every batch is durable.
+func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int64, error) {
+	if len(batches) == 0 {
+		return nil, nil
+	}
+	cfg := p.cfg()
+	metas := make([]batchMeta, len(batches))
+	for i, b := range batches {
+		_, meta, reason := checkBatch(b)
+		if reason != "" {
+			return nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
+		}
+		if cfg.MaxMessageBytes > 0 && int64(len(b)) > cfg.MaxMessageBytes {
+			return nil, fmt.Errorf("%w: %d bytes, max.message.bytes of %s is %d", ErrRecordTooLarge, len(b), p.topic, cfg.MaxMessageBytes)
+		}
+		metas[i] = meta
+	}
+	bases := make([]int64, len(batches))
+	now := p.l.now()
+
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.failed != nil {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("partition %s is read-only after an I/O failure: %w", p, p.failed)
+	}
+	var records, bytes int64
+	written := false
+	for i, b := range batches {
+		meta := metas[i]
+		if base, dup, err := p.producers.check(meta.Producer, meta.NumRecords); err != nil {
+			if !written {
+				p.mu.Unlock()
+				return nil, err
+			}
+			p.mu.Unlock()
+			if _, werr := p.waitDurable(ctx, p.next); werr != nil {
+				return nil, werr
+			}
+			return nil, err
+		} else if dup {
+			bases[i] = base
+			p.l.metrics.DuplicateBatches.Add(1)
+			continue
+		}
+		active := p.segments[len(p.segments)-1]
+		if active.size > 0 && (active.size+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond) {
+			if err := p.rollLocked(now); err != nil {
+				p.failed = err
+				p.mu.Unlock()
+				return nil, err
+			}
+			active = p.segments[len(p.segments)-1]
+		}
+		base := p.next
+		setBaseOffset(b, base)
+		if cfg.LogAppendTime {
+			b = withLogAppendTime(b, now)
+		}
+		meta.BaseOffset, meta.LastOffset = base, base+int64(meta.LastOffset-meta.BaseOffset)
+		if err := active.append(b, meta); err != nil {
+			p.failed = err
+			p.mu.Unlock()
+			return nil, err
+		}
+		p.producers.update(meta)
+		p.next = meta.LastOffset + 1
+		bases[i] = base
+		records += int64(meta.NumRecords)
+		bytes += int64(len(b))
+		written = true
+	}
+	end := p.next
+	interval := p.l.opts.FlushInterval > 0
+	if interval {
+		p.advanceVisibleLocked(end)
+	}
+	p.mu.Unlock()
+	p.l.metrics.RecordsAppended.Add(records)
+	p.l.metrics.BytesAppended.Add(bytes)
+	p.l.metrics.Batches.Add(int64(len(batches)))
+	if interval {
+		return bases, nil
+	}
+	select {
+	case p.syncReq <- struct{}{}:
+	default:
+	}
+	if _, err := p.waitDurable(ctx, end); err != nil {
+		return nil, err
+	}
+	return bases, nil
+}
+
+// waitDurable blocks until every offset below end is durable.
+func (p *partition) waitDurable(ctx context.Context, end int64) (int64, error) {
+	for {
+		p.mu.Lock()
+		durable, failed, ch := p.durable, p.failed, p.durableCh
+		p.mu.Unlock()
+		if durable >= end {
+			return durable, nil
+		}
+		if failed != nil {
+			return durable, fmt.Errorf("partition %s: %w", p, failed)
+		}
+		select {
+		case p.syncReq <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return durable, fmt.Errorf("wait for fsync of %s: %w", p, ctx.Err())
+		}
+	}
+}
+
+func (p *partition) advanceVisibleLocked(to int64) {
+	if to > p.visible {
+		p.visible = to
+		close(p.dataCh)
+		p.dataCh = make(chan struct{})
+	}
+}
+
+// rollLocked seals the active segment (its data and indexes fsync'ed) and
+// starts a new one, so that only the newest segment can ever hold a torn
+// tail. It also snapshots producer state at the new base.
+func (p *partition) rollLocked(now time.Time) error {
+	old := p.segments[len(p.segments)-1]
+	if err := old.seal(); err != nil {
+		return err
+	}
+	s, err := createSegment(p.dir, p.next, now)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(p.dir); err != nil {
+		s.release()
+		return err
+	}
+	p.segments = append(p.segments, s)
+	if err := p.producers.writeSnapshot(p.dir, p.next); err != nil {
+		p.logger().Warn("write producer snapshot", "error", err)
+	}
+	p.l.metrics.SegmentsRolled.Add(1)
+	return nil
+}
+
+// syncLoop is the partition's only fsync caller. Each round covers every
+// append written before it started.
+func (p *partition) syncLoop() {
+	defer close(p.done)
+	var tick <-chan time.Time
+	if d := p.l.opts.FlushInterval; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-p.syncReq:
+		case <-tick:
+		case <-p.stop:
+			p.syncOnce()
+			return
+		}
+		p.syncOnce()
+	}
+}
+
+func (p *partition) syncOnce() {
+	p.mu.Lock()
+	target := p.next
+	if target == p.durable || p.failed != nil {
+		p.mu.Unlock()
+		return
+	}
+	active := p.segments[len(p.segments)-1]
+	active.acquire()
+	p.mu.Unlock()
+
+	start := time.Now()
+	err := active.syncData()
+	active.release()
+	p.l.metrics.observeFsync(time.Since(start))
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		// After a failed fsync the page cache state is unknown: never retry
+		// and acknowledge (the fsyncgate lesson); refuse further appends.
+		p.failed = err
+		p.logger().Error("fsync failed; partition is now read-only", "error", err)
+	} else if target > p.durable {
+		p.durable = target
+		p.advanceVisibleLocked(target)
+	}
+	close(p.durableCh)
+	p.durableCh = make(chan struct{})
+}
+
+// view is a reader's consistent picture of the partition: the segments that
+// may hold offsets from a start, each referenced, and the bounds.
+type view struct {
+	segs     []*segment
+	sizes    []int64
+	indexes  [][]offsetEntry
+	times    [][]timeEntry
+	maxTs    []int64
+	start    int64
+	end      int64
+	waitData chan struct{}
+}
+
+func (v *view) release() {
+	for _, s := range v.segs {
+		s.release()
+	}
+}
+
+// snapshot takes a view of the segments that may hold offset and later ones.
+func (p *partition) snapshot(offset int64) (*view, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	v := &view{start: p.logStart, end: p.visible, waitData: p.dataCh}
+	i := sort.Search(len(p.segments), func(i int) bool { return p.segments[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	for _, s := range p.segments[i:] {
+		s.acquire()
+		v.segs = append(v.segs, s)
+		v.sizes = append(v.sizes, s.size)
+		v.indexes = append(v.indexes, s.index)
+		v.times = append(v.times, s.timeIndex)
+		v.maxTs = append(v.maxTs, s.maxTs)
+	}
+	return v, nil
+}
+
+// ReadResult is what one read of a partition returns.
+type ReadResult struct {
+	Records        []Record
+	NextOffset     int64 // where the next read should start
+	HighWatermark  int64 // offset after the last readable record
+	LogStartOffset int64
+}
+
+// rawBatch is a stored batch as it sits on disk.
+type rawBatch struct {
+	bytes []byte
+	meta  batchMeta
+}
+
+// readBatches returns stored batches holding offsets from offset on, up to
+// about maxBytes (always at least one batch when any is readable), all below
+// the visible end. It does not wait.
+func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, error) {
+	v, err := p.snapshot(offset)
+	if err != nil {
+		return nil, nil, err
+	}
+	if offset < v.start || offset > v.end {
+		v.release()
+		return nil, v, fmt.Errorf("%w: offset %d of %s is outside [%d, %d]", ErrOffsetOutOfRange, offset, p, v.start, v.end)
+	}
+	defer v.release()
+	var out []rawBatch
+	total := 0
+	for i, s := range v.segs {
+		if offset >= v.end {
+			break
+		}
+		pos := int64(0)
+		if offset > s.base {
+			pos = lookupOffset(v.indexes[i], uint32(min(offset-s.base, 1<<32-1)))
+		}
+		it := s.iter(pos, v.sizes[i])
+		for offset < v.end {
+			raw, bpos, err := it.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				if len(out) > 0 {
+					return out, v, nil
+				}
+				return nil, v, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: offset, Reason: err.Error()}
+			}
+			_, meta, err := s.decodeChecked(raw, bpos, offset)
+			if err != nil {
+				if len(out) > 0 {
+					return out, v, nil // hand out what came before; the next read reports it
+				}
+				return nil, v, err
+			}
+			if meta.LastOffset < offset {
+				continue
+			}
+			if meta.BaseOffset >= v.end {
+				break
+			}
+			if total > 0 && total+len(raw) > maxBytes {
+				return out, v, nil
+			}
+			out = append(out, rawBatch{bytes: raw, meta: meta})
+			total += len(raw)
+			offset = meta.LastOffset + 1
+		}
+		if total >= maxBytes {
+			break
+		}
+	}
+	return out, v, nil
+}

@@ -1,0 +1,157 @@
+package log
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Idempotent producers. Each partition remembers, per producer id, the epoch
+// and the last few batches (first/last sequence and offsets) it appended, as
+// Kafka does, so a retried batch is recognised and not appended twice.
+//
+// The state is rebuilt on open from a snapshot file written when a segment is
+// rolled and when the partition closes, plus a scan of the batches after the
+// snapshot's offset (the tail). Losing a snapshot costs only a longer scan.
+
+const producerBatchesKept = 5 // Kafka's max.in.flight for idempotence
+
+type producerBatch struct {
+	FirstSeq   int32 `json:"first_seq"`
+	LastSeq    int32 `json:"last_seq"`
+	BaseOffset int64 `json:"base_offset"`
+	LastOffset int64 `json:"last_offset"`
+}
+
+type producerEntry struct {
+	Epoch   int16           `json:"epoch"`
+	Batches []producerBatch `json:"batches"`
+}
+
+type producerState struct {
+	m map[int64]*producerEntry
+}
+
+func newProducerState() *producerState { return &producerState{m: map[int64]*producerEntry{}} }
+
+// check decides what to do with a batch from producer p holding n records:
+// dup is true (with the original base offset) for a retry of a batch already
+// appended; an error refuses the batch.
+func (s *producerState) check(p ProducerInfo, n int32) (dupBase int64, dup bool, err error) {
+	if p.ID < 0 {
+		return 0, false, nil
+	}
+	e, ok := s.m[p.ID]
+	if !ok {
+		if p.Sequence != 0 {
+			return 0, false, fmt.Errorf("%w: producer %d is unknown here and its first batch starts at sequence %d, not 0", ErrOutOfOrderSequence, p.ID, p.Sequence)
+		}
+		return 0, false, nil
+	}
+	switch {
+	case p.Epoch < e.Epoch:
+		return 0, false, fmt.Errorf("%w (producer %d epoch %d < %d)", ErrProducerFenced, p.ID, p.Epoch, e.Epoch)
+	case p.Epoch > e.Epoch:
+		if p.Sequence != 0 {
+			return 0, false, fmt.Errorf("%w: producer %d bumped its epoch to %d but starts at sequence %d, not 0", ErrOutOfOrderSequence, p.ID, p.Epoch, p.Sequence)
+		}
+		return 0, false, nil
+	}
+	last := seqAdd(p.Sequence, n-1)
+	for _, b := range e.Batches {
+		if b.FirstSeq == p.Sequence && b.LastSeq == last {
+			return b.BaseOffset, true, nil
+		}
+	}
+	if len(e.Batches) > 0 {
+		want := seqAdd(e.Batches[len(e.Batches)-1].LastSeq, 1)
+		if p.Sequence != want {
+			return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", ErrOutOfOrderSequence, p.ID, p.Sequence, want)
+		}
+	}
+	return 0, false, nil
+}
+
+// update records an appended batch.
+func (s *producerState) update(m batchMeta) {
+	p := m.Producer
+	if p.ID < 0 || p.Sequence < 0 {
+		return
+	}
+	e, ok := s.m[p.ID]
+	if !ok || p.Epoch != e.Epoch {
+		e = &producerEntry{Epoch: p.Epoch}
+		s.m[p.ID] = e
+	}
+	e.Batches = append(e.Batches, producerBatch{
+		FirstSeq: p.Sequence, LastSeq: seqAdd(p.Sequence, int32(m.LastOffset-m.BaseOffset)),
+		BaseOffset: m.BaseOffset, LastOffset: m.LastOffset,
+	})
+	if len(e.Batches) > producerBatchesKept {
+		e.Batches = append(e.Batches[:0], e.Batches[len(e.Batches)-producerBatchesKept:]...)
+	}
+}
+
+// seqAdd adds to a sequence number, wrapping at MaxInt32 as Kafka does.
+func seqAdd(seq, n int32) int32 {
+	if int64(seq)+int64(n) > math.MaxInt32 {
+		return int32(int64(seq) + int64(n) - math.MaxInt32 - 1)
+	}
+	return seq + n
+}
+
+type producerSnapshot struct {
+	Offset    int64                    `json:"offset"` // state covers every batch below this offset
+	Producers map[int64]*producerEntry `json:"producers"`
+}
+
+const producerSnapshotFile = "producer.snapshot"
+
+// writeSnapshot stores the state as of offset, atomically.
+func (s *producerState) writeSnapshot(dir string, offset int64) error {
+	data, err := json.Marshal(producerSnapshot{Offset: offset, Producers: s.m})
+	if err != nil {
+		return fmt.Errorf("encode producer snapshot: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(dir, producerSnapshotFile), data)
+}
+
+// readProducerSnapshot loads a snapshot; a missing or unreadable one yields
+// an empty state from offset 0 (a full scan rebuilds it).
+func readProducerSnapshot(dir string) (*producerState, int64) {
+	data, err := os.ReadFile(filepath.Join(dir, producerSnapshotFile))
+	if err != nil {
+		return newProducerState(), 0
+	}
+	var snap producerSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil || snap.Producers == nil {
+		return newProducerState(), 0
+	}
+	return &producerState{m: snap.Producers}, snap.Offset
+}
+
+// writeFileAtomic publishes a file: write tmp, fsync, rename, fsync the dir.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(path))
+}

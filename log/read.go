@@ -1,0 +1,229 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// read returns records from offset on, up to about maxBytes of stored
+// batches. At the end of the log it waits until data arrives, ctx ends or
+// maxWait passes (then it returns no records and no error).
+func (p *partition) read(ctx context.Context, offset int64, maxBytes int, maxWait time.Duration) (ReadResult, error) {
+	var timer <-chan time.Time
+	for {
+		batches, v, err := p.readBatches(offset, maxBytes)
+		if err != nil {
+			res := ReadResult{NextOffset: offset}
+			if v != nil {
+				res.HighWatermark, res.LogStartOffset = v.end, v.start
+			}
+			return res, err
+		}
+		res := ReadResult{NextOffset: offset, HighWatermark: v.end, LogStartOffset: v.start}
+		if len(batches) > 0 {
+			n := 0
+			for _, b := range batches {
+				n += int(b.meta.NumRecords)
+			}
+			res.Records = make([]Record, 0, n)
+			for _, b := range batches {
+				if b.meta.IsControl {
+					res.NextOffset = b.meta.LastOffset + 1
+					continue
+				}
+				kb, _, reason := checkBatch(b.bytes)
+				if reason != "" {
+					return res, fmt.Errorf("batch at offset %d of %s: %s", b.meta.BaseOffset, p, reason)
+				}
+				before := len(res.Records)
+				res.Records, err = decodeRecords(res.Records, &kb, offset)
+				if err != nil {
+					return res, &CorruptionError{Path: p.dir, Position: -1, Offset: b.meta.BaseOffset, Reason: err.Error()}
+				}
+				for i := before; i < len(res.Records); i++ {
+					r := &res.Records[i]
+					if r.Offset >= v.end {
+						res.Records = res.Records[:i]
+						break
+					}
+					r.Topic, r.Partition = p.topic, p.id
+				}
+				res.NextOffset = b.meta.LastOffset + 1
+			}
+			if res.NextOffset > v.end {
+				res.NextOffset = v.end
+			}
+			if len(res.Records) > 0 || res.NextOffset > offset {
+				p.l.metrics.RecordsRead.Add(int64(len(res.Records)))
+				return res, nil
+			}
+		}
+		if maxWait <= 0 {
+			return res, nil
+		}
+		if timer == nil {
+			t := time.NewTimer(maxWait)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-v.waitData:
+		case <-timer:
+			return res, nil
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+}
+
+// offsetForTime returns the first offset whose record timestamp is at or
+// after ts; found is false when every record is older (offset is then the
+// log end).
+func (p *partition) offsetForTime(ts int64) (offset int64, found bool, err error) {
+	v, err := p.snapshot(-1)
+	if err != nil {
+		return 0, false, err
+	}
+	defer v.release()
+	for i, s := range v.segs {
+		if v.maxTs[i] < ts {
+			continue
+		}
+		pos := int64(0)
+		if rel, ok := lookupTime(v.times[i], ts); ok {
+			pos = lookupOffset(v.indexes[i], rel)
+		}
+		it := s.iter(pos, v.sizes[i])
+		for {
+			raw, bpos, err := it.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, false, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: -1, Reason: err.Error()}
+			}
+			kb, meta, err := s.decodeChecked(raw, bpos, -1)
+			if err != nil {
+				return 0, false, err
+			}
+			if meta.BaseOffset >= v.end {
+				break
+			}
+			if meta.MaxTimestamp < ts || meta.IsControl {
+				continue
+			}
+			recs, err := decodeRecords(nil, &kb, 0)
+			if err != nil {
+				return 0, false, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: meta.BaseOffset, Reason: err.Error()}
+			}
+			for _, r := range recs {
+				if r.Timestamp.UnixMilli() >= ts && r.Offset >= v.start && r.Offset < v.end {
+					return r.Offset, true, nil
+				}
+			}
+		}
+	}
+	return v.end, false, nil
+}
+
+// bounds returns the log start offset and the readable end.
+func (p *partition) bounds() (start, end int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logStart, p.visible
+}
+
+// size returns the bytes of all segments.
+func (p *partition) size() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, s := range p.segments {
+		n += s.size
+	}
+	return n
+}
+
+// enforceRetention deletes whole segments, oldest first, while they are past
+// retention.ms or the partition is over retention.bytes. It never deletes
+// the active segment. It returns how many segments went.
+func (p *partition) enforceRetention(now time.Time) (int, error) {
+	cfg := p.cfg()
+	if !cfg.Delete {
+		return 0, nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return 0, nil
+	}
+	var total int64
+	for _, s := range p.segments {
+		total += s.size
+	}
+	n := 0
+	for n < len(p.segments)-1 {
+		s := p.segments[n]
+		expired := cfg.RetentionMs >= 0 && s.maxTs >= 0 && now.UnixMilli()-s.maxTs > cfg.RetentionMs
+		oversize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= s.size
+		n++
+	}
+	victims := append([]*segment(nil), p.segments[:n]...)
+	p.segments = append([]*segment(nil), p.segments[n:]...)
+	if n > 0 && p.segments[0].base > p.logStart {
+		p.logStart = p.segments[0].base
+	}
+	p.mu.Unlock()
+	if n == 0 {
+		return 0, nil
+	}
+	var firstErr error
+	for _, s := range victims {
+		if err := s.remove(); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("delete segment %s: %w", s.path(".log"), err)
+		}
+		s.release()
+	}
+	if err := syncDir(p.dir); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	p.logger().Info("retention deleted segments", "segments", n, "log_start_offset", p.segments[0].base)
+	p.l.metrics.SegmentsDeleted.Add(int64(n))
+	return n, firstErr
+}
+
+// close stops the syncer after a last fsync, seals the active segment and
+// writes the producer snapshot, so the next open has nothing to recover.
+func (p *partition) close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true // no new appends; the syncer's last round covers the rest
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.dataCh)
+	p.dataCh = make(chan struct{})
+	var err error
+	if p.failed == nil {
+		active := p.segments[len(p.segments)-1]
+		if err = active.seal(); err == nil {
+			err = p.producers.writeSnapshot(p.dir, p.next)
+		}
+	}
+	p.closeSegments()
+	if err != nil {
+		return fmt.Errorf("close partition %s: %w", p, err)
+	}
+	return nil
+}

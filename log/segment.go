@@ -1,0 +1,469 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A segment is one file of a partition's log, named after the first offset it
+// holds (its base), with its two sparse indexes beside it. Only the newest
+// segment of a partition (the active one) is appended to; the others are
+// immutable until retention deletes them or compaction replaces them.
+type segment struct {
+	base int64
+	dir  string
+	f    *os.File
+	idxF *os.File
+	tidx *os.File
+
+	// The fields below change only while the partition's mutex is held, and
+	// only on the active segment.
+	size       int64 // bytes of whole batches in the file
+	next       int64 // offset after the segment's last record
+	maxTs      int64 // largest record timestamp, -1 if empty
+	maxTsRel   uint32
+	created    time.Time
+	index      []offsetEntry
+	timeIndex  []timeEntry
+	sinceIndex int64
+
+	refs atomic.Int32 // the partition's reference plus one per reader
+}
+
+func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
+
+func (s *segment) path(ext string) string { return filepath.Join(s.dir, segmentName(s.base, ext)) }
+
+// createSegment starts an empty segment at base.
+func createSegment(dir string, base int64, now time.Time) (*segment, error) {
+	s := &segment{base: base, dir: dir, next: base, maxTs: -1, created: now}
+	var err error
+	if s.f, err = os.OpenFile(s.path(".log"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", s.path(".log"), err)
+	}
+	if err := s.openIndexFiles(true); err != nil {
+		s.f.Close()
+		return nil, err
+	}
+	s.refs.Store(1)
+	return s, nil
+}
+
+func (s *segment) openIndexFiles(truncate bool) error {
+	flags := os.O_RDWR | os.O_CREATE
+	if truncate {
+		flags |= os.O_TRUNC
+	}
+	var err error
+	if s.idxF, err = os.OpenFile(s.path(".index"), flags, 0o644); err != nil {
+		return fmt.Errorf("open index %s: %w", s.path(".index"), err)
+	}
+	if s.tidx, err = os.OpenFile(s.path(".timeindex"), flags, 0o644); err != nil {
+		s.idxF.Close()
+		return fmt.Errorf("open time index %s: %w", s.path(".timeindex"), err)
+	}
+	return nil
+}
+
+// recovery says what opening a segment found and did.
+type recovery struct {
+	truncatedAt    int64 // -1 when nothing was truncated
+	truncatedBytes int64
+	reason         string
+	rebuiltIndex   bool
+	corrupt        *CorruptionError // damage left in place (not at the tail)
+}
+
+// openSegment opens an existing segment. A tail segment (the newest of its
+// partition) is checked batch by batch: its torn end is truncated and its
+// indexes rebuilt. Other segments trust their indexes when they check out and
+// rebuild them otherwise. onBatch, if set, sees every sound batch of a scan.
+func openSegment(dir string, base int64, tail bool, expectNext int64, onBatch func(batchMeta)) (*segment, recovery, error) {
+	rec := recovery{truncatedAt: -1}
+	s := &segment{base: base, dir: dir, maxTs: -1}
+	var err error
+	if s.f, err = os.OpenFile(s.path(".log"), os.O_RDWR, 0o644); err != nil {
+		return nil, rec, fmt.Errorf("open segment %s: %w", s.path(".log"), err)
+	}
+	fi, err := s.f.Stat()
+	if err != nil {
+		s.f.Close()
+		return nil, rec, fmt.Errorf("stat segment %s: %w", s.path(".log"), err)
+	}
+	s.size = fi.Size()
+	s.refs.Store(1)
+
+	if !tail {
+		idx, ierr := readOffsetIndex(s.path(".index"), s.size)
+		tidx, terr := readTimeIndex(s.path(".timeindex"))
+		if ierr == nil && terr == nil && s.indexLooksRight(idx) {
+			s.index, s.timeIndex = idx, tidx
+			if n := len(tidx); n > 0 {
+				s.maxTs, s.maxTsRel = tidx[n-1].ts, tidx[n-1].rel
+			}
+			s.next = expectNext
+			if err := s.openIndexFiles(false); err != nil {
+				s.f.Close()
+				return nil, rec, err
+			}
+			return s, rec, nil
+		}
+	}
+	rec.rebuiltIndex = true
+	if err := s.rebuild(tail, &rec, onBatch); err != nil {
+		s.f.Close()
+		return nil, rec, err
+	}
+	if s.created.IsZero() {
+		s.created = time.Now()
+	}
+	if !tail {
+		s.addTimeEntry()
+	}
+	if err := s.openIndexFiles(true); err != nil {
+		s.f.Close()
+		return nil, rec, err
+	}
+	if err := s.writeIndexFiles(); err != nil {
+		s.close()
+		return nil, rec, err
+	}
+	return s, rec, nil
+}
+
+// indexLooksRight checks that the last index entry points at a batch that
+// starts where the entry says, with the offset it says.
+func (s *segment) indexLooksRight(idx []offsetEntry) bool {
+	if len(idx) == 0 {
+		return s.size == 0
+	}
+	e := idx[len(idx)-1]
+	var p [batchLengthPrefix]byte
+	if _, err := s.f.ReadAt(p[:], int64(e.pos)); err != nil {
+		return false
+	}
+	base, size := frameLength(p[:])
+	return base == s.base+int64(e.rel) && size >= batchHeaderSize && int64(e.pos)+int64(size) <= s.size
+}
+
+// rebuild walks every batch of the file, checking CRCs, and recomputes the
+// indexes, next offset and max timestamp. On a tail segment a torn or
+// damaged end is truncated; damage followed by sound batches is corruption
+// in the middle and is left for readers to report.
+func (s *segment) rebuild(tail bool, rec *recovery, onBatch func(batchMeta)) error {
+	s.index, s.timeIndex, s.sinceIndex = nil, nil, 0
+	s.next, s.maxTs = s.base, -1
+	it := s.iter(0, s.size)
+	for {
+		raw, pos, err := it.next()
+		if err == io.EOF {
+			break
+		}
+		var reason string
+		var meta batchMeta
+		var frameOK bool
+		if err != nil {
+			reason = err.Error()
+		} else {
+			frameOK = true
+			_, meta, reason = checkBatch(raw)
+			if reason == "" && meta.BaseOffset < s.next {
+				reason = fmt.Sprintf("base offset %d is below the expected %d", meta.BaseOffset, s.next)
+			}
+		}
+		if reason != "" {
+			if frameOK && s.soundBatchAt(pos+int64(len(raw))) {
+				// A damaged batch with sound ones after it is not a torn
+				// tail; keep everything and let reads report it.
+				rec.corrupt = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
+				it.pos = pos + int64(len(raw))
+				s.sinceIndex += int64(len(raw))
+				continue
+			}
+			if !tail {
+				rec.corrupt = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
+				break
+			}
+			rec.truncatedAt, rec.truncatedBytes, rec.reason = pos, s.size-pos, reason
+			if err := s.f.Truncate(pos); err != nil {
+				return fmt.Errorf("truncate segment %s at %d: %w", s.path(".log"), pos, err)
+			}
+			if err := s.f.Sync(); err != nil {
+				return fmt.Errorf("sync segment %s: %w", s.path(".log"), err)
+			}
+			s.size = pos
+			break
+		}
+		if s.size > 0 && pos == 0 && s.created.IsZero() {
+			s.created = time.UnixMilli(meta.FirstTs)
+		}
+		s.track(meta, pos)
+		if onBatch != nil {
+			onBatch(meta)
+		}
+	}
+	return nil
+}
+
+// soundBatchAt reports whether a whole, CRC-valid batch starts at pos.
+func (s *segment) soundBatchAt(pos int64) bool {
+	it := s.iter(pos, s.size)
+	raw, _, err := it.next()
+	if err != nil {
+		return false
+	}
+	_, _, reason := checkBatch(raw)
+	return reason == ""
+}
+
+// track updates the in-memory indexes for a batch written at pos and reports
+// which index entries it added. Entries are only ever appended, so a reader
+// may search a slice it took under the partition lock without further locking.
+func (s *segment) track(meta batchMeta, pos int64) (newIdx, newTime bool) {
+	if pos == 0 || s.sinceIndex >= indexIntervalBytes {
+		e := offsetEntry{rel: uint32(meta.BaseOffset - s.base), pos: uint32(pos)}
+		if n := len(s.index); n == 0 || e.rel > s.index[n-1].rel {
+			s.index = append(s.index, e)
+			newIdx = true
+		}
+		s.sinceIndex = 0
+	}
+	s.sinceIndex += int64(meta.Size)
+	if meta.MaxTimestamp > s.maxTs {
+		s.maxTs = meta.MaxTimestamp
+		s.maxTsRel = uint32(meta.LastOffset - s.base)
+	}
+	if newIdx {
+		newTime = s.addTimeEntry()
+	}
+	s.next = meta.LastOffset + 1
+	return newIdx, newTime
+}
+
+// addTimeEntry records the current max timestamp in the time index when it
+// rose since the last entry. The index lags between entries, which is safe:
+// each entry only claims that nothing up to its offset is newer.
+func (s *segment) addTimeEntry() bool {
+	if s.maxTs < 0 {
+		return false
+	}
+	n := len(s.timeIndex)
+	if n > 0 && (s.maxTs <= s.timeIndex[n-1].ts || s.maxTsRel <= s.timeIndex[n-1].rel) {
+		return false
+	}
+	s.timeIndex = append(s.timeIndex, timeEntry{ts: s.maxTs, rel: s.maxTsRel})
+	return true
+}
+
+func (s *segment) writeIndexFiles() error {
+	buf := make([]byte, 0, len(s.index)*indexEntrySize)
+	for _, e := range s.index {
+		buf = append(buf, encodeOffsetEntry(e)...)
+	}
+	if _, err := s.idxF.WriteAt(buf, 0); err != nil {
+		return fmt.Errorf("write index %s: %w", s.path(".index"), err)
+	}
+	if err := s.idxF.Truncate(int64(len(buf))); err != nil {
+		return fmt.Errorf("truncate index %s: %w", s.path(".index"), err)
+	}
+	tbuf := make([]byte, 0, len(s.timeIndex)*timeIndexEntrySize)
+	for _, e := range s.timeIndex {
+		tbuf = append(tbuf, encodeTimeEntry(e)...)
+	}
+	if _, err := s.tidx.WriteAt(tbuf, 0); err != nil {
+		return fmt.Errorf("write time index %s: %w", s.path(".timeindex"), err)
+	}
+	if err := s.tidx.Truncate(int64(len(tbuf))); err != nil {
+		return fmt.Errorf("truncate time index %s: %w", s.path(".timeindex"), err)
+	}
+	return nil
+}
+
+// append writes one batch (its base offset already set) at the end of the
+// segment. It does not sync. On a short write the segment is cut back so it
+// never holds half a batch it reports.
+func (s *segment) append(b []byte, meta batchMeta) error {
+	pos := s.size
+	if _, err := s.f.WriteAt(b, pos); err != nil {
+		_ = s.f.Truncate(pos)
+		return fmt.Errorf("write segment %s at %d: %w", s.path(".log"), pos, err)
+	}
+	s.size += int64(len(b))
+	newIdx, newTime := s.track(meta, pos)
+	if newIdx {
+		n := len(s.index)
+		if _, err := s.idxF.WriteAt(encodeOffsetEntry(s.index[n-1]), int64(n-1)*indexEntrySize); err != nil {
+			return fmt.Errorf("write index %s: %w", s.path(".index"), err)
+		}
+	}
+	if newTime {
+		n := len(s.timeIndex)
+		if _, err := s.tidx.WriteAt(encodeTimeEntry(s.timeIndex[n-1]), int64(n-1)*timeIndexEntrySize); err != nil {
+			return fmt.Errorf("write time index %s: %w", s.path(".timeindex"), err)
+		}
+	}
+	return nil
+}
+
+// syncData makes the segment's data durable.
+func (s *segment) syncData() error {
+	if err := fdatasync(s.f); err != nil {
+		return fmt.Errorf("sync segment %s: %w", s.path(".log"), err)
+	}
+	return nil
+}
+
+// seal makes a segment that will get no more appends fully durable: data,
+// and indexes rewritten from memory.
+func (s *segment) seal() error {
+	s.addTimeEntry()
+	if err := s.writeIndexFiles(); err != nil {
+		return err
+	}
+	for _, f := range []*os.File{s.f, s.idxF, s.tidx} {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+// release drops one reference; the last one closes the files.
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.close()
+	}
+}
+
+func (s *segment) close() {
+	s.f.Close()
+	if s.idxF != nil {
+		s.idxF.Close()
+	}
+	if s.tidx != nil {
+		s.tidx.Close()
+	}
+}
+
+// remove deletes the segment's files; open readers keep their view until
+// they release it.
+func (s *segment) remove() error {
+	var errs []error
+	for _, ext := range []string{".log", ".index", ".timeindex"} {
+		if err := os.Remove(s.path(ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// batchIter walks the batches of a segment from a byte position. The slices
+// it returns stay valid: buffers are never reused.
+type batchIter struct {
+	s      *segment
+	pos    int64 // file position of the next batch
+	end    int64 // stop before this position
+	buf    []byte
+	bufPos int64
+}
+
+const readChunk = 256 << 10
+
+func (s *segment) iter(pos, end int64) *batchIter { return &batchIter{s: s, pos: pos, end: end} }
+
+// errTornFrame marks a batch whose frame runs past the end of the data.
+var errTornFrame = errors.New("torn batch: frame runs past the end of the segment")
+
+// next returns the raw bytes of the batch at it.pos and advances past it.
+// It returns io.EOF at the end, errTornFrame when a frame is cut short, and a
+// descriptive error when the frame length itself is impossible.
+func (it *batchIter) next() ([]byte, int64, error) {
+	pos := it.pos
+	if pos >= it.end {
+		return nil, pos, io.EOF
+	}
+	if it.end-pos < batchLengthPrefix {
+		return nil, pos, errTornFrame
+	}
+	p, err := it.window(pos, batchLengthPrefix)
+	if err != nil {
+		return nil, pos, err
+	}
+	_, size := frameLength(p)
+	if size < batchHeaderSize {
+		return nil, pos, fmt.Errorf("impossible batch length %d", size-batchLengthPrefix)
+	}
+	if pos+int64(size) > it.end {
+		return nil, pos, errTornFrame
+	}
+	raw, err := it.window(pos, size)
+	if err != nil {
+		return nil, pos, err
+	}
+	it.pos = pos + int64(size)
+	return raw, pos, nil
+}
+
+// window returns n bytes at pos, reading a new chunk when the buffer does not
+// hold them.
+func (it *batchIter) window(pos int64, n int) ([]byte, error) {
+	if pos >= it.bufPos && pos+int64(n) <= it.bufPos+int64(len(it.buf)) {
+		off := pos - it.bufPos
+		return it.buf[off : off+int64(n)], nil
+	}
+	want := int64(max(n, readChunk))
+	if rest := it.end - pos; want > rest {
+		want = rest
+	}
+	buf := make([]byte, want)
+	m, err := it.s.f.ReadAt(buf, pos)
+	if m < n {
+		if err == nil || err == io.EOF {
+			err = errTornFrame
+		}
+		return nil, fmt.Errorf("read segment %s at %d: %w", it.s.path(".log"), pos, err)
+	}
+	it.buf, it.bufPos = buf[:m], pos
+	return it.buf[:n], nil
+}
+
+// decodeChecked verifies a raw batch and decodes its header, turning damage
+// into a CorruptionError that names the file and position.
+func (s *segment) decodeChecked(raw []byte, pos, expect int64) (kmsg.RecordBatch, batchMeta, error) {
+	kb, meta, reason := checkBatch(raw)
+	if reason != "" {
+		return kb, meta, &CorruptionError{Path: s.path(".log"), Position: pos, Offset: expect, Reason: reason}
+	}
+	return kb, meta, nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
