@@ -265,6 +265,9 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// DefaultPartitions is the partition count of auto-created topics.
+func (l *Log) DefaultPartitions() int { return l.opts.NumPartitions }
+
 // Dir returns the data directory.
 func (l *Log) Dir() string { return l.opts.Dir }
 

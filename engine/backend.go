@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Backend is the log as the engine sees it. The embedded backend wraps the
+// built-in log; a kafka backend (franz-go) implements the same interface, so
+// connectors and tasks never know which one runs underneath.
+type Backend interface {
+	// EnsureTopic creates a topic when it does not exist. An existing topic
+	// is left as it is.
+	EnsureTopic(ctx context.Context, name string, partitions int, config map[string]string) error
+	// Produce appends records durably. Each record's Topic must be set;
+	// keyed records are partitioned by murmur2 of the key. It returns once
+	// every record is durable, with Partition and Offset set.
+	Produce(ctx context.Context, records []connect.Record) error
+	// Consumer reads topics as consumer group, from the group's committed
+	// offsets, or from the earliest offset where it has none.
+	Consumer(ctx context.Context, group string, topics []string) (Consumer, error)
+	// ReadAll calls fn for every record of a topic, from its start to its
+	// end at the time of the call, partition by partition.
+	ReadAll(ctx context.Context, topic string, fn func(connect.Record) error) error
+	// GroupOffsets returns a group's committed offsets (the next offset to
+	// read per partition).
+	GroupOffsets(ctx context.Context, group string) ([]PartitionOffset, error)
+	// CommitGroupOffsets sets a group's committed offsets.
+	CommitGroupOffsets(ctx context.Context, group string, offsets []PartitionOffset) error
+	// DeleteGroup removes a group's committed offsets.
+	DeleteGroup(ctx context.Context, group string) error
+	// EndOffsets returns the start and end offset of every partition of a topic.
+	EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error)
+}
+
+// PartitionOffset is an offset of one partition.
+type PartitionOffset struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// PartitionBounds are the offsets a partition holds: [Start, End).
+type PartitionBounds struct {
+	Partition  int32
+	Start, End int64
+}
+
+// Consumer reads records of a group's topics. It is used by one goroutine.
+type Consumer interface {
+	// Poll returns the next records, waiting up to maxWait when there are
+	// none. Records of one partition come in offset order.
+	Poll(ctx context.Context, maxWait time.Duration) ([]connect.Record, error)
+	// Commit stores the next offsets to read for the group.
+	Commit(ctx context.Context, offsets []PartitionOffset) error
+	// Close stops the consumer's fetchers.
+	Close() error
+}

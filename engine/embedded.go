@@ -1,0 +1,302 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// Embedded is the Backend over the built-in log, in process.
+type Embedded struct {
+	log    *tlog.Log
+	logger *slog.Logger
+}
+
+var _ Backend = (*Embedded)(nil)
+
+// NewEmbedded returns a backend over an open log. The caller closes the log.
+func NewEmbedded(l *tlog.Log, logger *slog.Logger) *Embedded {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Embedded{log: l, logger: logger}
+}
+
+// Log returns the underlying log.
+func (e *Embedded) Log() *tlog.Log { return e.log }
+
+// EnsureTopic implements Backend.
+func (e *Embedded) EnsureTopic(ctx context.Context, name string, partitions int, config map[string]string) error {
+	if _, err := e.log.Partitions(name); err == nil {
+		return nil
+	}
+	if partitions <= 0 {
+		partitions = e.log.DefaultPartitions()
+	}
+	err := e.log.CreateTopic(name, partitions, config)
+	if errors.Is(err, tlog.ErrTopicExists) {
+		return nil
+	}
+	return err
+}
+
+// Produce implements Backend: one log append per topic, partitioned by key.
+func (e *Embedded) Produce(ctx context.Context, records []connect.Record) error {
+	byTopic := map[string][]int{}
+	var order []string
+	for i, r := range records {
+		if r.Topic == "" {
+			return fmt.Errorf("produce: record %d has no topic", i)
+		}
+		if _, ok := byTopic[r.Topic]; !ok {
+			order = append(order, r.Topic)
+		}
+		byTopic[r.Topic] = append(byTopic[r.Topic], i)
+	}
+	for _, topic := range order {
+		idx := byTopic[topic]
+		recs := make([]tlog.Record, len(idx))
+		for j, i := range idx {
+			recs[j] = toLogRecord(records[i])
+		}
+		if err := e.log.Produce(ctx, topic, recs); err != nil {
+			return fmt.Errorf("produce to %s: %w", topic, err)
+		}
+		for j, i := range idx {
+			records[i].Partition, records[i].Offset = recs[j].Partition, recs[j].Offset
+		}
+	}
+	return nil
+}
+
+func toLogRecord(r connect.Record) tlog.Record {
+	lr := tlog.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	if len(r.Headers) > 0 {
+		lr.Headers = make([]tlog.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			lr.Headers[i] = tlog.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return lr
+}
+
+func fromLogRecord(r tlog.Record) connect.Record {
+	cr := connect.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	if len(r.Headers) > 0 {
+		cr.Headers = make([]connect.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			cr.Headers[i] = connect.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return cr
+}
+
+// ReadAll implements Backend.
+func (e *Embedded) ReadAll(ctx context.Context, topic string, fn func(connect.Record) error) error {
+	n, err := e.log.Partitions(topic)
+	if errors.Is(err, tlog.ErrUnknownTopic) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for p := int32(0); p < int32(n); p++ {
+		start, end, err := e.log.Offsets(topic, p)
+		if err != nil {
+			return err
+		}
+		for off := start; off < end; {
+			res, err := e.log.Read(ctx, topic, p, off, tlog.ReadOptions{MaxBytes: 1 << 20})
+			if err != nil {
+				return fmt.Errorf("read %s/%d at %d: %w", topic, p, off, err)
+			}
+			for _, r := range res.Records {
+				if err := fn(fromLogRecord(r)); err != nil {
+					return err
+				}
+			}
+			if res.NextOffset <= off {
+				break
+			}
+			off = res.NextOffset
+		}
+	}
+	return nil
+}
+
+// GroupOffsets implements Backend.
+func (e *Embedded) GroupOffsets(ctx context.Context, group string) ([]PartitionOffset, error) {
+	var out []PartitionOffset
+	for _, c := range e.log.Groups().Committed(group) {
+		out = append(out, PartitionOffset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset})
+	}
+	return out, nil
+}
+
+// CommitGroupOffsets implements Backend.
+func (e *Embedded) CommitGroupOffsets(ctx context.Context, group string, offsets []PartitionOffset) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	cs := make([]tlog.OffsetCommit, len(offsets))
+	for i, o := range offsets {
+		cs[i] = tlog.OffsetCommit{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset}
+	}
+	return e.log.Groups().Commit(ctx, group, cs)
+}
+
+// DeleteGroup implements Backend.
+func (e *Embedded) DeleteGroup(ctx context.Context, group string) error {
+	err := e.log.Groups().Delete(ctx, group)
+	if errors.Is(err, tlog.ErrUnknownGroup) {
+		return nil
+	}
+	return err
+}
+
+// EndOffsets implements Backend.
+func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error) {
+	n, err := e.log.Partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartitionBounds, n)
+	for p := range out {
+		s, en, err := e.log.Offsets(topic, int32(p))
+		if err != nil {
+			return nil, err
+		}
+		out[p] = PartitionBounds{Partition: int32(p), Start: s, End: en}
+	}
+	return out, nil
+}
+
+// Consumer implements Backend. Each partition gets a fetcher goroutine that
+// long-polls the log and hands batches to Poll through a bounded channel.
+func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
+	fctx, cancel := context.WithCancel(context.Background())
+	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, 16), cancel: cancel}
+	for _, topic := range topics {
+		n, err := e.log.Partitions(topic)
+		if err != nil {
+			cancel()
+			c.wg.Wait()
+			return nil, fmt.Errorf("consumer %s: topic %s: %w", group, topic, err)
+		}
+		for p := int32(0); p < int32(n); p++ {
+			start, _, err := e.log.Offsets(topic, p)
+			if err != nil {
+				cancel()
+				c.wg.Wait()
+				return nil, err
+			}
+			from := start
+			if off, ok := e.log.Groups().CommittedOffset(group, topic, p); ok && off >= 0 {
+				from = off
+			}
+			c.wg.Add(1)
+			go c.fetch(fctx, topic, p, from)
+		}
+	}
+	return c, nil
+}
+
+type embeddedConsumer struct {
+	e       *Embedded
+	group   string
+	batches chan []connect.Record
+	errMu   sync.Mutex
+	err     error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func (c *embeddedConsumer) fetch(ctx context.Context, topic string, p int32, next int64) {
+	defer c.wg.Done()
+	for ctx.Err() == nil {
+		res, err := c.e.log.Read(ctx, topic, p, next, tlog.ReadOptions{MaxBytes: 1 << 20, MaxWait: time.Second})
+		if errors.Is(err, tlog.ErrOffsetOutOfRange) && next < res.LogStartOffset {
+			// Retention removed what the group had not read: go on from the
+			// earliest offset, as auto.offset.reset=earliest does.
+			c.e.logger.Warn("committed offset below log start; resetting to earliest",
+				"group", c.group, "topic", topic, "partition", p, "offset", next, "log_start_offset", res.LogStartOffset)
+			next = res.LogStartOffset
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.errMu.Lock()
+			c.err = fmt.Errorf("fetch %s/%d at %d: %w", topic, p, next, err)
+			c.errMu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if len(res.Records) > 0 {
+			out := make([]connect.Record, len(res.Records))
+			for i, r := range res.Records {
+				out[i] = fromLogRecord(r)
+			}
+			select {
+			case c.batches <- out:
+			case <-ctx.Done():
+				return
+			}
+		}
+		next = res.NextOffset
+	}
+}
+
+// Poll implements Consumer.
+func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]connect.Record, error) {
+	c.errMu.Lock()
+	err := c.err
+	c.err = nil
+	c.errMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	var out []connect.Record
+	select {
+	case b := <-c.batches:
+		out = b
+	case <-timer.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for len(out) < 4096 {
+		select {
+		case b := <-c.batches:
+			out = append(out, b...)
+		default:
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// Commit implements Consumer.
+func (c *embeddedConsumer) Commit(ctx context.Context, offsets []PartitionOffset) error {
+	return c.e.CommitGroupOffsets(ctx, c.group, offsets)
+}
+
+// Close implements Consumer.
+func (c *embeddedConsumer) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// countSource emits {"n":N} records, N from 1, with position {"n":N}.
+type countSource struct {
+	next, max int
+	acked     *[]int
+	mu        *sync.Mutex
+}
+
+func (s *countSource) Open(ctx context.Context, cfg connect.Config) error {
+	s.next = 1
+	if cfg.Position != nil {
+		var p struct{ N int }
+		if err := json.Unmarshal(cfg.Position, &p); err != nil {
+			return err
+		}
+		s.next = p.N + 1
+	}
+	max, _ := cfg.Int("max")
+	s.max = int(max)
+	return nil
+}
+
+func (s *countSource) Read(ctx context.Context) ([]connect.Record, error) {
+	if s.next > s.max {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+			return nil, nil
+		}
+	}
+	var out []connect.Record
+	for i := 0; i < 10 && s.next <= s.max; i++ {
+		v := fmt.Sprintf(`{"n":%d}`, s.next)
+		out = append(out, connect.Record{Key: []byte(strconv.Itoa(s.next % 7)), Value: []byte(v), Position: connect.Position(v)})
+		s.next++
+	}
+	return out, nil
+}
+
+func (s *countSource) Ack(ctx context.Context, pos connect.Position) error {
+	var p struct{ N int }
+	_ = json.Unmarshal(pos, &p)
+	s.mu.Lock()
+	*s.acked = append(*s.acked, p.N)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *countSource) Close(ctx context.Context) error { return nil }
+
+// memSink collects values; values containing "poison" fail as bad records.
+type memSink struct {
+	mu   *sync.Mutex
+	got  *[]connect.Record
+	fail *int // fail the next N writes with a retryable error
+}
+
+func (s *memSink) Open(ctx context.Context, cfg connect.Config) error { return nil }
+func (s *memSink) Write(ctx context.Context, recs []connect.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *s.fail > 0 {
+		*s.fail--
+		return connect.Retryable(errors.New("receiver busy"))
+	}
+	for i, r := range recs {
+		if string(r.Value) == `"poison"` {
+			return connect.BadRecordAt(i, errors.New("cannot deliver poison"))
+		}
+		*s.got = append(*s.got, r.Clone())
+	}
+	return nil
+}
+func (s *memSink) Close(ctx context.Context) error { return nil }
+
+type harness struct {
+	log    *tlog.Log
+	worker *Worker
+	mu     sync.Mutex
+	acked  []int
+	got    []connect.Record
+	fail   int
+}
+
+func newHarness(t *testing.T, dir string) *harness {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger, NumPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{log: l}
+	reg := connect.NewRegistry()
+	reg.MustRegister(connect.Connector{Name: "count", Kind: connect.KindSource, Version: "test",
+		Spec:      connect.Spec{Params: []connect.Param{{Name: "max", Type: connect.TypeInt, Default: "100", Description: "how many"}}},
+		NewSource: func() connect.Source { return &countSource{acked: &h.acked, mu: &h.mu} }})
+	reg.MustRegister(connect.Connector{Name: "mem", Kind: connect.KindSink, Version: "test",
+		NewSink: func() connect.Sink { return &memSink{mu: &h.mu, got: &h.got, fail: &h.fail} }})
+	w, err := NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Connectors: reg, Logger: logger,
+		RestartBackoffInitial: 10 * time.Millisecond, RestartBackoffMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.worker = w
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Shutdown(ctx)
+		l.Close()
+	})
+	return h
+}
+
+func (h *harness) received() []connect.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]connect.Record(nil), h.got...)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestWorker_SourceToSink_EndToEnd(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "numbers", Config: map[string]string{"max": "200"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"numbers"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "200 records at the sink", func() bool { return len(h.received()) >= 200 })
+	seen := map[string]bool{}
+	for _, r := range h.received() {
+		seen[string(r.Value)] = true
+	}
+	for n := 1; n <= 200; n++ {
+		if !seen[fmt.Sprintf(`{"n":%d}`, n)] {
+			t.Fatalf("record %d never reached the sink", n)
+		}
+	}
+	// The source position is stored and acked.
+	waitFor(t, "ack of 200", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.acked) > 0 && h.acked[len(h.acked)-1] == 200
+	})
+	offs, err := h.worker.Offsets(ctx, "src")
+	if err != nil || len(offs) != 1 {
+		t.Fatalf("source offsets = %v, %v", offs, err)
+	}
+	// The sink group committed to the end.
+	waitFor(t, "group lag 0", func() bool {
+		lags, err := h.log.Groups().Describe("dst")
+		if err != nil {
+			return false
+		}
+		for _, l := range lags {
+			if l.Lag != 0 {
+				return false
+			}
+		}
+		return len(lags) == 3 // every partition of the auto-created topic
+	})
+	st, _ := h.worker.Status("dst")
+	if st.State != StateRunning || len(st.Tasks) != 1 || st.Tasks[0].State != StateRunning {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestWorker_PoisonRecordsGoToDeadLetterTopic(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	var recs []tlog.Record
+	for i := 0; i < 20; i++ {
+		v := fmt.Sprintf(`{"i":%d}`, i)
+		if i%5 == 0 {
+			v = `"poison"`
+		}
+		recs = append(recs, tlog.Record{Value: []byte(v)})
+	}
+	if err := h.log.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.log.Append(ctx, "in", 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	h.fail = 2 // two retryable failures first
+	spec := ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"in"},
+		Errors: ErrorPolicy{Tolerance: "all", Retries: 5, BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond, DeadLetterTopic: "dlq"}}
+	if err := h.worker.Start(ctx, spec, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "16 good records", func() bool { return len(h.received()) == 16 })
+	waitFor(t, "4 dead letters", func() bool {
+		_, end, err := h.log.Offsets("dlq", 0)
+		return err == nil && end == 4
+	})
+	res, err := h.log.Read(ctx, "dlq", 0, 0, tlog.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Records {
+		hdr := map[string]string{}
+		for _, hh := range r.Headers {
+			hdr[hh.Key] = string(hh.Value)
+		}
+		if hdr["__connect.errors.topic"] != "in" || hdr["__connect.errors.offset"] != strconv.Itoa(i*5) ||
+			hdr["__connect.errors.connector.name"] != "dst" || hdr["__connect.errors.exception.message"] == "" || hdr["__connect.errors.partition"] != "0" {
+			t.Fatalf("dead letter %d headers = %v", i, hdr)
+		}
+	}
+}
+
+func TestWorker_PauseResumeAndOffsetsPatch(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	if err := h.log.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendN := func(from, n int) {
+		var recs []tlog.Record
+		for i := from; i < from+n; i++ {
+			recs = append(recs, tlog.Record{Value: []byte(strconv.Itoa(i))})
+		}
+		if _, err := h.log.Append(ctx, "in", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendN(0, 10)
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"in"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "10 records", func() bool { return len(h.received()) == 10 })
+	if err := h.worker.Pause("dst"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "PAUSED", func() bool { st, _ := h.worker.Status("dst"); return st.Tasks[0].State == StatePaused })
+	appendN(10, 10)
+	time.Sleep(300 * time.Millisecond)
+	if n := len(h.received()); n != 10 {
+		t.Fatalf("paused sink received %d records, want 10", n)
+	}
+	if err := h.worker.Resume("dst"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "20 records after resume", func() bool { return len(h.received()) == 20 })
+
+	// Offsets can only change while stopped.
+	patch := []OffsetEntry{{Partition: map[string]any{"kafka_topic": "in", "kafka_partition": float64(0)}, Offset: map[string]any{"kafka_offset": float64(5)}}}
+	if err := h.worker.AlterOffsets(ctx, "dst", patch); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("AlterOffsets while running = %v, want ErrBadRequest", err)
+	}
+	if err := h.worker.Stop(ctx, "dst"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.worker.Status("dst"); st.State != StateStopped || len(st.Tasks) != 0 {
+		t.Fatalf("stopped status = %+v", st)
+	}
+	if err := h.worker.AlterOffsets(ctx, "dst", patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.worker.Resume("dst"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replay from offset 5", func() bool { return len(h.received()) == 35 })
+	if got := string(h.received()[20].Value); got != "5" {
+		t.Fatalf("first replayed record = %s, want 5", got)
+	}
+}
+
+func TestWorker_FailedTaskRestartsWithTrace(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	if err := h.log.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.log.Append(ctx, "in", 0, []tlog.Record{{Value: []byte(`"poison"`)}, {Value: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	// Tolerance none: the poison record fails the task, again and again.
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"in"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "FAILED with trace", func() bool {
+		st, _ := h.worker.Status("dst")
+		return len(st.Tasks) == 1 && (st.Tasks[0].State == StateFailed || st.Tasks[0].State == StateRestarting) && st.Tasks[0].Trace != ""
+	})
+	st, _ := h.worker.Status("dst")
+	if st.State != StateRunning {
+		t.Fatalf("connector state = %s, want RUNNING (only the task fails)", st.State)
+	}
+	if len(h.received()) != 0 {
+		t.Fatalf("records after the poison one were delivered")
+	}
+}

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/pipelines"
+)
+
+// SpecsFromPipeline turns a validated pipeline into connector specs.
+func SpecsFromPipeline(p *pipelines.Pipeline) []ConnectorSpec {
+	var out []ConnectorSpec
+	for _, s := range p.Sources {
+		out = append(out, ConnectorSpec{
+			Pipeline: p.Name, Name: s.Name, Kind: connect.KindSource, Connector: s.Connector,
+			Config: maps.Clone(s.Config), Secrets: s.Secrets, Topic: s.Topic,
+			Transforms: transformSpecs(s.Transforms),
+		})
+	}
+	for _, s := range p.Sinks {
+		out = append(out, ConnectorSpec{
+			Pipeline: p.Name, Name: s.Name, Kind: connect.KindSink, Connector: s.Connector,
+			Config: maps.Clone(s.Config), Secrets: s.Secrets, Topics: s.Topics, Group: s.Group,
+			Transforms: transformSpecs(s.Transforms),
+			Errors: ErrorPolicy{
+				Tolerance: string(s.Errors.Tolerance), Retries: s.Errors.Retries,
+				BackoffInitial: s.Errors.Backoff.Initial, BackoffMax: s.Errors.Backoff.Max,
+				DeadLetterTopic: s.Errors.DeadLetter.Topic,
+			},
+		})
+	}
+	return out
+}
+
+func transformSpecs(ts []pipelines.Transform) []TransformSpec {
+	var out []TransformSpec
+	for _, t := range ts {
+		out = append(out, TransformSpec{Type: t.Type, Config: maps.Clone(t.Config)})
+	}
+	return out
+}
+
+// StartPipeline creates the pipeline's topics and starts its connectors.
+func (w *Worker) StartPipeline(ctx context.Context, p *pipelines.Pipeline) error {
+	for _, t := range p.Topics {
+		if err := w.opts.Backend.EnsureTopic(ctx, t.Name, t.Partitions, t.Config); err != nil {
+			return fmt.Errorf("pipeline %s: topic %s: %w", p.Name, t.Name, err)
+		}
+	}
+	for _, spec := range SpecsFromPipeline(p) {
+		if spec.Kind == connect.KindSource && !hasPlaceholder(spec.Topic) {
+			if err := w.opts.Backend.EnsureTopic(ctx, spec.Topic, p.Log.Defaults.Partitions, p.Log.Defaults.Config); err != nil {
+				return fmt.Errorf("pipeline %s: topic %s: %w", p.Name, spec.Topic, err)
+			}
+		}
+		if err := w.Start(ctx, spec, StateRunning); err != nil {
+			return fmt.Errorf("pipeline %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+func hasPlaceholder(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '{' {
+			return true
+		}
+	}
+	return false
+}

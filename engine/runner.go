@@ -1,0 +1,342 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// runner owns one connector: a supervisor goroutine that runs its task,
+// pauses and stops it on request, and restarts it with backoff when it
+// fails. Every connector runs one task today (tasks.max = 1).
+type runner struct {
+	w      *Worker
+	spec   ConnectorSpec
+	conn   connect.Connector
+	logger *slog.Logger
+
+	stopSupervisor context.CancelFunc // hard stop, on shutdown
+	supervisorDone chan struct{}
+
+	// mu guards the fields below.
+	mu          sync.Mutex
+	target      State // RUNNING, PAUSED or STOPPED: what the user asked for
+	taskState   State
+	trace       string
+	taskRunning bool
+	restartReq  bool
+	softCancel  context.CancelFunc // ends the running task after its batch
+	changed     chan struct{}      // closed and replaced on every change
+}
+
+func newRunner(w *Worker, spec ConnectorSpec, conn connect.Connector) *runner {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runner{
+		w: w, spec: spec, conn: conn,
+		logger:         w.logger.With("connector", spec.Name, "pipeline", spec.Pipeline),
+		stopSupervisor: cancel, supervisorDone: make(chan struct{}),
+		target: StateStopped, taskState: StateUnassigned, changed: make(chan struct{}),
+	}
+	go r.supervise(ctx)
+	return r
+}
+
+func (r *runner) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *runner) setTarget(s State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.target == s {
+		return
+	}
+	r.target = s
+	if s == StateStopped && r.softCancel != nil {
+		r.softCancel()
+	}
+	r.notifyLocked()
+}
+
+func (r *runner) targetState() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target
+}
+
+func (r *runner) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taskRunning
+}
+
+func (r *runner) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taskState == StateFailed
+}
+
+func (r *runner) restart() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.target == StateStopped {
+		return
+	}
+	r.restartReq = true
+	r.taskState = StateRestarting
+	if r.softCancel != nil {
+		r.softCancel()
+	}
+	r.notifyLocked()
+}
+
+func (r *runner) setTaskState(s State, trace string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.taskState, r.trace = s, trace
+	r.w.metrics.setStatus(r.spec.Name, s)
+	r.notifyLocked()
+}
+
+// waitStopped waits until the task has ended after a stop request.
+func (r *runner) waitStopped(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		done := !r.taskRunning && r.target == StateStopped
+		ch := r.changed
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("stop connector %s: %w", r.spec.Name, ctx.Err())
+		}
+	}
+}
+
+// shutdown ends the supervisor; a task still running is cancelled hard.
+func (r *runner) shutdown() {
+	r.stopSupervisor()
+	<-r.supervisorDone
+}
+
+func (r *runner) supervise(ctx context.Context) {
+	defer close(r.supervisorDone)
+	bo := backoff{initial: r.w.opts.RestartBackoffInitial, max: r.w.opts.RestartBackoffMax}
+	for {
+		r.mu.Lock()
+		target, ch := r.target, r.changed
+		r.restartReq = false
+		r.mu.Unlock()
+		if target == StateStopped {
+			r.setTaskState(StateStopped, "")
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		soft, cancel := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.softCancel, r.taskRunning = cancel, true
+		r.mu.Unlock()
+		err := r.runTask(ctx, soft)
+		cancel()
+		r.mu.Lock()
+		r.softCancel, r.taskRunning = nil, false
+		restartReq := r.restartReq
+		r.notifyLocked()
+		r.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil || restartReq {
+			bo.reset()
+			continue
+		}
+		trace := err.Error()
+		r.logger.Error("task failed; restarting with backoff", "error", err)
+		r.w.metrics.taskFailures.WithLabelValues(r.spec.Name).Inc()
+		r.setTaskState(StateFailed, trace)
+		wait := bo.next()
+		r.mu.Lock()
+		ch = r.changed
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch: // a restart, stop or pause request cuts the wait short
+		case <-timerC(wait):
+		}
+		if r.targetState() != StateStopped {
+			r.setTaskState(StateRestarting, trace)
+		}
+	}
+}
+
+// waitWhilePaused blocks while the connector is paused. It returns false
+// when the task should end (stop, restart or shutdown).
+func (r *runner) waitWhilePaused(soft context.Context) bool {
+	for {
+		r.mu.Lock()
+		target, ch := r.target, r.changed
+		r.mu.Unlock()
+		if soft.Err() != nil {
+			return false
+		}
+		if target != StatePaused {
+			if r.taskStateIs(StatePaused) {
+				r.setTaskState(StateRunning, "")
+			}
+			return true
+		}
+		if !r.taskStateIs(StatePaused) {
+			r.setTaskState(StatePaused, "")
+		}
+		select {
+		case <-ch:
+		case <-soft.Done():
+			return false
+		}
+	}
+}
+
+func (r *runner) taskStateIs(s State) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taskState == s
+}
+
+func (r *runner) runTask(hard, soft context.Context) error {
+	cfg := connect.Config{
+		Pipeline: r.spec.Pipeline, Connector: r.spec.Name, Task: 0,
+		Values: r.conn.Spec.WithDefaults(r.spec.Config), Spec: r.conn.Spec,
+	}
+	chain, err := r.transforms()
+	if err != nil {
+		return err
+	}
+	switch r.spec.Kind {
+	case connect.KindSource:
+		cfg.Position = r.w.offsets.Get(r.spec.Name)
+		return r.runSource(hard, soft, cfg, chain)
+	case connect.KindSink:
+		return r.runSink(hard, soft, cfg, chain)
+	}
+	return fmt.Errorf("connector %s: unknown kind %q", r.spec.Name, r.spec.Kind)
+}
+
+// chain is a connector's transforms in order.
+type chain []namedTransform
+
+type namedTransform struct {
+	name string
+	t    Transformer
+}
+
+func (r *runner) transforms() (chain, error) {
+	var c chain
+	for i, ts := range r.spec.Transforms {
+		if r.w.opts.Transforms == nil {
+			return nil, fmt.Errorf("connector %s: transforms are not available in this worker", r.spec.Name)
+		}
+		t, err := r.w.opts.Transforms(ts.Type, ts.Config)
+		if err != nil {
+			return nil, fmt.Errorf("connector %s: transform %d (%s): %w", r.spec.Name, i+1, ts.Type, err)
+		}
+		c = append(c, namedTransform{name: ts.Type, t: t})
+	}
+	return c, nil
+}
+
+// apply runs a record through the chain.
+func (c chain) apply(rec connect.Record) ([]connect.Record, error) {
+	recs := []connect.Record{rec}
+	for _, nt := range c {
+		var next []connect.Record
+		for _, r := range recs {
+			out, err := nt.t.Apply(r)
+			if err != nil {
+				return nil, fmt.Errorf("transform %s: %w", nt.name, err)
+			}
+			next = append(next, out...)
+		}
+		recs = next
+		if len(recs) == 0 {
+			break
+		}
+	}
+	return recs, nil
+}
+
+func (r *runner) info() ConnectorInfo {
+	cfg := maskValues(r.spec.Config, r.spec.Secrets, r.conn.Spec)
+	out := map[string]string{"connector.class": r.spec.Connector, "name": r.spec.Name}
+	maps.Copy(out, cfg)
+	switch r.spec.Kind {
+	case connect.KindSource:
+		out["topic"] = r.spec.Topic
+	case connect.KindSink:
+		out["topics"] = strings.Join(r.spec.Topics, ",")
+		out["group"] = r.spec.Group
+		if r.spec.Errors.Tolerance != "" {
+			out["errors.tolerance"] = r.spec.Errors.Tolerance
+		}
+		if r.spec.Errors.DeadLetterTopic != "" {
+			out["errors.deadletterqueue.topic.name"] = r.spec.Errors.DeadLetterTopic
+		}
+	}
+	info := ConnectorInfo{Name: r.spec.Name, Type: r.spec.Kind, Config: out}
+	if r.targetState() != StateStopped {
+		info.Tasks = []int{0}
+	}
+	return info
+}
+
+func maskValues(cfg map[string]string, secrets []string, spec connect.Spec) map[string]string {
+	out := spec.Mask(cfg)
+	for _, k := range secrets {
+		if _, ok := out[k]; ok {
+			out[k] = connect.Masked
+		}
+	}
+	return out
+}
+
+func (r *runner) status() ConnectorStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := ConnectorStatus{Name: r.spec.Name, Type: r.spec.Kind, WorkerID: r.w.opts.WorkerID}
+	switch r.target {
+	case StateStopped:
+		st.State = StateStopped
+		st.Tasks = []TaskStatus{}
+		return st
+	case StatePaused:
+		st.State = StatePaused
+	default:
+		st.State = StateRunning
+	}
+	ts := TaskStatus{ID: 0, State: r.taskState, WorkerID: r.w.opts.WorkerID}
+	if r.taskState == StateFailed || r.taskState == StateRestarting {
+		ts.Trace = r.trace
+	}
+	if ts.State == StateStopped {
+		ts.State = StateUnassigned
+	}
+	st.Tasks = []TaskStatus{ts}
+	return st
+}
+
+// errStopped ends a task cleanly after a stop request.
+var errStopped = errors.New("stopped")

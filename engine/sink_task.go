@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// runSink runs a sink task until soft ends (clean stop) or it fails:
+// poll the group → transform → Write (retries, dead letters) → commit.
+func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain) error {
+	for _, t := range r.spec.Topics {
+		if err := r.w.opts.Backend.EnsureTopic(hard, t, 0, nil); err != nil {
+			return fmt.Errorf("sink %s: topic %s: %w", r.spec.Name, t, err)
+		}
+	}
+	if dlq := r.spec.Errors.DeadLetterTopic; dlq != "" {
+		if err := r.w.opts.Backend.EnsureTopic(hard, dlq, 1, nil); err != nil {
+			return fmt.Errorf("sink %s: dead-letter topic %s: %w", r.spec.Name, dlq, err)
+		}
+	}
+	sink := r.conn.NewSink()
+	if err := sink.Open(soft, cfg); err != nil {
+		if soft.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("open sink %s: %w", r.spec.Name, err)
+	}
+	defer func() {
+		if err := sink.Close(context.WithoutCancel(hard)); err != nil {
+			r.logger.Warn("close sink", "error", err)
+		}
+	}()
+	consumer, err := r.w.opts.Backend.Consumer(hard, r.spec.Group, r.spec.Topics)
+	if err != nil {
+		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
+	}
+	defer consumer.Close()
+	r.setTaskState(StateRunning, "")
+	flusher, _ := sink.(connect.Flusher)
+	m := r.w.metrics
+	for {
+		if !r.waitWhilePaused(soft) {
+			return nil
+		}
+		recs, err := consumer.Poll(soft, 500*time.Millisecond)
+		if soft.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("sink %s: poll: %w", r.spec.Name, err)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		start := time.Now()
+		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
+		var out []connect.Record
+		for _, rec := range recs {
+			got, err := c.apply(rec)
+			if err != nil {
+				m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
+				if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
+					return err
+				}
+				continue
+			}
+			out = append(out, got...)
+		}
+		if err := r.write(hard, sink, out); err != nil {
+			return err
+		}
+		if flusher != nil {
+			if err := flusher.Flush(hard); err != nil {
+				return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+			}
+		}
+		if err := consumer.Commit(hard, nextOffsets(recs)); err != nil {
+			return fmt.Errorf("sink %s: commit offsets: %w", r.spec.Name, err)
+		}
+		m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
+		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
+		m.observeDelivery(r.spec.Name, recs)
+	}
+}
+
+// nextOffsets returns, per partition, the offset after the last record.
+func nextOffsets(recs []connect.Record) []PartitionOffset {
+	type tp struct {
+		t string
+		p int32
+	}
+	last := map[tp]int64{}
+	var order []tp
+	for _, r := range recs {
+		k := tp{r.Topic, r.Partition}
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		if r.Offset+1 > last[k] {
+			last[k] = r.Offset + 1
+		}
+	}
+	out := make([]PartitionOffset, len(order))
+	for i, k := range order {
+		out[i] = PartitionOffset{Topic: k.t, Partition: k.p, Offset: last[k]}
+	}
+	return out
+}
+
+// write delivers a batch with retries; bad records go to the dead-letter
+// topic (or fail the task) per the error policy.
+func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Record) error {
+	pol := r.spec.Errors
+	bo := backoff{initial: pol.BackoffInitial, max: pol.BackoffMax}
+	if bo.initial <= 0 {
+		bo.initial = 100 * time.Millisecond
+	}
+	if bo.max <= 0 {
+		bo.max = 10 * time.Second
+	}
+	attempts := 0
+	for len(recs) > 0 {
+		attempts++
+		err := sink.Write(ctx, recs)
+		if err == nil {
+			return nil
+		}
+		r.w.metrics.errors.WithLabelValues(r.spec.Name, "write").Inc()
+		var bad *connect.BadRecordError
+		switch {
+		case errors.As(err, &bad) && bad.Index >= 0 && bad.Index < len(recs):
+			if err := r.badRecord(ctx, recs[bad.Index], "TASK_PUT", attempts, err); err != nil {
+				return err
+			}
+			recs, attempts = recs[bad.Index+1:], 0
+			bo.reset()
+		case errors.As(err, &bad):
+			// Unknown which one: write one at a time to find it.
+			if len(recs) == 1 {
+				if err := r.badRecord(ctx, recs[0], "TASK_PUT", attempts, err); err != nil {
+					return err
+				}
+				return nil
+			}
+			for i := range recs {
+				if err := r.write(ctx, sink, recs[i:i+1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		case connect.IsRetryable(err) && (pol.Retries < 0 || attempts <= pol.Retries):
+			wait := bo.next()
+			var re *connect.RetryableError
+			if errors.As(err, &re) && re.After > wait {
+				wait = re.After
+			}
+			r.logger.Warn("write failed; retrying", "attempt", attempts, "wait", wait, "error", err)
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+		case connect.IsRetryable(err) && pol.Tolerance == "all":
+			for _, rec := range recs {
+				if err := r.badRecord(ctx, rec, "TASK_PUT", attempts, err); err != nil {
+					return err
+				}
+			}
+			return nil
+		default:
+			return fmt.Errorf("sink %s: write %d records (attempt %d): %w", r.spec.Name, len(recs), attempts, err)
+		}
+	}
+	return nil
+}
+
+// badRecord applies the error tolerance to one record: with "all" it goes
+// to the dead-letter topic (or is skipped when there is none); with "none"
+// the task fails.
+func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string, attempts int, cause error) error {
+	if r.spec.Errors.Tolerance != "all" {
+		return fmt.Errorf("sink %s: record %s/%d@%d: %w", r.spec.Name, rec.Topic, rec.Partition, rec.Offset, cause)
+	}
+	r.w.metrics.deadLettered.WithLabelValues(r.spec.Name).Inc()
+	dlq := r.spec.Errors.DeadLetterTopic
+	if dlq == "" {
+		r.logger.Warn("skipping bad record (no dead-letter topic)", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "error", cause)
+		return nil
+	}
+	d := rec.Clone()
+	d.Topic = dlq
+	d.Headers = append(d.Headers,
+		connect.Header{Key: "__connect.errors.topic", Value: []byte(rec.Topic)},
+		connect.Header{Key: "__connect.errors.partition", Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		connect.Header{Key: "__connect.errors.offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		connect.Header{Key: "__connect.errors.connector.name", Value: []byte(r.spec.Name)},
+		connect.Header{Key: "__connect.errors.task.id", Value: []byte("0")},
+		connect.Header{Key: "__connect.errors.stage", Value: []byte(stage)},
+		connect.Header{Key: "__connect.errors.exception.class.name", Value: []byte(errorClass(cause))},
+		connect.Header{Key: "__connect.errors.exception.message", Value: []byte(cause.Error())},
+		connect.Header{Key: "__connect.errors.exception.stacktrace", Value: []byte(cause.Error())},
+		connect.Header{Key: "__connect.errors.attempts", Value: []byte(strconv.Itoa(attempts))},
+	)
+	if err := r.w.opts.Backend.Produce(ctx, []connect.Record{d}); err != nil {
+		return fmt.Errorf("sink %s: dead-letter record to %s: %w", r.spec.Name, dlq, err)
+	}
+	return nil
+}
+
+func errorClass(err error) string {
+	switch {
+	case connect.IsBadRecord(err):
+		return "connect.BadRecordError"
+	case connect.IsRetryable(err):
+		return "connect.RetryableError"
+	}
+	return fmt.Sprintf("%T", errors.Unwrap(err))
+}

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// State is a connector's or task's state, as Kafka Connect names them.
+type State string
+
+// States.
+const (
+	StateUnassigned State = "UNASSIGNED"
+	StateRunning    State = "RUNNING"
+	StatePaused     State = "PAUSED"
+	StateStopped    State = "STOPPED"
+	StateFailed     State = "FAILED"
+	StateRestarting State = "RESTARTING"
+)
+
+// TaskStatus is the status of one task.
+type TaskStatus struct {
+	ID       int
+	State    State
+	WorkerID string
+	Trace    string // the error that failed the task, when FAILED
+}
+
+// ConnectorStatus is the status of a connector and its tasks.
+type ConnectorStatus struct {
+	Name     string
+	Type     connect.Kind
+	State    State
+	WorkerID string
+	Trace    string
+	Tasks    []TaskStatus
+}
+
+// ConnectorInfo is a connector's configuration as the REST API shows it:
+// every value a string, secrets masked.
+type ConnectorInfo struct {
+	Name   string
+	Type   connect.Kind
+	Config map[string]string
+	Tasks  []int
+}
+
+// TransformSpec is one transform of a connector's chain.
+type TransformSpec struct {
+	Type   string
+	Config map[string]string
+}
+
+// ErrorPolicy says how a sink handles failing records.
+type ErrorPolicy struct {
+	// Tolerance is "none" (the task fails) or "all" (the record goes to the
+	// dead-letter topic, or is skipped when there is none).
+	Tolerance string
+	// Retries of a failing write before the tolerance applies; -1 retries
+	// without limit.
+	Retries         int
+	BackoffInitial  time.Duration
+	BackoffMax      time.Duration
+	DeadLetterTopic string
+}
+
+// ConnectorSpec says what one connector instance runs.
+type ConnectorSpec struct {
+	Pipeline   string
+	Name       string
+	Kind       connect.Kind
+	Connector  string // the connector type, e.g. "generator"
+	Config     map[string]string
+	Secrets    []string // Config keys whose values are never shown
+	Topic      string   // sources: where records go (may hold {placeholders})
+	Topics     []string // sinks: what they read
+	Group      string   // sinks: consumer group; default Name
+	Transforms []TransformSpec
+	Errors     ErrorPolicy
+}

@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Errors the REST API maps to status codes.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrConflict   = errors.New("conflict")
+	ErrBadRequest = errors.New("bad request")
+)
+
+// Transformer changes records on their way: 0 records out drops the record.
+// engine/transform implements it.
+type Transformer interface {
+	Apply(r connect.Record) ([]connect.Record, error)
+}
+
+// TransformFactory makes a transform of a type from its config.
+type TransformFactory func(typ string, cfg map[string]string) (Transformer, error)
+
+// Options configure a Worker.
+type Options struct {
+	Backend    Backend
+	Connectors *connect.Registry
+	Transforms TransformFactory
+	Logger     *slog.Logger
+	// WorkerID names this worker in statuses (Kafka Connect uses host:port).
+	WorkerID string
+	Metrics  *Metrics
+	// RestartBackoff bounds the backoff between restarts of a failed task.
+	RestartBackoffInitial, RestartBackoffMax time.Duration
+}
+
+// Worker runs connectors as tasks. It is safe for concurrent use.
+type Worker struct {
+	opts    Options
+	logger  *slog.Logger
+	offsets *OffsetStore
+	metrics *Metrics
+
+	mu         sync.Mutex // guards connectors and closed
+	connectors map[string]*runner
+	closed     bool
+}
+
+// NewWorker opens the offsets store and returns a worker with no
+// connectors.
+func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Connectors == nil {
+		opts.Connectors = connect.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	if opts.WorkerID == "" {
+		opts.WorkerID = "tributary"
+	}
+	if opts.RestartBackoffInitial <= 0 {
+		opts.RestartBackoffInitial = 500 * time.Millisecond
+	}
+	if opts.RestartBackoffMax <= 0 {
+		opts.RestartBackoffMax = 30 * time.Second
+	}
+	offsets, err := OpenOffsetStore(ctx, opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{opts: opts, logger: opts.Logger, offsets: offsets, metrics: opts.Metrics, connectors: map[string]*runner{}}, nil
+}
+
+// Metrics returns the worker's metrics.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
+// Backend returns the log backend.
+func (w *Worker) Backend() Backend { return w.opts.Backend }
+
+// Registry returns the connector registry.
+func (w *Worker) Registry() *connect.Registry { return w.opts.Connectors }
+
+// ID returns the worker id.
+func (w *Worker) ID() string { return w.opts.WorkerID }
+
+// Start adds a connector and starts it in state initial (RUNNING, PAUSED or
+// STOPPED; empty means RUNNING).
+func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) error {
+	if initial == "" {
+		initial = StateRunning
+	}
+	if initial != StateRunning && initial != StatePaused && initial != StateStopped {
+		return fmt.Errorf("%w: initial state %q: use RUNNING, PAUSED or STOPPED", ErrBadRequest, initial)
+	}
+	c, err := w.lookup(spec)
+	if err != nil {
+		return err
+	}
+	if spec.Kind == connect.KindSink && spec.Group == "" {
+		spec.Group = spec.Name
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("worker is shutting down")
+	}
+	if _, ok := w.connectors[spec.Name]; ok {
+		return fmt.Errorf("%w: Connector %s already exists", ErrConflict, spec.Name)
+	}
+	r := newRunner(w, spec, c)
+	w.connectors[spec.Name] = r
+	r.setTarget(initial)
+	return nil
+}
+
+// lookup checks a spec against the registry: connector known, config valid.
+func (w *Worker) lookup(spec ConnectorSpec) (connect.Connector, error) {
+	if spec.Name == "" {
+		return connect.Connector{}, fmt.Errorf("%w: connector has no name", ErrBadRequest)
+	}
+	c, err := w.opts.Connectors.Lookup(spec.Kind, spec.Connector)
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	cfg := connect.Config{Values: spec.Config, Spec: c.Spec}
+	if err := cfg.Validate(); err != nil {
+		return c, fmt.Errorf("%w: connector %s: %v", ErrBadRequest, spec.Name, err)
+	}
+	switch spec.Kind {
+	case connect.KindSource:
+		if spec.Topic == "" {
+			return c, fmt.Errorf("%w: source %s has no topic", ErrBadRequest, spec.Name)
+		}
+	case connect.KindSink:
+		if len(spec.Topics) == 0 {
+			return c, fmt.Errorf("%w: sink %s reads no topics", ErrBadRequest, spec.Name)
+		}
+	}
+	return c, nil
+}
+
+func (w *Worker) runner(name string) (*runner, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.connectors[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: Connector %s not found", ErrNotFound, name)
+	}
+	return r, nil
+}
+
+// Connectors returns the connector names, sorted.
+func (w *Worker) Connectors() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.connectors))
+}
+
+// Info returns a connector's configuration, secrets masked.
+func (w *Worker) Info(name string) (ConnectorInfo, error) {
+	r, err := w.runner(name)
+	if err != nil {
+		return ConnectorInfo{}, err
+	}
+	return r.info(), nil
+}
+
+// Spec returns a connector's spec (secrets in clear: never show it).
+func (w *Worker) Spec(name string) (ConnectorSpec, error) {
+	r, err := w.runner(name)
+	if err != nil {
+		return ConnectorSpec{}, err
+	}
+	return r.spec, nil
+}
+
+// Status returns a connector's status.
+func (w *Worker) Status(name string) (ConnectorStatus, error) {
+	r, err := w.runner(name)
+	if err != nil {
+		return ConnectorStatus{}, err
+	}
+	return r.status(), nil
+}
+
+// Pause pauses a connector: its task stops delivering after the current
+// batch and keeps its resources.
+func (w *Worker) Pause(name string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	r.setTarget(StatePaused)
+	return nil
+}
+
+// Resume resumes a paused or stopped connector.
+func (w *Worker) Resume(name string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	r.setTarget(StateRunning)
+	return nil
+}
+
+// Stop stops a connector's task and waits until it has committed and closed.
+func (w *Worker) Stop(ctx context.Context, name string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	r.setTarget(StateStopped)
+	return r.waitStopped(ctx)
+}
+
+// Restart restarts a connector's task (all tasks, or only failed ones).
+func (w *Worker) Restart(ctx context.Context, name string, onlyFailed bool) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	if onlyFailed && r.status().Tasks != nil && !r.failed() {
+		return nil
+	}
+	r.restart()
+	return nil
+}
+
+// Delete stops and removes a connector. Its stored offsets stay.
+func (w *Worker) Delete(ctx context.Context, name string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	r.setTarget(StateStopped)
+	err = r.waitStopped(ctx)
+	r.shutdown()
+	w.mu.Lock()
+	delete(w.connectors, name)
+	w.mu.Unlock()
+	return err
+}
+
+// Replace swaps a connector's spec (PUT config): it stops the connector,
+// and starts it again with the new spec in the state it had.
+func (w *Worker) Replace(ctx context.Context, spec ConnectorSpec) (created bool, err error) {
+	r, err := w.runner(spec.Name)
+	if errors.Is(err, ErrNotFound) {
+		return true, w.Start(ctx, spec, StateRunning)
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := w.lookup(spec); err != nil {
+		return false, err
+	}
+	target := r.targetState()
+	if err := w.Delete(ctx, spec.Name); err != nil {
+		return false, err
+	}
+	return false, w.Start(ctx, spec, target)
+}
+
+// OffsetEntry is one partition's offset as the REST API shows it.
+type OffsetEntry struct {
+	Partition map[string]any `json:"partition"`
+	Offset    any            `json:"offset"`
+}
+
+// Offsets returns a connector's offsets: the stored source position, or
+// the sink group's committed offsets.
+func (w *Worker) Offsets(ctx context.Context, name string) ([]OffsetEntry, error) {
+	r, err := w.runner(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.offsets(ctx)
+}
+
+// AlterOffsets changes a stopped connector's offsets (PATCH); a nil offset
+// resets its partition.
+func (w *Worker) AlterOffsets(ctx context.Context, name string, entries []OffsetEntry) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	if st := r.targetState(); st != StateStopped || r.running() {
+		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
+	}
+	return r.alterOffsets(ctx, entries)
+}
+
+// ResetOffsets deletes a stopped connector's offsets (DELETE).
+func (w *Worker) ResetOffsets(ctx context.Context, name string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	if st := r.targetState(); st != StateStopped || r.running() {
+		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be reset. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
+	}
+	return r.resetOffsets(ctx)
+}
+
+// Shutdown drains every connector (finish the batch in flight, commit,
+// close) until ctx ends, then stops what is left hard.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	w.closed = true
+	rs := slices.Collect(maps.Values(w.connectors))
+	w.mu.Unlock()
+	sort.Slice(rs, func(i, j int) bool { return rs[i].spec.Name < rs[j].spec.Name })
+	for _, r := range rs {
+		r.setTarget(StateStopped)
+	}
+	var errs []error
+	for _, r := range rs {
+		if err := r.waitStopped(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range rs {
+		r.shutdown()
+	}
+	return errors.Join(errs...)
+}
