@@ -265,6 +265,9 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// ClusterID returns the id this data directory was given when it was created.
+func (l *Log) ClusterID() string { return l.meta.ClusterID }
+
 // DefaultPartitions is the partition count of auto-created topics.
 func (l *Log) DefaultPartitions() int { return l.opts.NumPartitions }
 

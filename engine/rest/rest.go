@@ -1,0 +1,833 @@
+// Package rest serves the worker's REST API, shaped like Kafka Connect's
+// (CONVENTIONS.md §1), plus the topic, group and record endpoints the CLI
+// uses in --server mode, and Prometheus /metrics.
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// DefaultAddr is where the API listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8083"
+
+// Server is the REST API of one worker.
+type Server struct {
+	worker  *engine.Worker
+	log     *tlog.Log // the embedded log, for topic/group/record endpoints; may be nil
+	logger  *slog.Logger
+	version string
+	mux     *http.ServeMux
+}
+
+// New returns the API of a worker. l is the embedded log (nil with other
+// backends: the log endpoints then answer 404).
+func New(w *engine.Worker, l *tlog.Log, version string, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{worker: w, log: l, logger: logger, version: version, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.root)
+	m.HandleFunc("GET /health", s.health)
+	m.HandleFunc("GET /connectors", s.listConnectors)
+	m.HandleFunc("POST /connectors", s.createConnector)
+	m.HandleFunc("GET /connectors/{name}", s.getConnector)
+	m.HandleFunc("DELETE /connectors/{name}", s.deleteConnector)
+	m.HandleFunc("GET /connectors/{name}/config", s.getConfig)
+	m.HandleFunc("PUT /connectors/{name}/config", s.putConfig)
+	m.HandleFunc("GET /connectors/{name}/status", s.getStatus)
+	m.HandleFunc("GET /connectors/{name}/tasks", s.getTasks)
+	m.HandleFunc("GET /connectors/{name}/tasks/{id}/status", s.getTaskStatus)
+	m.HandleFunc("POST /connectors/{name}/tasks/{id}/restart", s.restartTask)
+	m.HandleFunc("PUT /connectors/{name}/pause", s.pause)
+	m.HandleFunc("PUT /connectors/{name}/resume", s.resume)
+	m.HandleFunc("PUT /connectors/{name}/stop", s.stop)
+	m.HandleFunc("POST /connectors/{name}/restart", s.restart)
+	m.HandleFunc("GET /connectors/{name}/offsets", s.getOffsets)
+	m.HandleFunc("PATCH /connectors/{name}/offsets", s.patchOffsets)
+	m.HandleFunc("DELETE /connectors/{name}/offsets", s.deleteOffsets)
+	m.HandleFunc("GET /connector-plugins", s.plugins)
+	m.HandleFunc("PUT /connector-plugins/{type}/config/validate", s.validate)
+	m.HandleFunc("GET /topics", s.listTopics)
+	m.HandleFunc("POST /topics", s.createTopic)
+	m.HandleFunc("GET /topics/{topic}", s.describeTopic)
+	m.HandleFunc("DELETE /topics/{topic}", s.deleteTopic)
+	m.HandleFunc("GET /topics/{topic}/partitions/{p}/records", s.readRecords)
+	m.HandleFunc("POST /topics/{topic}/records", s.produceRecords)
+	m.HandleFunc("GET /groups", s.listGroups)
+	m.HandleFunc("GET /groups/{group}", s.describeGroup)
+	reg := prometheus.Gatherers{s.worker.Metrics().Registry}
+	if s.log != nil {
+		lr := prometheus.NewRegistry()
+		lr.MustRegister(newLogCollector(s.log))
+		reg = append(reg, lr)
+	}
+	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+}
+
+// apiError is Kafka Connect's error body.
+type apiError struct {
+	ErrorCode int    `json:"error_code"`
+	Message   string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	msg := err.Error()
+	switch {
+	case errors.Is(err, engine.ErrNotFound), errors.Is(err, tlog.ErrUnknownTopic), errors.Is(err, tlog.ErrUnknownGroup), errors.Is(err, tlog.ErrUnknownPartition):
+		code = http.StatusNotFound
+	case errors.Is(err, engine.ErrConflict), errors.Is(err, tlog.ErrTopicExists):
+		code = http.StatusConflict
+	case errors.Is(err, engine.ErrBadRequest), errors.Is(err, tlog.ErrInvalidConfig), errors.Is(err, tlog.ErrInvalidTopicName),
+		errors.Is(err, tlog.ErrInvalidPartitions), errors.Is(err, tlog.ErrOffsetOutOfRange):
+		code = http.StatusBadRequest
+	}
+	for _, prefix := range []string{engine.ErrNotFound.Error() + ": ", engine.ErrConflict.Error() + ": ", engine.ErrBadRequest.Error() + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	if code == http.StatusInternalServerError {
+		s.logger.Error("rest request failed", "error", err)
+	}
+	writeJSON(w, code, apiError{ErrorCode: code, Message: msg})
+}
+
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, map[string]string{"version": s.version, "commit": "", "kafka_cluster_id": s.clusterID()})
+}
+
+func (s *Server) clusterID() string {
+	if s.log == nil {
+		return ""
+	}
+	return s.log.ClusterID()
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, map[string]string{"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
+}
+
+type taskID struct {
+	Connector string `json:"connector"`
+	Task      int    `json:"task"`
+}
+
+type connectorInfo struct {
+	Name   string            `json:"name"`
+	Config map[string]string `json:"config"`
+	Tasks  []taskID          `json:"tasks"`
+	Type   connect.Kind      `json:"type"`
+}
+
+func toInfo(i engine.ConnectorInfo) connectorInfo {
+	out := connectorInfo{Name: i.Name, Config: i.Config, Tasks: []taskID{}, Type: i.Type}
+	for _, t := range i.Tasks {
+		out.Tasks = append(out.Tasks, taskID{Connector: i.Name, Task: t})
+	}
+	return out
+}
+
+type stateInfo struct {
+	State    engine.State `json:"state"`
+	WorkerID string       `json:"worker_id"`
+	Trace    string       `json:"trace,omitempty"`
+}
+
+type taskState struct {
+	ID       int          `json:"id"`
+	State    engine.State `json:"state"`
+	WorkerID string       `json:"worker_id"`
+	Trace    string       `json:"trace,omitempty"`
+}
+
+type statusBody struct {
+	Name      string       `json:"name"`
+	Connector stateInfo    `json:"connector"`
+	Tasks     []taskState  `json:"tasks"`
+	Type      connect.Kind `json:"type"`
+}
+
+func toStatus(st engine.ConnectorStatus) statusBody {
+	out := statusBody{Name: st.Name, Connector: stateInfo{State: st.State, WorkerID: st.WorkerID, Trace: st.Trace}, Tasks: []taskState{}, Type: st.Type}
+	for _, t := range st.Tasks {
+		out.Tasks = append(out.Tasks, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace})
+	}
+	return out
+}
+
+func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
+	names := s.worker.Connectors()
+	expand := r.URL.Query()["expand"]
+	if len(expand) == 0 {
+		writeJSON(w, 200, names)
+		return
+	}
+	out := map[string]map[string]any{}
+	for _, n := range names {
+		e := map[string]any{}
+		for _, x := range expand {
+			switch x {
+			case "status":
+				if st, err := s.worker.Status(n); err == nil {
+					e["status"] = toStatus(st)
+				}
+			case "info":
+				if in, err := s.worker.Info(n); err == nil {
+					e["info"] = toInfo(in)
+				}
+			}
+		}
+		out[n] = e
+	}
+	writeJSON(w, 200, out)
+}
+
+type createRequest struct {
+	Name         string            `json:"name"`
+	Config       map[string]string `json:"config"`
+	InitialState string            `json:"initial_state"`
+}
+
+func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if req.Name == "" {
+		req.Name = req.Config["name"]
+	}
+	spec, err := s.specFromConfig(req.Name, req.Config)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.worker.Start(r.Context(), spec, engine.State(req.InitialState)); err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, _ := s.worker.Info(req.Name)
+	w.Header().Set("Location", "/connectors/"+req.Name)
+	writeJSON(w, http.StatusCreated, toInfo(info))
+}
+
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: request body: %v", engine.ErrBadRequest, err)
+	}
+	return nil
+}
+
+// specFromConfig turns a Kafka Connect style flat config into a spec:
+// connector.class names the connector; topic (sources) or topics (sinks),
+// group, errors.* and transforms.* are the worker's keys; the rest is the
+// connector's config.
+func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.ConnectorSpec, error) {
+	if name == "" {
+		return engine.ConnectorSpec{}, fmt.Errorf("%w: connector name is required", engine.ErrBadRequest)
+	}
+	class := cfg["connector.class"]
+	if class == "" {
+		return engine.ConnectorSpec{}, fmt.Errorf("%w: Connector config %v contains no connector type", engine.ErrBadRequest, keys(cfg))
+	}
+	spec := engine.ConnectorSpec{Pipeline: "rest", Name: name, Connector: class, Config: map[string]string{}}
+	if _, err := s.worker.Registry().Lookup(connect.KindSource, class); err == nil {
+		spec.Kind = connect.KindSource
+	} else if _, err := s.worker.Registry().Lookup(connect.KindSink, class); err == nil {
+		spec.Kind = connect.KindSink
+	} else {
+		return spec, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, class)
+	}
+	for k, v := range cfg {
+		switch k {
+		case "connector.class", "name", "tasks.max":
+		case "topic":
+			spec.Topic = v
+		case "topics":
+			spec.Topics = connect.SplitList(v)
+		case "group":
+			spec.Group = v
+		case "errors.tolerance":
+			spec.Errors.Tolerance = v
+		case "errors.retries":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return spec, fmt.Errorf("%w: errors.retries=%q is not an integer", engine.ErrBadRequest, v)
+			}
+			spec.Errors.Retries = n
+		case "errors.deadletterqueue.topic.name":
+			spec.Errors.DeadLetterTopic = v
+		default:
+			spec.Config[k] = v
+		}
+	}
+	return spec, nil
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) getConnector(w http.ResponseWriter, r *http.Request) {
+	info, err := s.worker.Info(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, toInfo(info))
+}
+
+func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request) {
+	if err := s.worker.Delete(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
+	info, err := s.worker.Info(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, info.Config)
+}
+
+func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
+	var cfg map[string]string
+	if err := decodeBody(r, &cfg); err != nil {
+		s.fail(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	spec, err := s.specFromConfig(name, cfg)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if old, err := s.worker.Spec(name); err == nil {
+		spec.Pipeline = old.Pipeline
+		// A masked value sent back means "keep the secret".
+		for k, v := range spec.Config {
+			if v == connect.Masked {
+				spec.Config[k] = old.Config[k]
+			}
+		}
+		spec.Secrets = old.Secrets
+	}
+	created, err := s.worker.Replace(r.Context(), spec)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, _ := s.worker.Info(name)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, toInfo(info))
+}
+
+func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.worker.Status(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, toStatus(st))
+}
+
+func (s *Server) getTasks(w http.ResponseWriter, r *http.Request) {
+	info, err := s.worker.Info(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	type task struct {
+		ID     taskID            `json:"id"`
+		Config map[string]string `json:"config"`
+	}
+	out := []task{}
+	for _, t := range info.Tasks {
+		out = append(out, task{ID: taskID{Connector: info.Name, Task: t}, Config: info.Config})
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) taskParam(w http.ResponseWriter, r *http.Request) (engine.ConnectorStatus, int, bool) {
+	st, err := s.worker.Status(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return st, 0, false
+	}
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || id < 0 || id >= len(st.Tasks) {
+		s.fail(w, fmt.Errorf("%w: Task %s-%s not found", engine.ErrNotFound, st.Name, r.PathValue("id")))
+		return st, 0, false
+	}
+	return st, id, true
+}
+
+func (s *Server) getTaskStatus(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.taskParam(w, r)
+	if !ok {
+		return
+	}
+	t := st.Tasks[id]
+	writeJSON(w, 200, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace})
+}
+
+func (s *Server) restartTask(w http.ResponseWriter, r *http.Request) {
+	st, _, ok := s.taskParam(w, r)
+	if !ok {
+		return
+	}
+	if err := s.worker.Restart(r.Context(), st.Name, false); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
+	if err := s.worker.Pause(r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	if err := s.worker.Resume(r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	if err := s.worker.Stop(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	q := r.URL.Query()
+	includeTasks, onlyFailed := q.Get("includeTasks") == "true", q.Get("onlyFailed") == "true"
+	if err := s.worker.Restart(r.Context(), name, onlyFailed); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if !includeTasks && !onlyFailed {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	st, err := s.worker.Status(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, toStatus(st))
+}
+
+func (s *Server) getOffsets(w http.ResponseWriter, r *http.Request) {
+	offs, err := s.worker.Offsets(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"offsets": offs})
+}
+
+func (s *Server) patchOffsets(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Offsets []engine.OffsetEntry `json:"offsets"`
+	}
+	if err := decodeBody(r, &body); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.worker.AlterOffsets(r.Context(), r.PathValue("name"), body.Offsets); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]string{"message": "The offsets for this connector have been altered successfully"})
+}
+
+func (s *Server) deleteOffsets(w http.ResponseWriter, r *http.Request) {
+	if err := s.worker.ResetOffsets(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]string{"message": "The offsets for this connector have been reset successfully"})
+}
+
+func (s *Server) plugins(w http.ResponseWriter, r *http.Request) {
+	type plugin struct {
+		Class   string       `json:"class"`
+		Type    connect.Kind `json:"type"`
+		Version string       `json:"version"`
+	}
+	out := []plugin{}
+	for _, c := range s.worker.Registry().List() {
+		out = append(out, plugin{Class: c.Name, Type: c.Kind, Version: c.Version})
+	}
+	writeJSON(w, 200, out)
+}
+
+type configDefinition struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Required      bool     `json:"required"`
+	DefaultValue  *string  `json:"default_value"`
+	Importance    string   `json:"importance"`
+	Documentation string   `json:"documentation"`
+	Group         *string  `json:"group"`
+	WidthOrder    int      `json:"order"`
+	Dependents    []string `json:"dependents"`
+}
+
+type configValue struct {
+	Name              string   `json:"name"`
+	Value             *string  `json:"value"`
+	RecommendedValues []string `json:"recommended_values"`
+	Errors            []string `json:"errors"`
+	Visible           bool     `json:"visible"`
+}
+
+type configInfo struct {
+	Definition configDefinition `json:"definition"`
+	Value      configValue      `json:"value"`
+}
+
+func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
+	var cfg map[string]string
+	if err := decodeBody(r, &cfg); err != nil {
+		s.fail(w, err)
+		return
+	}
+	typ := r.PathValue("type")
+	var conn connect.Connector
+	var err error
+	if conn, err = s.worker.Registry().Lookup(connect.KindSource, typ); err != nil {
+		if conn, err = s.worker.Registry().Lookup(connect.KindSink, typ); err != nil {
+			s.fail(w, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, typ))
+			return
+		}
+	}
+	values := map[string]string{}
+	for k, v := range cfg {
+		switch k {
+		case "connector.class", "name", "tasks.max", "topic", "topics", "group", "errors.tolerance", "errors.retries", "errors.deadletterqueue.topic.name":
+		default:
+			values[k] = v
+		}
+	}
+	errs := conn.Spec.Validate(values)
+	byParam := map[string][]string{}
+	for _, e := range errs {
+		byParam[e.Param] = append(byParam[e.Param], e.Message)
+	}
+	var configs []configInfo
+	for i, p := range conn.Spec.Params {
+		def := configDefinition{Name: p.Name, Type: strings.ToUpper(string(p.Type)), Required: p.Required, Importance: "MEDIUM",
+			Documentation: p.Description, WidthOrder: i + 1, Dependents: []string{}}
+		if p.Required {
+			def.Importance = "HIGH"
+		}
+		if p.Default != "" {
+			d := p.Default
+			def.DefaultValue = &d
+		}
+		val := configValue{Name: p.Name, RecommendedValues: append([]string{}, p.Enum...), Errors: append([]string{}, byParam[p.Name]...), Visible: true}
+		if v, ok := values[p.Name]; ok {
+			if p.IsSecret() {
+				v = connect.Masked
+			}
+			val.Value = &v
+		}
+		configs = append(configs, configInfo{Definition: def, Value: val})
+	}
+	for _, e := range errs {
+		if _, ok := conn.Spec.Param(e.Param); !ok {
+			v := values[e.Param]
+			configs = append(configs, configInfo{
+				Definition: configDefinition{Name: e.Param, Type: "STRING", Importance: "LOW", Documentation: "unknown parameter", Dependents: []string{}},
+				Value:      configValue{Name: e.Param, Value: &v, RecommendedValues: []string{}, Errors: []string{e.Message}, Visible: true},
+			})
+		}
+	}
+	writeJSON(w, 200, map[string]any{"name": conn.Name, "error_count": len(errs), "groups": []string{"Common"}, "configs": configs})
+}
+
+// Log endpoints (embedded backend only).
+
+func (s *Server) needLog(w http.ResponseWriter) bool {
+	if s.log == nil {
+		writeJSON(w, 404, apiError{ErrorCode: 404, Message: "this worker's log backend has no topic endpoints; use the backend's own tools"})
+		return false
+	}
+	return true
+}
+
+func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	writeJSON(w, 200, s.log.ListTopics())
+}
+
+// TopicRequest creates a topic.
+type TopicRequest struct {
+	Name       string            `json:"name"`
+	Partitions int               `json:"partitions"`
+	Config     map[string]string `json:"config"`
+}
+
+func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	var req TopicRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.log.CreateTopic(req.Name, req.Partitions, req.Config); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"name": req.Name})
+}
+
+// PartitionJSON describes one partition.
+type PartitionJSON struct {
+	Partition      int32 `json:"partition"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	LogEndOffset   int64 `json:"log_end_offset"`
+	Size           int64 `json:"size"`
+}
+
+// TopicJSON describes a topic.
+type TopicJSON struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions []PartitionJSON   `json:"partitions"`
+	Overrides  map[string]string `json:"overrides"`
+	Config     map[string]string `json:"config"`
+}
+
+func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	d, err := s.log.DescribeTopic(r.PathValue("topic"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := TopicJSON{Name: d.Name, ID: d.ID, Overrides: d.Overrides, Config: d.Config, Partitions: []PartitionJSON{}}
+	for _, p := range d.Partitions {
+		out.Partitions = append(out.Partitions, PartitionJSON{Partition: p.Partition, LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, Size: p.Size})
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	if err := s.log.DeleteTopic(r.PathValue("topic")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// RecordJSON is a record on the wire of the record endpoints. Key and value
+// are strings (null for null); headers keep their order.
+type RecordJSON struct {
+	Partition int32       `json:"partition"`
+	Offset    int64       `json:"offset"`
+	Timestamp int64       `json:"timestamp"`
+	Key       *string     `json:"key"`
+	Value     *string     `json:"value"`
+	Headers   [][2]string `json:"headers,omitempty"`
+}
+
+// ReadJSON is the answer of a record read.
+type ReadJSON struct {
+	Records        []RecordJSON `json:"records"`
+	NextOffset     int64        `json:"next_offset"`
+	HighWatermark  int64        `json:"high_watermark"`
+	LogStartOffset int64        `json:"log_start_offset"`
+}
+
+func strPtr(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	q := r.URL.Query()
+	p, err := strconv.Atoi(r.PathValue("p"))
+	if err != nil {
+		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		return
+	}
+	offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
+	maxBytes, _ := strconv.Atoi(q.Get("max_bytes"))
+	waitMs, _ := strconv.Atoi(q.Get("max_wait_ms"))
+	res, err := s.log.Read(r.Context(), r.PathValue("topic"), int32(p), offset, tlog.ReadOptions{MaxBytes: maxBytes, MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := ReadJSON{Records: []RecordJSON{}, NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
+	for _, rec := range res.Records {
+		rj := RecordJSON{Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(), Key: strPtr(rec.Key), Value: strPtr(rec.Value)}
+		for _, h := range rec.Headers {
+			rj.Headers = append(rj.Headers, [2]string{h.Key, string(h.Value)})
+		}
+		out.Records = append(out.Records, rj)
+	}
+	writeJSON(w, 200, out)
+}
+
+// ProduceJSON is the body of a produce request: records with an optional
+// partition each (-1 or absent: the partitioner picks).
+type ProduceJSON struct {
+	Records []struct {
+		Partition *int32      `json:"partition"`
+		Key       *string     `json:"key"`
+		Value     *string     `json:"value"`
+		Headers   [][2]string `json:"headers"`
+	} `json:"records"`
+}
+
+func (s *Server) produceRecords(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	var body ProduceJSON
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err := dec.Decode(&body); err != nil {
+		s.fail(w, fmt.Errorf("%w: request body: %v", engine.ErrBadRequest, err))
+		return
+	}
+	topic := r.PathValue("topic")
+	var keyed []tlog.Record
+	byPart := map[int32][]tlog.Record{}
+	for _, rec := range body.Records {
+		lr := tlog.Record{}
+		if rec.Key != nil {
+			lr.Key = []byte(*rec.Key)
+		}
+		if rec.Value != nil {
+			lr.Value = []byte(*rec.Value)
+		}
+		for _, h := range rec.Headers {
+			lr.Headers = append(lr.Headers, tlog.Header{Key: h[0], Value: []byte(h[1])})
+		}
+		if rec.Partition != nil && *rec.Partition >= 0 {
+			byPart[*rec.Partition] = append(byPart[*rec.Partition], lr)
+		} else {
+			keyed = append(keyed, lr)
+		}
+	}
+	n := 0
+	if len(keyed) > 0 {
+		if err := s.log.Produce(r.Context(), topic, keyed); err != nil {
+			s.fail(w, err)
+			return
+		}
+		n += len(keyed)
+	}
+	for p, recs := range byPart {
+		if _, err := s.log.Append(r.Context(), topic, p, recs); err != nil {
+			s.fail(w, err)
+			return
+		}
+		n += len(recs)
+	}
+	writeJSON(w, 200, map[string]int{"acknowledged": n})
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	writeJSON(w, 200, s.log.Groups().List())
+}
+
+// GroupPartitionJSON is one row of a group description.
+type GroupPartitionJSON struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	CurrentOffset int64  `json:"current_offset"`
+	LogEndOffset  int64  `json:"log_end_offset"`
+	Lag           int64  `json:"lag"`
+}
+
+func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	lags, err := s.log.Groups().Describe(r.PathValue("group"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := []GroupPartitionJSON{}
+	for _, l := range lags {
+		out = append(out, GroupPartitionJSON{Topic: l.Topic, Partition: l.Partition, CurrentOffset: l.CurrentOffset, LogEndOffset: l.LogEndOffset, Lag: l.Lag})
+	}
+	writeJSON(w, 200, map[string]any{"group": r.PathValue("group"), "partitions": out})
+}

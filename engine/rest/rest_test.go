@@ -1,0 +1,226 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const secret = "s3cr3t-password-value"
+
+type idleSource struct{}
+
+func (idleSource) Open(ctx context.Context, cfg connect.Config) error { return nil }
+func (idleSource) Read(ctx context.Context) ([]connect.Record, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Millisecond):
+		return []connect.Record{{Value: []byte(`{"x":1}`), Position: connect.Position(`{"seq":1}`)}}, nil
+	}
+}
+func (idleSource) Ack(ctx context.Context, pos connect.Position) error { return nil }
+func (idleSource) Close(ctx context.Context) error                     { return nil }
+
+type nullSink struct{}
+
+func (nullSink) Open(ctx context.Context, cfg connect.Config) error       { return nil }
+func (nullSink) Write(ctx context.Context, recs []connect.Record) error   { return nil }
+func (nullSink) Close(ctx context.Context) error                          { return nil }
+
+func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
+	t.Helper()
+	logs := &bytesLog{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := connect.NewRegistry()
+	reg.MustRegister(connect.Connector{Name: "idle", Kind: connect.KindSource, Version: "1.0.0",
+		Spec: connect.Spec{Params: []connect.Param{
+			{Name: "password", Type: connect.TypePassword, Description: "the secret"},
+			{Name: "mode", Type: connect.TypeString, Enum: []string{"a", "b"}, Default: "a", Description: "a mode"},
+		}},
+		NewSource: func() connect.Source { return idleSource{} }})
+	reg.MustRegister(connect.Connector{Name: "null", Kind: connect.KindSink, Version: "1.0.0", NewSink: func() connect.Sink { return nullSink{} }})
+	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger, WorkerID: "127.0.0.1:8083"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(w, l, "test", logger))
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Shutdown(ctx)
+		l.Close()
+	})
+	return srv, w, logs
+}
+
+type bytesLog struct{ strings.Builder }
+
+func (b *bytesLog) Write(p []byte) (int, error) { return b.Builder.Write(p) }
+
+func call(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// golden compares a JSON answer (re-indented) with testdata/name.json.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(got), &v); err != nil {
+		t.Fatalf("%s: answer is not JSON: %v\n%s", name, err, got)
+	}
+	pretty, _ := json.MarshalIndent(v, "", "  ")
+	path := filepath.Join("testdata", name+".json")
+	if *update {
+		if err := os.WriteFile(path, append(pretty, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(pretty)) {
+		t.Errorf("%s: got\n%s\nwant\n%s", name, pretty, want)
+	}
+}
+
+func TestREST_ConnectShapes(t *testing.T) {
+	srv, w, logs := newTestServer(t)
+	steps := []struct {
+		name, method, path, body string
+		code                     int
+	}{
+		{"create", "POST", "/connectors", `{"name":"src","config":{"connector.class":"idle","topic":"t","password":"` + secret + `"}}`, 201},
+		{"create_conflict", "POST", "/connectors", `{"name":"src","config":{"connector.class":"idle","topic":"t"}}`, 409},
+		{"create_unknown_class", "POST", "/connectors", `{"name":"x","config":{"connector.class":"nope"}}`, 400},
+		{"list", "GET", "/connectors", "", 200},
+		{"info", "GET", "/connectors/src", "", 200},
+		{"config", "GET", "/connectors/src/config", "", 200},
+		{"not_found", "GET", "/connectors/missing", "", 404},
+		{"plugins", "GET", "/connector-plugins", "", 200},
+		{"validate", "PUT", "/connector-plugins/idle/config/validate", `{"connector.class":"idle","password":"` + secret + `","mode":"z","bogus":"1"}`, 200},
+		{"offsets_patch_running", "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`, 400},
+	}
+	for _, s := range steps {
+		code, body := call(t, srv, s.method, s.path, s.body)
+		if code != s.code {
+			t.Fatalf("%s: %s %s = %d %s, want %d", s.name, s.method, s.path, code, body, s.code)
+		}
+		if strings.Contains(body, secret) {
+			t.Fatalf("%s: the secret shows in the answer: %s", s.name, body)
+		}
+		golden(t, s.name, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := w.Status("src")
+		if len(st.Tasks) == 1 && st.Tasks[0].State == engine.StateRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source never RUNNING: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, body := call(t, srv, "GET", "/connectors/src/status", "")
+	if code != 200 {
+		t.Fatalf("status = %d", code)
+	}
+	golden(t, "status", body)
+	code, body = call(t, srv, "GET", "/connectors/src/tasks/0/status", "")
+	if code != 200 {
+		t.Fatalf("task status = %d", code)
+	}
+	golden(t, "task_status", body)
+	if code, _ := call(t, srv, "PUT", "/connectors/src/pause", ""); code != 202 {
+		t.Fatalf("pause = %d", code)
+	}
+	if code, _ := call(t, srv, "PUT", "/connectors/src/stop", ""); code != 204 {
+		t.Fatalf("stop = %d", code)
+	}
+	code, body = call(t, srv, "GET", "/connectors/src/status", "")
+	golden(t, "status_stopped", body)
+	code, body = call(t, srv, "GET", "/connectors/src/offsets", "")
+	golden(t, "offsets", body)
+	code, body = call(t, srv, "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`)
+	if code != 200 {
+		t.Fatalf("patch offsets while stopped = %d %s", code, body)
+	}
+	golden(t, "offsets_patched", body)
+	code, body = call(t, srv, "GET", "/connectors/src/offsets", "")
+	golden(t, "offsets_after_patch", body)
+	if code, _ := call(t, srv, "PUT", "/connectors/src/resume", ""); code != 202 {
+		t.Fatalf("resume = %d", code)
+	}
+	code, body = call(t, srv, "POST", "/connectors/src/restart?includeTasks=true", "")
+	if code != 202 || strings.Contains(body, secret) {
+		t.Fatalf("restart = %d %s", code, body)
+	}
+	code, body = call(t, srv, "GET", "/connectors?expand=info", "")
+	if code != 200 || strings.Contains(body, secret) {
+		t.Fatalf("expand = %d %s", code, body)
+	}
+	code, body = call(t, srv, "GET", "/metrics", "")
+	if code != 200 || !strings.Contains(body, "kafka_connect_connector_status") || !strings.Contains(body, "tributary_log_records_appended_total") {
+		t.Fatalf("metrics = %d\n%s", code, body)
+	}
+	if code, _ := call(t, srv, "DELETE", "/connectors/src", ""); code != 204 {
+		t.Fatalf("delete = %d", code)
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Fatalf("the secret shows in the worker's log")
+	}
+}
+
+func TestREST_TopicsAndRecords(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	if code, body := call(t, srv, "POST", "/topics", `{"name":"web","partitions":2,"config":{"retention.ms":"1000"}}`); code != 201 {
+		t.Fatalf("create topic = %d %s", code, body)
+	}
+	if code, body := call(t, srv, "POST", "/topics", `{"name":"bad","partitions":1,"config":{"retention.mss":"1"}}`); code != 400 || !strings.Contains(body, "retention.ms") {
+		t.Fatalf("bad config = %d %s", code, body)
+	}
+	if code, body := call(t, srv, "POST", "/topics/web/records", `{"records":[{"key":"a","value":"1"},{"partition":1,"value":"2","headers":[["h","v"]]}]}`); code != 200 || !strings.Contains(body, `"acknowledged":2`) {
+		t.Fatalf("produce = %d %s", code, body)
+	}
+	code, body := call(t, srv, "GET", "/topics/web/partitions/1/records?offset=0", "")
+	if code != 200 || !strings.Contains(body, `"value":"2"`) || !strings.Contains(body, `["h","v"]`) {
+		t.Fatalf("read = %d %s", code, body)
+	}
+	if code, _ := call(t, srv, "GET", "/topics/web/partitions/1/records?offset=99", ""); code != 400 {
+		t.Fatalf("read out of range = %d", code)
+	}
+	if code, _ := call(t, srv, "GET", "/topics/nope", ""); code != 404 {
+		t.Fatalf("unknown topic = %d", code)
+	}
+}
