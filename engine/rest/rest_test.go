@@ -39,9 +39,9 @@ func (idleSource) Close(ctx context.Context) error                     { return 
 
 type nullSink struct{}
 
-func (nullSink) Open(ctx context.Context, cfg connect.Config) error       { return nil }
-func (nullSink) Write(ctx context.Context, recs []connect.Record) error   { return nil }
-func (nullSink) Close(ctx context.Context) error                          { return nil }
+func (nullSink) Open(ctx context.Context, cfg connect.Config) error     { return nil }
+func (nullSink) Write(ctx context.Context, recs []connect.Record) error { return nil }
+func (nullSink) Close(ctx context.Context) error                        { return nil }
 
 func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 	t.Helper()
