@@ -77,8 +77,13 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /topics/{topic}", s.deleteTopic)
 	m.HandleFunc("GET /topics/{topic}/partitions/{p}/records", s.readRecords)
 	m.HandleFunc("POST /topics/{topic}/records", s.produceRecords)
+	m.HandleFunc("PATCH /topics/{topic}", s.alterTopic)
+	m.HandleFunc("GET /topics/{topic}/partitions/{p}/offsets", s.partitionOffsets)
 	m.HandleFunc("GET /groups", s.listGroups)
 	m.HandleFunc("GET /groups/{group}", s.describeGroup)
+	m.HandleFunc("DELETE /groups/{group}", s.deleteGroup)
+	m.HandleFunc("POST /groups/{group}/offsets", s.commitGroup)
+	m.HandleFunc("POST /groups/{group}/reset", s.resetGroup)
 	reg := prometheus.Gatherers{s.worker.Metrics().Registry}
 	if s.log != nil {
 		lr := prometheus.NewRegistry()
@@ -830,4 +835,148 @@ func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		out = append(out, GroupPartitionJSON{Topic: l.Topic, Partition: l.Partition, CurrentOffset: l.CurrentOffset, LogEndOffset: l.LogEndOffset, Lag: l.Lag})
 	}
 	writeJSON(w, 200, map[string]any{"group": r.PathValue("group"), "partitions": out})
+}
+
+// AlterTopicJSON grows a topic or changes its configs.
+type AlterTopicJSON struct {
+	Partitions   int               `json:"partitions,omitempty"`
+	Config       map[string]string `json:"config,omitempty"`
+	DeleteConfig []string          `json:"delete_config,omitempty"`
+}
+
+func (s *Server) alterTopic(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	var req AlterTopicJSON
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	topic := r.PathValue("topic")
+	if req.Partitions > 0 {
+		if err := s.log.CreatePartitions(topic, req.Partitions); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	if len(req.Config) > 0 || len(req.DeleteConfig) > 0 {
+		if err := s.log.AlterTopicConfig(topic, req.Config, req.DeleteConfig); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// OffsetsJSON answers a partition offsets query.
+type OffsetsJSON struct {
+	LogStartOffset int64 `json:"log_start_offset"`
+	LogEndOffset   int64 `json:"log_end_offset"`
+	// With ?timestamp=MS: the first offset at or after it, and whether
+	// one exists.
+	Offset *int64 `json:"offset,omitempty"`
+	Found  bool   `json:"found,omitempty"`
+}
+
+func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	p, err := strconv.Atoi(r.PathValue("p"))
+	if err != nil {
+		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		return
+	}
+	topic := r.PathValue("topic")
+	start, end, err := s.log.Offsets(topic, int32(p))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := OffsetsJSON{LogStartOffset: start, LogEndOffset: end}
+	if ts := r.URL.Query().Get("timestamp"); ts != "" {
+		ms, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			s.fail(w, fmt.Errorf("%w: timestamp %q is not milliseconds", engine.ErrBadRequest, ts))
+			return
+		}
+		off, found, err := s.log.OffsetForTime(topic, int32(p), time.UnixMilli(ms))
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		out.Offset, out.Found = &off, found
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	if err := s.log.Groups().Delete(r.Context(), r.PathValue("group")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// CommitJSON commits offsets of a group.
+type CommitJSON struct {
+	Offsets []GroupPartitionJSON `json:"offsets"`
+}
+
+func (s *Server) commitGroup(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	var req CommitJSON
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	var cs []tlog.OffsetCommit
+	for _, o := range req.Offsets {
+		cs = append(cs, tlog.OffsetCommit{Topic: o.Topic, Partition: o.Partition, Offset: o.CurrentOffset})
+	}
+	if err := s.log.Groups().Commit(r.Context(), r.PathValue("group"), cs); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ResetJSON asks for an offset reset plan, applied when Execute is set.
+type ResetJSON struct {
+	Spec    tlog.ResetSpec   `json:"spec"`
+	Plan    []tlog.ResetPlan `json:"plan,omitempty"` // apply this plan as it is
+	Execute bool             `json:"execute"`
+}
+
+func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	var req ResetJSON
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	group := r.PathValue("group")
+	plan := req.Plan
+	if plan == nil {
+		var err error
+		if plan, err = s.log.Groups().PlanReset(group, req.Spec); err != nil {
+			s.fail(w, fmt.Errorf("%w: %v", engine.ErrBadRequest, err))
+			return
+		}
+	}
+	if req.Execute {
+		if err := s.log.Groups().ApplyReset(r.Context(), group, plan); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	writeJSON(w, 200, map[string]any{"plan": plan, "executed": req.Execute})
 }

@@ -152,6 +152,16 @@ func TestREST_ConnectShapes(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	for {
+		offs, _ := w.Offsets(t.Context(), "src")
+		if len(offs) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("source never stored a position")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	code, body := call(t, srv, "GET", "/connectors/src/status", "")
 	if code != 200 {
 		t.Fatalf("status = %d", code)
