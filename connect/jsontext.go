@@ -3,11 +3,11 @@ package connect
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -19,113 +19,357 @@ const maxJSONDepth = 1000
 // parseJSON parses one JSON value into the schemaless value model: objects
 // become Row (field order kept, duplicate names rejected), arrays []any,
 // strings string, booleans bool, null nil, and numbers int64, float64 or
-// json.Number (see classifyNumber).
+// json.Number (see number). Invalid UTF-8 in strings and unpaired
+// surrogates become U+FFFD, as with encoding/json.
 func parseJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseJSONValue(dec, 0)
+	p := jsonParser{data: data}
+	p.skipSpace()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("invalid JSON: data after the top-level value")
+	p.skipSpace()
+	if p.pos != len(p.data) {
+		return nil, p.errorf("data after the top-level value")
 	}
 	return v, nil
 }
 
-func parseJSONValue(dec *json.Decoder, depth int) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, errors.New("invalid JSON: unexpected end of input")
-		}
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth >= maxJSONDepth {
-			return nil, fmt.Errorf("invalid JSON: nested deeper than %d levels", maxJSONDepth)
-		}
-		switch t {
-		case '{':
-			row := Row{}
-			var seen map[string]struct{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, fmt.Errorf("invalid JSON: %w", err)
-				}
-				name, ok := kt.(string)
-				if !ok {
-					return nil, errors.New("invalid JSON: object key is not a string")
-				}
-				if seen == nil && len(row) >= 8 {
-					seen = make(map[string]struct{}, 2*len(row))
-					for _, f := range row {
-						seen[f.Name] = struct{}{}
-					}
-				}
-				dup := false
-				if seen != nil {
-					_, dup = seen[name]
-					seen[name] = struct{}{}
-				} else {
-					dup = row.Index(name) >= 0
-				}
-				if dup {
-					return nil, fmt.Errorf("invalid JSON: duplicate field %q", name)
-				}
-				v, err := parseJSONValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				row = append(row, Field{Name: name, Value: v})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("invalid JSON: %w", err)
-			}
-			return row, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := parseJSONValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("invalid JSON: %w", err)
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("invalid JSON: unexpected %q", rune(t))
-	case json.Number:
-		return classifyNumber(t), nil
-	case string, bool, nil:
-		return t, nil
-	}
-	return nil, fmt.Errorf("invalid JSON: unexpected token %v", tok)
+// jsonParser is a recursive-descent JSON parser over a byte slice; it is
+// several times faster than json.Decoder's token API, which the hot path of
+// decoding change events cannot afford.
+type jsonParser struct {
+	data []byte
+	pos  int
 }
 
-// classifyNumber turns a JSON number without a schema into a Go value: an
-// integer literal that fits int64 becomes int64; a literal with a fraction or
-// an exponent becomes float64 (Debezium writes every double with one, e.g.
-// 1.0 or 1.0E10); anything that would lose its value (an integer beyond
-// int64, a float beyond float64) stays a json.Number holding the exact text.
-func classifyNumber(n json.Number) any {
-	s := string(n)
-	if isIntegerLiteral(s) {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return i
+func (p *jsonParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at offset %d: %s", p.pos, fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) value(depth int) (any, error) {
+	if p.pos >= len(p.data) {
+		return nil, p.errorf("unexpected end of input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		return p.string()
+	case c == 't':
+		return true, p.literal("true")
+	case c == 'f':
+		return false, p.literal("false")
+	case c == 'n':
+		return nil, p.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return nil, p.errorf("unexpected character %q", c)
+	}
+}
+
+func (p *jsonParser) literal(lit string) error {
+	if !bytes.HasPrefix(p.data[p.pos:], []byte(lit)) {
+		return p.errorf("invalid literal")
+	}
+	p.pos += len(lit)
+	return nil
+}
+
+func (p *jsonParser) object(depth int) (any, error) {
+	if depth >= maxJSONDepth {
+		return nil, p.errorf("nested deeper than %d levels", maxJSONDepth)
+	}
+	p.pos++ // {
+	row := Row{}
+	var seen map[string]struct{}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return row, nil
+	}
+	for {
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.errorf("want an object key")
+		}
+		name, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		if seen == nil && len(row) >= 8 {
+			seen = make(map[string]struct{}, 2*len(row))
+			for _, f := range row {
+				seen[f.Name] = struct{}{}
+			}
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[name]
+			seen[name] = struct{}{}
+		} else {
+			dup = row.Index(name) >= 0
+		}
+		if dup {
+			return nil, p.errorf("duplicate field %q", name)
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.errorf("want ':' after an object key")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, Field{Name: name, Value: v})
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errorf("unexpected end of input in an object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+			p.skipSpace()
+		case '}':
+			p.pos++
+			return row, nil
+		default:
+			return nil, p.errorf("want ',' or '}' in an object")
+		}
+	}
+}
+
+func (p *jsonParser) array(depth int) (any, error) {
+	if depth >= maxJSONDepth {
+		return nil, p.errorf("nested deeper than %d levels", maxJSONDepth)
+	}
+	p.pos++ // [
+	arr := []any{}
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return arr, nil
+	}
+	for {
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return nil, p.errorf("unexpected end of input in an array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+			p.skipSpace()
+		case ']':
+			p.pos++
+			return arr, nil
+		default:
+			return nil, p.errorf("want ',' or ']' in an array")
+		}
+	}
+}
+
+// string parses a JSON string starting at its opening quote.
+func (p *jsonParser) string() (string, error) {
+	p.pos++ // "
+	start := p.pos
+	// Fast path: plain ASCII without escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		p.pos++
+	}
+	buf := make([]byte, p.pos-start, p.pos-start+16)
+	copy(buf, p.data[start:p.pos])
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", p.errorf("control character %q in a string", c)
+		case c == '\\':
+			if p.pos+1 >= len(p.data) {
+				return "", p.errorf("unexpected end of input in a string")
+			}
+			esc := p.data[p.pos+1]
+			p.pos += 2
+			switch esc {
+			case '"', '\\', '/':
+				buf = append(buf, esc)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := p.hex4()
+				if !ok {
+					return "", p.errorf("invalid \\u escape")
+				}
+				if utf16.IsSurrogate(r) {
+					r2 := unicode.ReplacementChar
+					if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+						save := p.pos
+						p.pos += 2
+						if lo, ok := p.hex4(); ok {
+							if d := utf16.DecodeRune(r, lo); d != unicode.ReplacementChar {
+								r2 = d
+							} else {
+								p.pos = save
+							}
+						} else {
+							return "", p.errorf("invalid \\u escape")
+						}
+					}
+					r = r2
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", p.errorf("invalid escape %q", esc)
+			}
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(p.data[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				buf = append(buf, "\ufffd"...)
+			} else {
+				buf = append(buf, p.data[p.pos:p.pos+size]...)
+			}
+			p.pos += size
+		}
+	}
+	return "", p.errorf("unexpected end of input in a string")
+}
+
+// hex4 reads four hex digits.
+func (p *jsonParser) hex4() (rune, bool) {
+	if p.pos+4 > len(p.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[p.pos : p.pos+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	p.pos += 4
+	return r, true
+}
+
+// number parses a JSON number without a schema into a Go value: an integer
+// literal that fits int64 becomes int64; a literal with a fraction or an
+// exponent becomes float64 (Debezium writes every double with one, 1.0 or
+// 1.0E10); anything that would lose its value (an integer beyond int64, a
+// float beyond float64) stays a json.Number holding the exact text.
+func (p *jsonParser) number() (any, error) {
+	start := p.pos
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+			p.pos++
+			n++
 		}
 		return n
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) {
-		return n
+	if p.data[p.pos] == '-' {
+		p.pos++
 	}
-	return f
+	if p.pos < len(p.data) && p.data[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return nil, p.errorf("invalid number")
+	}
+	integer := true
+	if p.pos < len(p.data) && p.data[p.pos] == '.' {
+		integer = false
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errorf("invalid number")
+		}
+	}
+	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
+		integer = false
+		p.pos++
+		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errorf("invalid number")
+		}
+	}
+	text := p.data[start:p.pos]
+	if integer {
+		if len(text) < 19 {
+			var n int64
+			neg := text[0] == '-'
+			for _, c := range text[btoi(neg):] {
+				n = n*10 + int64(c-'0')
+			}
+			if neg {
+				n = -n
+			}
+			return n, nil
+		}
+		if i, err := strconv.ParseInt(string(text), 10, 64); err == nil {
+			return i, nil
+		}
+		return json.Number(text), nil
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return json.Number(text), nil
+	}
+	return f, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func isIntegerLiteral(s string) bool {
@@ -247,15 +491,12 @@ func appendJavaFloat(b []byte, f float64, bits int) ([]byte, error) {
 	if f == 0 {
 		return append(b, "0.0"...), nil
 	}
-	// Shortest digits and exponent: "d.ddde±XX".
-	var buf [32]byte
-	e := strconv.AppendFloat(buf[:0], f, 'e', -1, bits)
-	mant, expPart, _ := bytes.Cut(e, []byte{'e'})
-	exp, _ := strconv.Atoi(string(expPart))
-	digits := make([]byte, 0, len(mant))
-	for _, c := range mant {
-		if c != '.' {
-			digits = append(digits, c)
+	digits, exp := decimalDigits(f, -1, bits)
+	if len(digits) == 1 {
+		// Java (JDK 19 and later) picks, when one digit would do, the
+		// closest decimal of one or two digits: 4.9E-324, not 5.0E-324.
+		if d2, e2 := decimalDigits(f, 1, bits); roundTrips(d2, e2, f, bits) {
+			digits, exp = bytes.TrimRight(d2, "0"), e2
 		}
 	}
 	if exp >= -3 && exp < 7 {
@@ -286,4 +527,29 @@ func appendJavaFloat(b []byte, f float64, bits int) ([]byte, error) {
 	}
 	b = append(b, 'E')
 	return strconv.AppendInt(b, int64(exp), 10), nil
+}
+
+// decimalDigits returns the significant digits of f (positive, finite) and
+// the decimal exponent of the first: f ≈ 0.d1d2d3… × 10^(exp+1). prec is
+// the number of digits after the first, or -1 for the shortest that
+// round-trips.
+func decimalDigits(f float64, prec, bits int) ([]byte, int) {
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', prec, bits)
+	mant, expPart, _ := bytes.Cut(e, []byte{'e'})
+	exp, _ := strconv.Atoi(string(expPart))
+	digits := make([]byte, 0, len(mant))
+	for _, c := range mant {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	return digits, exp
+}
+
+// roundTrips reports whether the decimal digits×10^exp reads back as f.
+func roundTrips(digits []byte, exp int, f float64, bits int) bool {
+	s := string(digits[:1]) + "." + string(digits[1:]) + "e" + strconv.Itoa(exp)
+	g, err := strconv.ParseFloat(s, bits)
+	return err == nil && g == f
 }

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,13 +27,13 @@ const (
 
 // Param describes one configuration parameter of a connector or transform.
 type Param struct {
-	Name        string    `json:"name"`
-	Type        ParamType `json:"type"`
-	Required    bool      `json:"required,omitempty"`
-	Default     string    `json:"default,omitempty"`
-	Secret      bool      `json:"secret,omitempty"`
-	Enum        []string  `json:"enum,omitempty"`
-	Description string    `json:"description"`
+	Name        string    `json:"name"`               // the key in the connector's config, e.g. "batch.size"
+	Type        ParamType `json:"type"`               // how values are parsed and checked
+	Required    bool      `json:"required,omitempty"` // a value (or a Default) must be given
+	Default     string    `json:"default,omitempty"`  // the value used when none is given
+	Secret      bool      `json:"secret,omitempty"`   // the value is never shown (see also TypePassword)
+	Enum        []string  `json:"enum,omitempty"`     // the allowed values (each item's, for a list)
+	Description string    `json:"description"`        // one or two sentences for docs and errors
 }
 
 // IsSecret reports whether values of p must never be shown.
@@ -41,7 +42,7 @@ func (p Param) IsSecret() bool { return p.Secret || p.Type == TypePassword }
 // Spec is the configuration specification of a connector: the parameters it
 // accepts. It drives validation, the REST validate endpoint and generated docs.
 type Spec struct {
-	Params []Param `json:"params"`
+	Params []Param `json:"params"` // in the order docs show them
 }
 
 // Param returns the parameter called name.
@@ -70,6 +71,7 @@ type FieldError struct {
 	Message string // what is wrong, and what would be right
 }
 
+// Error returns "param: message".
 func (e FieldError) Error() string { return e.Param + ": " + e.Message }
 
 // Validate checks cfg against the spec: unknown names, missing required
@@ -204,6 +206,9 @@ func ParseSize(v string) (int64, error) {
 	m, ok := mult[unit]
 	if !ok {
 		return 0, fmt.Errorf("%q has an unknown size unit %q (valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", v, unit)
+	}
+	if n > math.MaxInt64/m {
+		return 0, fmt.Errorf("%q is too large (at most %d bytes)", v, int64(math.MaxInt64))
 	}
 	return n * m, nil
 }

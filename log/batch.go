@@ -229,6 +229,7 @@ func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Recor
 		raw = out
 	}
 	logAppend := kb.Attributes&attrLogAppendTime != 0
+	prevDelta := int32(-1)
 	for i := int32(0); i < kb.NumRecords; i++ {
 		l, n := binary.Varint(raw)
 		if n <= 0 || l < 0 || int64(len(raw)-n) < l {
@@ -240,6 +241,12 @@ func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Recor
 			return dst, fmt.Errorf("record %d: %w", i, err)
 		}
 		raw = raw[end:]
+		// Offsets rise within the batch and stay inside it, or the records
+		// would claim offsets of other batches.
+		if kr.OffsetDelta <= prevDelta || kr.OffsetDelta > kb.LastOffsetDelta {
+			return dst, fmt.Errorf("record %d: offset delta %d after %d, batch last offset delta %d", i, kr.OffsetDelta, prevDelta, kb.LastOffsetDelta)
+		}
+		prevDelta = kr.OffsetDelta
 		off := kb.FirstOffset + int64(kr.OffsetDelta)
 		if off < minOffset {
 			continue

@@ -41,6 +41,27 @@ func lookupOffset(idx []offsetEntry, rel uint32) int64 {
 	return int64(idx[i-1].pos)
 }
 
+// lookupEntry returns the last index entry at or below rel; ok is false when
+// there is none.
+func lookupEntry(idx []offsetEntry, rel uint32) (e offsetEntry, ok bool) {
+	i := sort.Search(len(idx), func(i int) bool { return idx[i].rel > rel })
+	if i == 0 {
+		return offsetEntry{}, false
+	}
+	return idx[i-1], true
+}
+
+// lookupTimeEntry returns the last time index entry whose max timestamp is
+// below ts: every record up to its offset is older than ts. ok is false when
+// there is none.
+func lookupTimeEntry(tidx []timeEntry, ts int64) (e timeEntry, ok bool) {
+	i := sort.Search(len(tidx), func(i int) bool { return tidx[i].ts >= ts })
+	if i == 0 {
+		return timeEntry{}, false
+	}
+	return tidx[i-1], true
+}
+
 // lookupTime returns the relative offset after which a scan for the first
 // timestamp >= ts may start: the last entry with a max timestamp below ts,
 // plus one. ok is false when no entry is below ts (scan from the start).

@@ -29,6 +29,10 @@ type partition struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// cleanMu serializes compaction passes of this partition (compact.go).
+	// It guards no field; it is taken before mu, never while holding it.
+	cleanMu sync.Mutex
+
 	// mu guards every field below. Lock order: Log.mu before partition.mu.
 	mu        sync.Mutex
 	segments  []*segment // by base offset; the last one is active
@@ -255,6 +259,7 @@ func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int6
 		setBaseOffset(b, base)
 		if cfg.LogAppendTime {
 			b = withLogAppendTime(b, now)
+			meta.MaxTimestamp = now.UnixMilli() // indexes and retention go by the append time
 		}
 		meta.BaseOffset, meta.LastOffset = base, base+int64(meta.LastOffset-meta.BaseOffset)
 		if err := active.append(b, meta); err != nil {
@@ -454,6 +459,8 @@ type ReadResult struct {
 type rawBatch struct {
 	bytes []byte
 	meta  batchMeta
+	path  string // the segment file and the batch's position in it
+	pos   int64
 }
 
 // readBatches returns stored batches holding offsets from offset on, up to
@@ -475,29 +482,23 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 		if offset >= v.end {
 			break
 		}
-		pos := int64(0)
-		if offset > s.base {
-			pos = lookupOffset(v.indexes[i], uint32(min(offset-s.base, 1<<32-1)))
+		bound, sealed := v.end, false
+		if i+1 < len(v.segs) {
+			bound, sealed = v.segs[i+1].base, true
 		}
-		it := s.iter(pos, v.sizes[i])
+		it := s.checkedIter(v.indexes[i], v.sizes[i], offset, bound, sealed)
 		for offset < v.end {
-			raw, bpos, err := it.next()
+			b, err := it.next()
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				if len(out) > 0 {
-					return out, v, nil
-				}
-				return nil, v, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: offset, Reason: err.Error()}
-			}
-			_, meta, err := s.decodeChecked(raw, bpos, offset)
 			if err != nil {
 				if len(out) > 0 {
 					return out, v, nil // hand out what came before; the next read reports it
 				}
 				return nil, v, err
 			}
+			meta, raw := b.meta, b.raw
 			if meta.LastOffset < offset {
 				continue
 			}
@@ -507,7 +508,7 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 			if total > 0 && total+len(raw) > maxBytes {
 				return out, v, nil
 			}
-			out = append(out, rawBatch{bytes: raw, meta: meta})
+			out = append(out, rawBatch{bytes: raw, meta: meta, path: s.path(".log"), pos: b.pos})
 			total += len(raw)
 			offset = meta.LastOffset + 1
 		}

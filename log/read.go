@@ -25,7 +25,9 @@ func (p *partition) read(ctx context.Context, offset int64, maxBytes int, maxWai
 		if len(batches) > 0 {
 			n := 0
 			for _, b := range batches {
-				n += int(b.meta.NumRecords)
+				// The count is the batch's claim; a record takes at least a
+				// few bytes, so never reserve more than the bytes allow.
+				n += min(int(b.meta.NumRecords), len(b.bytes)/4)
 			}
 			res.Records = make([]Record, 0, n)
 			for _, b := range batches {
@@ -34,13 +36,19 @@ func (p *partition) read(ctx context.Context, offset int64, maxBytes int, maxWai
 					continue
 				}
 				kb, _, reason := checkBatch(b.bytes)
-				if reason != "" {
-					return res, fmt.Errorf("batch at offset %d of %s: %s", b.meta.BaseOffset, p, reason)
-				}
 				before := len(res.Records)
-				res.Records, err = decodeRecords(res.Records, &kb, offset)
-				if err != nil {
-					return res, &CorruptionError{Path: p.dir, Position: -1, Offset: b.meta.BaseOffset, Reason: err.Error()}
+				if reason == "" {
+					res.Records, err = decodeRecords(res.Records, &kb, offset)
+					if err != nil {
+						reason = err.Error()
+					}
+				}
+				if reason != "" {
+					res.Records = res.Records[:before]
+					if len(res.Records) > 0 {
+						break // hand out what came before; the next read reports it
+					}
+					return res, &CorruptionError{Path: b.path, Position: b.pos, Offset: b.meta.BaseOffset, Reason: reason}
 				}
 				for i := before; i < len(res.Records); i++ {
 					r := &res.Records[i]
@@ -91,41 +99,80 @@ func (p *partition) offsetForTime(ts int64) (offset int64, found bool, err error
 		if v.maxTs[i] < ts {
 			continue
 		}
-		pos := int64(0)
-		if rel, ok := lookupTime(v.times[i], ts); ok {
-			pos = lookupOffset(v.indexes[i], rel)
+		bound, sealed := v.end, false
+		if i+1 < len(v.segs) {
+			bound, sealed = v.segs[i+1].base, true
 		}
-		it := s.iter(pos, v.sizes[i])
+		off, found, err := s.offsetForTime(ts, v.indexes[i], v.times[i], v.sizes[i], v.start, v.end, bound, sealed)
+		if err != nil || found {
+			return off, found, err
+		}
+	}
+	return v.end, false, nil
+}
+
+// offsetForTime finds the first record of a segment at or after ts whose
+// offset is in [start, end) (idx, tidx and size as a reader's view holds
+// them). The time index says where the scan may start: every record up to
+// the entry's offset is older than ts. The entry is checked against the
+// batch it names before the scan trusts it; a wrong one makes the scan start
+// over from the beginning of the segment.
+func (s *segment) offsetForTime(ts int64, idx []offsetEntry, tidx []timeEntry, size, start, end, bound int64, sealed bool) (int64, bool, error) {
+	e, useIndex := lookupTimeEntry(tidx, ts)
+scan:
+	for {
+		from := s.base
+		if useIndex {
+			from = s.base + int64(e.rel)
+		}
+		checked := !useIndex
+		it := s.checkedIter(idx, size, from, bound, sealed)
 		for {
-			raw, bpos, err := it.next()
+			b, err := it.next()
 			if err == io.EOF {
-				break
+				if !checked {
+					useIndex = false
+					continue scan
+				}
+				return 0, false, nil
 			}
-			if err != nil {
-				return 0, false, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: -1, Reason: err.Error()}
-			}
-			kb, meta, err := s.decodeChecked(raw, bpos, -1)
 			if err != nil {
 				return 0, false, err
 			}
-			if meta.BaseOffset >= v.end {
-				break
-			}
-			if meta.MaxTimestamp < ts || meta.IsControl {
+			m := b.meta
+			if !checked && m.LastOffset >= from {
+				// The batch that raised the max timestamp to e.ts ends at
+				// the entry's offset.
+				if m.LastOffset != from || m.MaxTimestamp != e.ts {
+					useIndex = false
+					continue scan
+				}
+				checked = true
 				continue
 			}
-			recs, err := decodeRecords(nil, &kb, 0)
+			if m.BaseOffset >= end {
+				return 0, false, nil
+			}
+			if m.MaxTimestamp < ts || m.IsControl {
+				continue
+			}
+			if !checked {
+				// A record at or before the entry's offset is not older
+				// than ts: the entry is wrong.
+				useIndex = false
+				continue scan
+			}
+			recs, err := decodeRecords(nil, &b.kb, 0)
 			if err != nil {
-				return 0, false, &CorruptionError{Path: s.path(".log"), Position: bpos, Offset: meta.BaseOffset, Reason: err.Error()}
+				return 0, false, &CorruptionError{Path: s.path(".log"), Position: b.pos, Offset: m.BaseOffset, Reason: err.Error()}
 			}
 			for _, r := range recs {
-				if r.Timestamp.UnixMilli() >= ts && r.Offset >= v.start && r.Offset < v.end {
+				if r.Timestamp.UnixMilli() >= ts && r.Offset >= start && r.Offset < end {
 					return r.Offset, true, nil
 				}
 			}
 		}
 	}
-	return v.end, false, nil
 }
 
 // bounds returns the log start offset and the readable end.
@@ -179,6 +226,7 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	if n > 0 && p.segments[0].base > p.logStart {
 		p.logStart = p.segments[0].base
 	}
+	logStart := p.logStart // p.segments may change once mu is released
 	p.mu.Unlock()
 	if n == 0 {
 		return 0, nil
@@ -193,7 +241,7 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	if err := syncDir(p.dir); err != nil && firstErr == nil {
 		firstErr = err
 	}
-	p.logger().Info("retention deleted segments", "segments", n, "log_start_offset", p.segments[0].base)
+	p.logger().Info("retention deleted segments", "segments", n, "log_start_offset", logStart)
 	p.l.metrics.SegmentsDeleted.Add(int64(n))
 	return n, firstErr
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -104,7 +105,7 @@ func openSegment(dir string, base int64, tail bool, expectNext int64, onBatch fu
 	if !tail {
 		idx, ierr := readOffsetIndex(s.path(".index"), s.size)
 		tidx, terr := readTimeIndex(s.path(".timeindex"))
-		if ierr == nil && terr == nil && s.indexLooksRight(idx) {
+		if ierr == nil && terr == nil && s.indexLooksRight(idx) && s.timeIndexLooksRight(idx, tidx) {
 			s.index, s.timeIndex = idx, tidx
 			if n := len(tidx); n > 0 {
 				s.maxTs, s.maxTsRel = tidx[n-1].ts, tidx[n-1].rel
@@ -118,7 +119,11 @@ func openSegment(dir string, base int64, tail bool, expectNext int64, onBatch fu
 		}
 	}
 	rec.rebuiltIndex = true
-	if err := s.rebuild(tail, &rec, onBatch); err != nil {
+	bound := int64(math.MaxInt64)
+	if !tail {
+		bound = expectNext
+	}
+	if err := s.rebuild(tail, bound, &rec, onBatch); err != nil {
 		s.f.Close()
 		return nil, rec, err
 	}
@@ -139,11 +144,16 @@ func openSegment(dir string, base int64, tail bool, expectNext int64, onBatch fu
 	return s, rec, nil
 }
 
-// indexLooksRight checks that the last index entry points at a batch that
-// starts where the entry says, with the offset it says.
+// indexLooksRight checks that the first index entry is the segment's first
+// batch and that the last one points at a batch that starts where the entry
+// says, with the offset it says. Damage to the entries in between shows when
+// a reader uses them (see checkedIter), which then scans from the start.
 func (s *segment) indexLooksRight(idx []offsetEntry) bool {
 	if len(idx) == 0 {
 		return s.size == 0
+	}
+	if idx[0].pos != 0 {
+		return false
 	}
 	e := idx[len(idx)-1]
 	var p [batchLengthPrefix]byte
@@ -154,13 +164,47 @@ func (s *segment) indexLooksRight(idx []offsetEntry) bool {
 	return base == s.base+int64(e.rel) && size >= batchHeaderSize && int64(e.pos)+int64(size) <= s.size
 }
 
-// rebuild walks every batch of the file, checking CRCs, and recomputes the
-// indexes, next offset and max timestamp. On a tail segment a torn or
-// damaged end is truncated; damage followed by sound batches is corruption
-// in the middle and is left for readers to report.
-func (s *segment) rebuild(tail bool, rec *recovery, onBatch func(batchMeta)) error {
+// timeIndexLooksRight checks the last time index entry, which holds the
+// segment's largest timestamp (a sealed segment always ends its time index
+// with it): the batch ending at the entry's offset must have that max
+// timestamp, and no batch after it a larger one. This reads the segment from
+// the index entry before that batch to its end, which is short unless
+// timestamps went backwards. Damage to earlier entries shows when
+// offsetForTime uses them.
+func (s *segment) timeIndexLooksRight(idx []offsetEntry, tidx []timeEntry) bool {
+	if len(tidx) == 0 {
+		return s.size == 0
+	}
+	e := tidx[len(tidx)-1]
+	it := s.iter(lookupOffset(idx, e.rel), s.size)
+	found := false
+	for {
+		raw, _, err := it.next()
+		if err == io.EOF {
+			return found
+		}
+		if err != nil {
+			return false
+		}
+		_, meta, reason := checkBatch(raw)
+		if reason != "" || meta.MaxTimestamp > e.ts {
+			return false
+		}
+		if meta.LastOffset == s.base+int64(e.rel) && meta.MaxTimestamp == e.ts {
+			found = true
+		}
+	}
+}
+
+// rebuild walks every batch of the file, checking CRCs and offsets, and
+// recomputes the indexes, next offset and max timestamp. Batches must hold
+// offsets below bound (the next segment's base). On a tail segment a torn
+// or damaged end is truncated; damage followed by sound batches is
+// corruption in the middle and is left for readers to report.
+func (s *segment) rebuild(tail bool, bound int64, rec *recovery, onBatch func(batchMeta)) error {
 	s.index, s.timeIndex, s.sinceIndex = nil, nil, 0
 	s.next, s.maxTs = s.base, -1
+	afterDamage := false // the batch before was damaged: its offsets are unknown
 	it := s.iter(0, s.size)
 	for {
 		raw, pos, err := it.next()
@@ -175,17 +219,30 @@ func (s *segment) rebuild(tail bool, rec *recovery, onBatch func(batchMeta)) err
 		} else {
 			frameOK = true
 			_, meta, reason = checkBatch(raw)
-			if reason == "" && meta.BaseOffset < s.next {
+			// The CRC does not cover the base offset: check it against the
+			// batches around it.
+			switch {
+			case reason != "":
+			case meta.BaseOffset < s.next:
 				reason = fmt.Sprintf("base offset %d is below the expected %d", meta.BaseOffset, s.next)
+			case tail && !afterDamage && meta.BaseOffset != s.next:
+				// The newest segment only ever had appends, which leave no
+				// gaps (compaction never touches it).
+				reason = fmt.Sprintf("base offset %d, expected %d", meta.BaseOffset, s.next)
+			case meta.LastOffset >= bound:
+				reason = fmt.Sprintf("batch holds offsets %d..%d, at or past the next segment's base %d", meta.BaseOffset, meta.LastOffset, bound)
 			}
 		}
 		if reason != "" {
 			if frameOK && s.soundBatchAt(pos+int64(len(raw))) {
 				// A damaged batch with sound ones after it is not a torn
-				// tail; keep everything and let reads report it.
+				// tail; keep everything and let reads report it. The next
+				// sound batch gets an index entry, so reads past the damage
+				// need not cross it.
 				rec.corrupt = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
 				it.pos = pos + int64(len(raw))
-				s.sinceIndex += int64(len(raw))
+				s.sinceIndex = indexIntervalBytes
+				afterDamage = true
 				continue
 			}
 			if !tail {
@@ -202,6 +259,7 @@ func (s *segment) rebuild(tail bool, rec *recovery, onBatch func(batchMeta)) err
 			s.size = pos
 			break
 		}
+		afterDamage = false
 		if s.size > 0 && pos == 0 && s.created.IsZero() {
 			s.created = time.UnixMilli(meta.FirstTs)
 		}
@@ -435,6 +493,115 @@ func (it *batchIter) window(pos int64, n int) ([]byte, error) {
 	}
 	it.buf, it.bufPos = buf[:m], pos
 	return it.buf[:n], nil
+}
+
+// checkedBatch is a sound batch handed out by a checkedIter.
+type checkedBatch struct {
+	raw  []byte
+	pos  int64
+	kb   kmsg.RecordBatch
+	meta batchMeta
+}
+
+// checkedIter walks the sound batches of a segment in order and checks
+// their offsets, which the CRC does not cover: every batch starts after the
+// one before it ends (gaps are allowed: compaction leaves them), the first
+// one where the offset index entry it started from says, and none holds
+// offsets both below and at or past bound (the next segment's base, or the
+// log end for the active segment). A batch is handed out only once the batch
+// after it (or the end of the segment) confirms its offsets, so a damaged
+// base offset shows as a *CorruptionError, never as records at the wrong
+// offsets. A start from an index entry that does not check out falls back to
+// a scan from the start of the segment: indexes are hints.
+type checkedIter struct {
+	s         *segment
+	it        *batchIter
+	size      int64
+	expect    int64 // lowest base offset the next batch may have
+	exact     bool  // the next batch must start at expect: an index entry says so
+	restarted bool
+	bound     int64
+	sealed    bool // no batch may start at or past bound (not so in the active segment, whose unflushed batches lie past the readable end)
+	pending   *checkedBatch
+	floor     int64 // lowest base offset pending could have had
+	err       error
+}
+
+// checkedIter starts at the indexed batch at or before offset (idx and size
+// as a reader's view holds them). sealed says bound is the next segment's
+// base rather than the readable end of the active segment.
+func (s *segment) checkedIter(idx []offsetEntry, size, offset, bound int64, sealed bool) *checkedIter {
+	c := &checkedIter{s: s, size: size, expect: s.base, bound: bound, sealed: sealed}
+	if offset > s.base {
+		if e, ok := lookupEntry(idx, uint32(min(offset-s.base, math.MaxUint32))); ok {
+			c.it, c.expect, c.exact = s.iter(int64(e.pos), size), s.base+int64(e.rel), true
+			return c
+		}
+	}
+	c.it = s.iter(0, size)
+	return c
+}
+
+// next returns the next sound batch, io.EOF at the end of the segment, or a
+// *CorruptionError; after an error it returns the same error again.
+func (c *checkedIter) next() (checkedBatch, error) {
+	for {
+		if c.err != nil {
+			if p := c.pending; p != nil {
+				c.pending = nil
+				return *p, nil
+			}
+			return checkedBatch{}, c.err
+		}
+		raw, pos, err := c.it.next()
+		if err == io.EOF {
+			c.err = io.EOF
+			continue
+		}
+		var b checkedBatch
+		var reason string
+		if err != nil {
+			reason = err.Error()
+		} else {
+			b = checkedBatch{raw: raw, pos: pos}
+			b.kb, b.meta, reason = checkBatch(raw)
+		}
+		m := b.meta
+		switch {
+		case reason != "":
+		case c.exact && m.BaseOffset != c.expect:
+			reason = fmt.Sprintf("base offset %d, but the offset index puts offset %d here", m.BaseOffset, c.expect)
+		case m.BaseOffset < c.expect && c.pending != nil && m.BaseOffset > c.floor+(c.pending.meta.LastOffset-c.pending.meta.BaseOffset):
+			// One of the two base offsets is damaged: either this one is
+			// too low, or the one before was raised (it could have held
+			// offsets from floor on). Neither batch is handed out.
+			p := c.pending
+			c.pending = nil
+			c.err = &CorruptionError{Path: c.s.path(".log"), Position: p.pos, Offset: c.floor,
+				Reason: fmt.Sprintf("batch holds offsets %d..%d, but the next batch (at byte %d) starts at offset %d", p.meta.BaseOffset, p.meta.LastOffset, pos, m.BaseOffset)}
+			continue
+		case m.BaseOffset < c.expect:
+			reason = fmt.Sprintf("base offset %d is below %d", m.BaseOffset, c.expect)
+		case m.BaseOffset < c.bound && m.LastOffset >= c.bound, c.sealed && m.BaseOffset >= c.bound:
+			reason = fmt.Sprintf("batch holds offsets %d..%d, across the segment's end at offset %d", m.BaseOffset, m.LastOffset, c.bound)
+		}
+		if reason != "" {
+			if c.exact && !c.restarted {
+				// The index entry or the batch it points at is damaged:
+				// scan from the start, which reaches that batch in order.
+				c.it, c.expect, c.exact, c.restarted = c.s.iter(0, c.size), c.s.base, false, true
+				continue
+			}
+			c.err = &CorruptionError{Path: c.s.path(".log"), Position: pos, Offset: c.expect, Reason: reason}
+			continue
+		}
+		p := c.pending
+		c.pending, c.floor = &b, c.expect
+		c.expect, c.exact = m.LastOffset+1, false
+		if p != nil {
+			return *p, nil
+		}
+	}
 }
 
 // decodeChecked verifies a raw batch and decodes its header, turning damage

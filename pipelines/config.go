@@ -163,18 +163,24 @@ func (d *decoder) check(spec connect.Spec, s settings, path, what string, missin
 	}
 }
 
-// describeParam is the hint for a problem with parameter p.
+// describeParam is the hint for a problem with parameter p:
+// "name: description (type, one of: a, b)".
 func describeParam(p connect.Param) string {
-	var parts []string
+	var b strings.Builder
+	b.WriteString(p.Name)
 	if p.Description != "" {
-		parts = append(parts, p.Description)
+		b.WriteString(": ")
+		b.WriteString(p.Description)
 	}
+	var kind []string
 	if p.Type != "" {
-		t := string(p.Type)
-		if len(p.Enum) > 0 {
-			t += " (one of: " + strings.Join(p.Enum, ", ") + ")"
-		}
-		parts = append(parts, "type "+t)
+		kind = append(kind, string(p.Type))
 	}
-	return strings.Join(parts, "; ")
+	if len(p.Enum) > 0 {
+		kind = append(kind, "one of: "+strings.Join(p.Enum, ", "))
+	}
+	if len(kind) > 0 {
+		b.WriteString(" (" + strings.Join(kind, ", ") + ")")
+	}
+	return b.String()
 }

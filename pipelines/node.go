@@ -271,7 +271,7 @@ func (d *decoder) integer(n *yaml.Node, path string, min int) (int, bool) {
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(s.value))
 	if err != nil || v < min {
-		d.errorf(n, path, "", "expected %s, got %s", expected, describeValue(n, s))
+		d.errorf(n, path, "", "expected %s, got %s", expected, describeValue(s))
 		return 0, false
 	}
 	return v, true
@@ -287,18 +287,18 @@ func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	v, err := time.ParseDuration(strings.TrimSpace(s.value))
 	if err != nil || v <= 0 {
 		hint := "units: ns, us, ms, s, m, h"
-		if _, err := strconv.ParseFloat(strings.TrimSpace(s.value), 64); err == nil && s.value != "" {
-			hint = "a number needs a unit: " + hint
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s.value), 64); err == nil {
+			hint = "a number needs a unit: ns, us, ms, s, m, h"
 		}
-		d.errorf(n, path, hint, "expected %s, got %s", expected, describeValue(n, s))
+		d.errorf(n, path, hint, "expected %s, got %s", expected, describeValue(s))
 		return 0, false
 	}
 	return v, true
 }
 
-// strings returns the list of strings at n. Null gives an empty list; a
+// stringList returns the list of strings at n. Null gives an empty list; a
 // scalar where a list is expected is an error.
-func (d *decoder) strings(n *yaml.Node, path, expected string) ([]string, []*yaml.Node, bool) {
+func (d *decoder) stringList(n *yaml.Node, path, expected string) ([]string, []*yaml.Node, bool) {
 	if isNull(n) {
 		return nil, nil, true
 	}
@@ -335,13 +335,17 @@ func (d *decoder) strings(n *yaml.Node, path, expected string) ([]string, []*yam
 	return out, nodes, ok
 }
 
-// describeValue describes the expanded value s of scalar n.
-func describeValue(n *yaml.Node, s scalar) string {
+// describeValue describes the expanded value s of a scalar.
+func describeValue(s scalar) string {
 	if s.null {
 		return "no value"
 	}
-	if len(s.vars) > 0 {
-		return fmt.Sprintf("%q (from ${%s})", s.value, strings.Join(s.vars, "}, ${"))
+	v := s.value
+	if utf8.RuneCountInString(v) > 40 {
+		v = string([]rune(v)[:40]) + "..."
 	}
-	return describe(&yaml.Node{Kind: yaml.ScalarNode, Value: s.value, Tag: n.Tag})
+	if len(s.vars) > 0 {
+		return fmt.Sprintf("%q (from ${%s})", v, strings.Join(s.vars, "}, ${"))
+	}
+	return strconv.Quote(v)
 }

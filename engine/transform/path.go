@@ -71,13 +71,17 @@ func get(r connect.Row, p path) (any, bool) {
 // unless create is set: then missing parts and null ones become empty
 // objects, and a part of another kind is an error.
 func inObject(r connect.Row, parts []string, create bool, fn func(connect.Row) (connect.Row, error)) (connect.Row, error) {
-	if len(parts) == 0 {
+	return walkObject(r, parts, 0, create, fn)
+}
+
+func walkObject(r connect.Row, parts []string, depth int, create bool, fn func(connect.Row) (connect.Row, error)) (connect.Row, error) {
+	if depth == len(parts) {
 		return fn(r)
 	}
-	i := r.Index(parts[0])
+	name := parts[depth]
+	i := r.Index(name)
 	var child connect.Row
-	switch {
-	case i >= 0:
+	if i >= 0 {
 		switch v := r[i].Value.(type) {
 		case connect.Row:
 			child = v
@@ -89,36 +93,25 @@ func inObject(r connect.Row, parts []string, create bool, fn func(connect.Row) (
 			if !create {
 				return r, nil
 			}
-			return r, fmt.Errorf("%s is %s, not an object", parts[0], kindOf(v))
+			return r, fmt.Errorf("%s is %s, not an object", strings.Join(parts[:depth+1], "."), kindOf(v))
 		}
-	case !create:
+	} else if !create {
 		return r, nil
 	}
 	if child == nil {
 		child = connect.Row{}
 	}
-	child, err := inObject(child, parts[1:], create, fn)
+	child, err := walkObject(child, parts, depth+1, create, fn)
 	if err != nil {
-		if _, ok := err.(*pathError); ok {
-			return r, err
-		}
-		return r, &pathError{prefix: parts[0], err: err}
+		return r, err
 	}
 	if i >= 0 {
 		r[i].Value = child
 	} else {
-		r = append(r, connect.Field{Name: parts[0], Value: child})
+		r = append(r, connect.Field{Name: name, Value: child})
 	}
 	return r, nil
 }
-
-// pathError marks an error from inside inObject as already placed.
-type pathError struct {
-	prefix string
-	err    error
-}
-
-func (e *pathError) Error() string { return e.prefix + "." + e.err.Error() }
 
 // set sets the field at p to v, creating the objects on the way.
 func set(r connect.Row, p path, v any) (connect.Row, error) {

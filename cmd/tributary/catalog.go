@@ -1,0 +1,54 @@
+package main
+
+import (
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/pipelines"
+
+	// Built-in connectors register themselves.
+	_ "github.com/tributary-io/tributary/connectors/file"
+	_ "github.com/tributary-io/tributary/connectors/generator"
+	_ "github.com/tributary-io/tributary/connectors/stdout"
+)
+
+// catalog is what pipeline files can name: the connectors of a registry and
+// the built-in transforms.
+type catalog struct {
+	connectors *connect.Registry
+	transforms *transform.Registry
+}
+
+var _ pipelines.Catalog = catalog{}
+
+func newCatalog() catalog {
+	return catalog{connectors: connect.Default(), transforms: transform.Builtin()}
+}
+
+func (c catalog) Spec(k pipelines.Kind, name string) (connect.Spec, bool) {
+	switch k {
+	case pipelines.KindTransform:
+		return c.transforms.Spec(name)
+	case pipelines.KindSource, pipelines.KindSink:
+		conn, err := c.connectors.Lookup(connect.Kind(k), name)
+		if err != nil {
+			return connect.Spec{}, false
+		}
+		return conn.Spec, true
+	}
+	return connect.Spec{}, false
+}
+
+func (c catalog) Names(k pipelines.Kind) []string {
+	if k == pipelines.KindTransform {
+		return c.transforms.Names()
+	}
+	return c.connectors.Names(connect.Kind(k))
+}
+
+// transformFactory adapts the transform registry to the engine.
+func (c catalog) transformFactory() engine.TransformFactory {
+	return func(typ string, cfg map[string]string) (engine.Transformer, error) {
+		return c.transforms.New(typ, cfg)
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// The connectors commands talk to a running worker's REST API (--server).
+
+func newConnectorsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "connectors",
+		Short: "List and control the connectors of a running worker (REST API, --server)",
+	}
+	simple := func(use, short, method, suffix string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Args: exactArgs("NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c := a.serverClient()
+				if err := c.do(cmd.Context(), method, "/connectors/"+url.PathEscape(args[0])+suffix, nil, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", args[0], strings.ToLower(short))
+				return nil
+			},
+		}
+	}
+	var includeTasks, onlyFailed bool
+	restart := &cobra.Command{
+		Use: "restart NAME", Short: "Restart a connector and its task", Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if includeTasks {
+				q.Set("includeTasks", "true")
+			}
+			if onlyFailed {
+				q.Set("onlyFailed", "true")
+			}
+			path := "/connectors/" + url.PathEscape(args[0]) + "/restart"
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			if err := a.serverClient().do(cmd.Context(), "POST", path, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s: restarting\n", args[0])
+			return nil
+		},
+	}
+	restart.Flags().BoolVar(&includeTasks, "include-tasks", true, "restart the tasks too")
+	restart.Flags().BoolVar(&onlyFailed, "only-failed", false, "restart only failed tasks")
+	cmd.AddCommand(
+		&cobra.Command{
+			Use: "list", Short: "List connectors with their state", Args: noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				var out map[string]struct {
+					Status statusJSON `json:"status"`
+				}
+				if err := a.serverClient().do(cmd.Context(), "GET", "/connectors?expand=status", nil, &out); err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tTYPE\tSTATE\tTASKS")
+				for _, name := range sortedKeys(out) {
+					st := out[name].Status
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, st.Type, st.Connector.State, st.taskStates())
+				}
+				return tw.Flush()
+			},
+		},
+		&cobra.Command{
+			Use: "status NAME", Short: "Show a connector's status (JSON, as Kafka Connect's)", Args: exactArgs("NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var out json.RawMessage
+				if err := a.serverClient().do(cmd.Context(), "GET", "/connectors/"+url.PathEscape(args[0])+"/status", nil, &out); err != nil {
+					return err
+				}
+				return printJSON(a, out)
+			},
+		},
+		simple("pause", "Paused", "PUT", "/pause"),
+		simple("resume", "Resumed", "PUT", "/resume"),
+		simple("stop", "Stopped", "PUT", "/stop"),
+		restart,
+		&cobra.Command{
+			Use: "offsets NAME", Short: "Show a connector's offsets (JSON)", Args: exactArgs("NAME"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var out json.RawMessage
+				if err := a.serverClient().do(cmd.Context(), "GET", "/connectors/"+url.PathEscape(args[0])+"/offsets", nil, &out); err != nil {
+					return err
+				}
+				return printJSON(a, out)
+			},
+		},
+	)
+	return cmd
+}
+
+type statusJSON struct {
+	Type      string `json:"type"`
+	Connector struct {
+		State string `json:"state"`
+	} `json:"connector"`
+	Tasks []struct {
+		ID    int    `json:"id"`
+		State string `json:"state"`
+	} `json:"tasks"`
+}
+
+func (s statusJSON) taskStates() string {
+	if len(s.Tasks) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, t := range s.Tasks {
+		parts = append(parts, fmt.Sprintf("%d:%s", t.ID, t.State))
+	}
+	return strings.Join(parts, ",")
+}
+
+func printJSON(a *app, raw json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	_, err := fmt.Fprintln(a.stdout, string(b))
+	return err
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// embeddedClient is the log client that opens the data directory in this
+// process. The directory is locked while it is open: a second process gets
+// an error naming the holder.
+type embeddedClient struct {
+	l *tlog.Log
+	// autoPartitions is the partition count of topics created by a first
+	// produce (Kafka's num.partitions).
+	autoPartitions int
+}
+
+var _ logClient = (*embeddedClient)(nil)
+
+func openEmbedded(dir string, logger *slog.Logger) (*embeddedClient, error) {
+	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &embeddedClient{l: l, autoPartitions: 1}, nil
+}
+
+func (c *embeddedClient) Close() error { return c.l.Close() }
+
+// Topics.
+
+func (c *embeddedClient) CreateTopic(_ context.Context, name string, partitions int, config map[string]string) error {
+	return c.l.CreateTopic(name, partitions, config)
+}
+
+func (c *embeddedClient) ListTopics(context.Context) ([]string, error) {
+	return c.l.ListTopics(), nil
+}
+
+func (c *embeddedClient) DescribeTopic(_ context.Context, name string) (tlog.TopicDescription, error) {
+	return c.l.DescribeTopic(name)
+}
+
+func (c *embeddedClient) DeleteTopic(_ context.Context, name string) error {
+	return c.l.DeleteTopic(name)
+}
+
+func (c *embeddedClient) CreatePartitions(_ context.Context, name string, total int) error {
+	return c.l.CreatePartitions(name, total)
+}
+
+func (c *embeddedClient) AlterTopicConfig(_ context.Context, name string, set map[string]string, remove []string) error {
+	return c.l.AlterTopicConfig(name, set, remove)
+}
+
+// Produce.
+
+func (c *embeddedClient) Partitions(_ context.Context, topic string, create bool) (int, error) {
+	n, err := c.l.Partitions(topic)
+	if err == nil || !create || !errors.Is(err, tlog.ErrUnknownTopic) {
+		return n, err
+	}
+	if err := c.l.CreateTopic(topic, c.autoPartitions, nil); err != nil && !errors.Is(err, tlog.ErrTopicExists) {
+		return 0, err
+	}
+	return c.l.Partitions(topic)
+}
+
+func (c *embeddedClient) Append(ctx context.Context, topic string, partition int32, recs []tlog.Record) (int64, error) {
+	return c.l.Append(ctx, topic, partition, recs)
+}
+
+// Consume.
+
+func (c *embeddedClient) Offsets(_ context.Context, topic string, partition int32) (int64, int64, error) {
+	return c.l.Offsets(topic, partition)
+}
+
+func (c *embeddedClient) OffsetForTime(_ context.Context, topic string, partition int32, t time.Time) (int64, bool, error) {
+	return c.l.OffsetForTime(topic, partition, t)
+}
+
+func (c *embeddedClient) Read(ctx context.Context, topic string, partition int32, offset int64, opts tlog.ReadOptions) (tlog.ReadResult, error) {
+	return c.l.Read(ctx, topic, partition, offset, opts)
+}
+
+func (c *embeddedClient) CommittedOffset(_ context.Context, group, topic string, partition int32) (int64, bool, error) {
+	off, ok := c.l.Groups().CommittedOffset(group, topic, partition)
+	return off, ok, nil
+}
+
+func (c *embeddedClient) Commit(ctx context.Context, group string, offsets []tlog.OffsetCommit) error {
+	return c.l.Groups().Commit(ctx, group, offsets)
+}
+
+// Groups.
+
+func (c *embeddedClient) ListGroups(context.Context) ([]string, error) {
+	return c.l.Groups().List(), nil
+}
+
+func (c *embeddedClient) DescribeGroup(_ context.Context, group string) ([]tlog.PartitionLag, error) {
+	return c.l.Groups().Describe(group)
+}
+
+func (c *embeddedClient) PlanReset(_ context.Context, group string, spec tlog.ResetSpec) ([]tlog.ResetPlan, error) {
+	return c.l.Groups().PlanReset(group, spec)
+}
+
+func (c *embeddedClient) ApplyReset(ctx context.Context, group string, plan []tlog.ResetPlan) error {
+	return c.l.Groups().ApplyReset(ctx, group, plan)
+}
+
+func (c *embeddedClient) DeleteGroup(ctx context.Context, group string) error {
+	return c.l.Groups().Delete(ctx, group)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tributary runs the command line args against dir with stdin and returns
+// what it printed.
+func tributary(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	return tributaryCtx(t.Context(), t, dir, stdin, args...)
+}
+
+func tributaryCtx(ctx context.Context, t *testing.T, dir, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(ctx, append([]string{"--data-dir", dir}, args...), strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// mustRun is tributary failing the test on an error.
+func mustRun(t *testing.T, dir, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	out, errOut, err := tributary(t, dir, stdin, args...)
+	if err != nil {
+		t.Fatalf("tributary %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out, errOut
+}
+
+// mustFail runs a command that must fail and returns its error text.
+func mustFail(t *testing.T, dir, stdin string, args ...string) error {
+	t.Helper()
+	out, _, err := tributary(t, dir, stdin, args...)
+	if err == nil {
+		t.Fatalf("tributary %s: succeeded, want an error; stdout:\n%s", strings.Join(args, " "), out)
+	}
+	return err
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s = %q, want it to contain %q", what, got, w)
+		}
+	}
+}
+
+func TestReport_ExitCodes(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, exitOK},
+		{errors.New("boom"), exitError},
+		{usageErrorf("tributary topics create", "bad"), exitUsage},
+		{context.Canceled, exitInterrupted},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		if got := report(&buf, tt.err); got != tt.want {
+			t.Errorf("report(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+		if tt.err != nil && !strings.HasPrefix(buf.String(), "Error: ") {
+			t.Errorf("report(%v) printed %q, want an Error: line", tt.err, buf.String())
+		}
+	}
+}
+
+func TestRun_UsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"nosuchcommand"},
+		{"topics", "create"},
+		{"topics", "create", "t", "--bogus"},
+		{"consume", "t", "-o", "yesterday"},
+		{"topics", "alter", "t"},
+		{"groups", "reset-offsets", "--group", "g", "--topic", "t"},
+	} {
+		err := mustFail(t, dir, "", args...)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: error %v is not a usage error", args, err)
+		}
+	}
+}
+
+func TestRun_DataDirFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(envDataDir, dir)
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"topics", "create", "envtopic"}, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := mustRun(t, dir, "", "topics", "list")
+	if got != "envtopic\n" {
+		t.Errorf("topics list = %q, want envtopic", got)
+	}
+}
+
+func TestRun_DataDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	c, err := openEmbedded(dir, nil)
+	if err == nil {
+		defer c.Close()
+	} else {
+		t.Fatal(err)
+	}
+	err = mustFail(t, dir, "", "topics", "list")
+	wantContains(t, "error", err.Error(), "locked", "pid")
+}
+
+func TestVersion(t *testing.T) {
+	out, _ := mustRun(t, t.TempDir(), "", "version")
+	if !strings.HasPrefix(out, "tributary ") {
+		t.Errorf("version = %q", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

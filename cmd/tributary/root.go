@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Environment variables that set global flags.
+const (
+	envDataDir  = "TRIBUTARY_DATA_DIR"
+	envLogLevel = "TRIBUTARY_LOG_LEVEL"
+)
+
+const defaultDataDir = "./data"
+
+// app is one invocation of the binary: its streams, global flags, and the
+// log client the commands share, opened on first use and closed by run.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	dataDir  string
+	server   string // a running worker's REST API (--server); "" means the data directory
+	logLevel string
+	logger   *slog.Logger
+
+	client logClient
+}
+
+// run executes the command line args (without the program name). It is the
+// whole program but for signals and the exit code, which main decides.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = &usageError{cmd: "tributary", err: err}
+	}
+	if cerr := a.close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close log: %w", cerr))
+	}
+	return err
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tributary",
+		Short: "Change data capture and connectors on a built-in Kafka-model partition log",
+		Long: `Tributary captures changes and events into its own partition log and delivers
+them to sinks. These commands work on the log's data directory directly: only
+one process may have it open at a time.`,
+		Version:           versionString(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup(cmd)
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &usageError{cmd: cmd.CommandPath(), err: err}
+	})
+	dataDir := os.Getenv(envDataDir)
+	if dataDir == "" {
+		dataDir = defaultDataDir
+	}
+	level := os.Getenv(envLogLevel)
+	if level == "" {
+		level = "warn"
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dataDir, "data-dir", dataDir, "data directory of the log (env "+envDataDir+")")
+	pf.StringVar(&a.server, "server", os.Getenv(envServer), "address of a running worker's REST API (e.g. 127.0.0.1:8083); log commands then go through it instead of opening --data-dir (env "+envServer+")")
+	pf.StringVar(&a.logLevel, "log-level", level, "level of log messages on stderr: debug, info, warn or error (env "+envLogLevel+")")
+
+	root.AddCommand(newTopicsCmd(a), newProduceCmd(a), newConsumeCmd(a), newGroupsCmd(a), newVersionCmd(a),
+		newRunCmd(a), newValidateCmd(a), newConnectorsCmd(a))
+	return root
+}
+
+// setup configures logging; it runs before every command.
+func (a *app) setup(cmd *cobra.Command) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)}
+	}
+	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+	return nil
+}
+
+// open returns the log client, opening the data directory on first use.
+// This is where a --server flag (env TRIBUTARY_SERVER) will choose a client
+// for a running worker's REST API instead.
+func (a *app) open() (logClient, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	if a.logger == nil {
+		a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if a.server != "" {
+		a.client = newRESTClient(a.server)
+		return a.client, nil
+	}
+	c, err := openEmbedded(a.dataDir, a.logger)
+	if err != nil {
+		return nil, err
+	}
+	a.client = c
+	return c, nil
+}
+
+func (a *app) close() error {
+	if a.client == nil {
+		return nil
+	}
+	err := a.client.Close()
+	a.client = nil
+	return err
+}
+
+// exactArgs is cobra.ExactArgs with a usage error naming the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageErrorf(cmd.CommandPath(), "%s takes %d argument(s) (%s), got %d", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}
+
+// noArgs refuses positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf(cmd.CommandPath(), "%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// changed reports whether the flag name was set on the command line.
+func changed(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed
+}

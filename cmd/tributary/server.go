@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-io/tributary/engine/rest"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// envServer sets --server.
+const envServer = "TRIBUTARY_SERVER"
+
+// restClient talks to a running worker's REST API: the connectors commands
+// always, and the log commands under --server (while that worker holds the
+// data directory).
+type restClient struct {
+	base string
+	http *http.Client
+}
+
+var _ logClient = (*restClient)(nil)
+
+func newRESTClient(server string) *restClient {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	return &restClient{base: strings.TrimRight(server, "/"), http: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// apiError is an error answer of the API.
+type apiError struct {
+	Code    int    `json:"error_code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (c *restClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w (is `tributary run` serving its REST API there? set --server or %s)", method, c.base+path, err, envServer)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		ae := &apiError{Code: resp.StatusCode}
+		if json.Unmarshal(data, ae) != nil || ae.Message == "" {
+			ae.Message = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+		}
+		return mapAPIError(ae)
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// mapAPIError turns answers back into the log's sentinels where commands
+// branch on them.
+func mapAPIError(e *apiError) error {
+	switch {
+	case e.Code == 404 && strings.Contains(e.Message, tlog.ErrUnknownTopic.Error()):
+		return fmt.Errorf("%w: %s", tlog.ErrUnknownTopic, e.Message)
+	case e.Code == 409 && strings.Contains(e.Message, tlog.ErrTopicExists.Error()):
+		return fmt.Errorf("%w: %s", tlog.ErrTopicExists, e.Message)
+	case e.Code == 400 && strings.Contains(e.Message, tlog.ErrOffsetOutOfRange.Error()):
+		return fmt.Errorf("%w: %s", tlog.ErrOffsetOutOfRange, e.Message)
+	}
+	return e
+}
+
+func (c *restClient) Close() error { return nil }
+
+func (c *restClient) CreateTopic(ctx context.Context, name string, partitions int, config map[string]string) error {
+	return c.do(ctx, "POST", "/topics", rest.TopicRequest{Name: name, Partitions: partitions, Config: config}, nil)
+}
+
+func (c *restClient) ListTopics(ctx context.Context) ([]string, error) {
+	var out []string
+	return out, c.do(ctx, "GET", "/topics", nil, &out)
+}
+
+func (c *restClient) DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error) {
+	var t rest.TopicJSON
+	if err := c.do(ctx, "GET", "/topics/"+url.PathEscape(name), nil, &t); err != nil {
+		return tlog.TopicDescription{}, err
+	}
+	d := tlog.TopicDescription{Name: t.Name, ID: t.ID, Overrides: t.Overrides, Config: t.Config}
+	for _, p := range t.Partitions {
+		d.Partitions = append(d.Partitions, tlog.PartitionStats{Topic: t.Name, Partition: p.Partition, LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, Size: p.Size})
+	}
+	return d, nil
+}
+
+func (c *restClient) DeleteTopic(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/topics/"+url.PathEscape(name), nil, nil)
+}
+
+func (c *restClient) CreatePartitions(ctx context.Context, name string, total int) error {
+	return c.do(ctx, "PATCH", "/topics/"+url.PathEscape(name), rest.AlterTopicJSON{Partitions: total}, nil)
+}
+
+func (c *restClient) AlterTopicConfig(ctx context.Context, name string, set map[string]string, remove []string) error {
+	return c.do(ctx, "PATCH", "/topics/"+url.PathEscape(name), rest.AlterTopicJSON{Config: set, DeleteConfig: remove}, nil)
+}
+
+func (c *restClient) Partitions(ctx context.Context, topic string, create bool) (int, error) {
+	d, err := c.DescribeTopic(ctx, topic)
+	if errors.Is(err, tlog.ErrUnknownTopic) && create {
+		// The worker's log creates the topic on first produce; ask for
+		// its default by creating it with one partition per default.
+		if err := c.CreateTopic(ctx, topic, 1, nil); err != nil && !errors.Is(err, tlog.ErrTopicExists) {
+			return 0, err
+		}
+		d, err = c.DescribeTopic(ctx, topic)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(d.Partitions), nil
+}
+
+func (c *restClient) Append(ctx context.Context, topic string, partition int32, recs []tlog.Record) (int64, error) {
+	var body rest.ProduceJSON
+	body.Records = make([]struct {
+		Partition *int32      `json:"partition"`
+		Key       *string     `json:"key"`
+		Value     *string     `json:"value"`
+		Headers   [][2]string `json:"headers"`
+	}, len(recs))
+	for i, r := range recs {
+		p := partition
+		body.Records[i].Partition = &p
+		if r.Key != nil {
+			k := string(r.Key)
+			body.Records[i].Key = &k
+		}
+		if r.Value != nil {
+			v := string(r.Value)
+			body.Records[i].Value = &v
+		}
+		for _, h := range r.Headers {
+			body.Records[i].Headers = append(body.Records[i].Headers, [2]string{h.Key, string(h.Value)})
+		}
+	}
+	_, before, err := c.Offsets(ctx, topic, partition)
+	if err != nil && !errors.Is(err, tlog.ErrUnknownTopic) {
+		return 0, err
+	}
+	return before, c.do(ctx, "POST", "/topics/"+url.PathEscape(topic)+"/records", body, nil)
+}
+
+func (c *restClient) Offsets(ctx context.Context, topic string, partition int32) (int64, int64, error) {
+	var o rest.OffsetsJSON
+	err := c.do(ctx, "GET", fmt.Sprintf("/topics/%s/partitions/%d/offsets", url.PathEscape(topic), partition), nil, &o)
+	return o.LogStartOffset, o.LogEndOffset, err
+}
+
+func (c *restClient) OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, bool, error) {
+	var o rest.OffsetsJSON
+	err := c.do(ctx, "GET", fmt.Sprintf("/topics/%s/partitions/%d/offsets?timestamp=%d", url.PathEscape(topic), partition, t.UnixMilli()), nil, &o)
+	if err != nil || o.Offset == nil {
+		return o.LogEndOffset, false, err
+	}
+	return *o.Offset, o.Found, nil
+}
+
+func (c *restClient) Read(ctx context.Context, topic string, partition int32, offset int64, opts tlog.ReadOptions) (tlog.ReadResult, error) {
+	q := url.Values{}
+	q.Set("offset", strconv.FormatInt(offset, 10))
+	q.Set("max_bytes", strconv.Itoa(opts.MaxBytes))
+	q.Set("max_wait_ms", strconv.FormatInt(opts.MaxWait.Milliseconds(), 10))
+	var r rest.ReadJSON
+	if err := c.do(ctx, "GET", fmt.Sprintf("/topics/%s/partitions/%d/records?%s", url.PathEscape(topic), partition, q.Encode()), nil, &r); err != nil {
+		return tlog.ReadResult{NextOffset: offset}, err
+	}
+	res := tlog.ReadResult{NextOffset: r.NextOffset, HighWatermark: r.HighWatermark, LogStartOffset: r.LogStartOffset}
+	for _, rec := range r.Records {
+		lr := tlog.Record{Topic: topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: time.UnixMilli(rec.Timestamp)}
+		if rec.Key != nil {
+			lr.Key = []byte(*rec.Key)
+		}
+		if rec.Value != nil {
+			lr.Value = []byte(*rec.Value)
+		}
+		for _, h := range rec.Headers {
+			lr.Headers = append(lr.Headers, tlog.Header{Key: h[0], Value: []byte(h[1])})
+		}
+		res.Records = append(res.Records, lr)
+	}
+	return res, nil
+}
+
+func (c *restClient) ListGroups(ctx context.Context) ([]string, error) {
+	var out []string
+	return out, c.do(ctx, "GET", "/groups", nil, &out)
+}
+
+func (c *restClient) DescribeGroup(ctx context.Context, group string) ([]tlog.PartitionLag, error) {
+	var body struct {
+		Partitions []rest.GroupPartitionJSON `json:"partitions"`
+	}
+	if err := c.do(ctx, "GET", "/groups/"+url.PathEscape(group), nil, &body); err != nil {
+		return nil, err
+	}
+	var out []tlog.PartitionLag
+	for _, p := range body.Partitions {
+		out = append(out, tlog.PartitionLag{Group: group, Topic: p.Topic, Partition: p.Partition, CurrentOffset: p.CurrentOffset, LogEndOffset: p.LogEndOffset, Lag: p.Lag})
+	}
+	return out, nil
+}
+
+func (c *restClient) PlanReset(ctx context.Context, group string, spec tlog.ResetSpec) ([]tlog.ResetPlan, error) {
+	var out struct {
+		Plan []tlog.ResetPlan `json:"plan"`
+	}
+	return out.Plan, c.do(ctx, "POST", "/groups/"+url.PathEscape(group)+"/reset", rest.ResetJSON{Spec: spec}, &out)
+}
+
+func (c *restClient) ApplyReset(ctx context.Context, group string, plan []tlog.ResetPlan) error {
+	return c.do(ctx, "POST", "/groups/"+url.PathEscape(group)+"/reset", rest.ResetJSON{Plan: plan, Execute: true}, nil)
+}
+
+func (c *restClient) DeleteGroup(ctx context.Context, group string) error {
+	return c.do(ctx, "DELETE", "/groups/"+url.PathEscape(group), nil, nil)
+}
+
+func (c *restClient) CommittedOffset(ctx context.Context, group, topic string, partition int32) (int64, bool, error) {
+	lags, err := c.DescribeGroup(ctx, group)
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Code == 404 {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	for _, l := range lags {
+		if l.Topic == topic && l.Partition == partition && l.CurrentOffset >= 0 {
+			return l.CurrentOffset, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func (c *restClient) Commit(ctx context.Context, group string, offsets []tlog.OffsetCommit) error {
+	var body rest.CommitJSON
+	for _, o := range offsets {
+		body.Offsets = append(body.Offsets, rest.GroupPartitionJSON{Topic: o.Topic, Partition: o.Partition, CurrentOffset: o.Offset})
+	}
+	return c.do(ctx, "POST", "/groups/"+url.PathEscape(group)+"/offsets", body, nil)
+}
+
+// serverClient returns the REST client of --server (default 127.0.0.1:8083).
+func (a *app) serverClient() *restClient {
+	addr := a.server
+	if addr == "" {
+		addr = rest.DefaultAddr
+	}
+	return newRESTClient(addr)
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// topicAdmin manages topics (kafka-topics.sh).
+type topicAdmin interface {
+	CreateTopic(ctx context.Context, name string, partitions int, config map[string]string) error
+	// ListTopics returns topic names, sorted.
+	ListTopics(ctx context.Context) ([]string, error)
+	DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error)
+	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to total partitions; it never shrinks.
+	CreatePartitions(ctx context.Context, name string, total int) error
+	AlterTopicConfig(ctx context.Context, name string, set map[string]string, remove []string) error
+}
+
+func newTopicsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topics",
+		Short: "Create, list, describe, alter and delete topics",
+		Long: `Manage the log's topics, as kafka-topics.sh does.
+
+Topic configs use Kafka's names and defaults:
+` + configHelp(),
+	}
+	cmd.AddCommand(newTopicsCreateCmd(a), newTopicsListCmd(a), newTopicsDescribeCmd(a), newTopicsDeleteCmd(a), newTopicsAlterCmd(a))
+	return cmd
+}
+
+func configHelp() string {
+	var b strings.Builder
+	for _, n := range tlog.ConfigNames() {
+		def, _ := tlog.ConfigDefault(n)
+		fmt.Fprintf(&b, "  %-26s %s (default %s)\n", n, tlog.ConfigDoc(n), def)
+	}
+	return b.String()
+}
+
+func newTopicsCreateCmd(a *app) *cobra.Command {
+	var (
+		partitions, replication int
+		configs                 []string
+		ifNotExists             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Example: `  tributary topics create web.tracking --partitions 3
+  tributary topics create users --partitions 6 --config cleanup.policy=compact --config retention.ms=-1`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			cfg, err := parseConfigs(cmd.CommandPath(), configs)
+			if err != nil {
+				return err
+			}
+			if replication != 1 {
+				return usageErrorf(cmd.CommandPath(), "--replication-factor %d: this log runs on one node, so the only replication factor is 1", replication)
+			}
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			err = c.CreateTopic(cmd.Context(), name, partitions, cfg)
+			if ifNotExists && errors.Is(err, tlog.ErrTopicExists) {
+				return nil
+			}
+			if err != nil {
+				return withHint(err, name)
+			}
+			fmt.Fprintf(a.stdout, "Created topic %s.\n", name)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&partitions, "partitions", 1, "number of partitions")
+	f.StringArrayVar(&configs, "config", nil, "topic config override name=value (repeatable; see `tributary topics --help` for the names)")
+	f.IntVar(&replication, "replication-factor", 1, "replicas per partition (only 1 on a single node)")
+	f.BoolVar(&ifNotExists, "if-not-exists", false, "succeed quietly when the topic already exists")
+	return cmd
+}
+
+func newTopicsListCmd(a *app) *cobra.Command {
+	var excludeInternal bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List topic names, one per line",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			names, err := c.ListTopics(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+			for _, n := range names {
+				if excludeInternal && isInternalTopic(n) {
+					continue
+				}
+				fmt.Fprintln(a.stdout, n)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics (names starting with _)")
+	return cmd
+}
+
+// isInternalTopic reports whether a topic is one the log keeps for itself
+// (committed offsets, source offsets, ...).
+func isInternalTopic(name string) bool { return strings.HasPrefix(name, "_") }
+
+func newTopicsDescribeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe [NAME...]",
+		Short: "Describe topics (all of them when no name is given)",
+		Long: `Describe topics in kafka-topics.sh --describe layout, TAB-separated: one line
+per topic with its id, partition count, replication factor and the configs
+set on the topic (overrides of the defaults), then one line per partition.
+Partition lines end with two fields Kafka does not print: LogStartOffset and
+LogEndOffset, the first offset still stored and the offset the next record
+will get.`,
+		Example: `  tributary topics describe web.tracking`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			names := args
+			if len(names) == 0 {
+				if names, err = c.ListTopics(cmd.Context()); err != nil {
+					return fmt.Errorf("list topics: %w", err)
+				}
+			}
+			for _, n := range names {
+				d, err := c.DescribeTopic(cmd.Context(), n)
+				if err != nil {
+					return withHint(err, n)
+				}
+				writeTopicDescription(a.stdout, d)
+			}
+			return nil
+		},
+	}
+	return cmd
+}
+
+func writeTopicDescription(w io.Writer, d tlog.TopicDescription) {
+	keys := make([]string, 0, len(d.Overrides))
+	for k := range d.Overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cfgs := make([]string, len(keys))
+	for i, k := range keys {
+		cfgs[i] = k + "=" + d.Overrides[k]
+	}
+	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: 1\tConfigs: %s\n",
+		d.Name, d.ID, len(d.Partitions), strings.Join(cfgs, ","))
+	for _, p := range d.Partitions {
+		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: %d\tLogEndOffset: %d\n",
+			d.Name, p.Partition, p.LogStartOffset, p.LogEndOffset)
+	}
+}
+
+func newTopicsDeleteCmd(a *app) *cobra.Command {
+	var ifExists bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and all its records",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			err = c.DeleteTopic(cmd.Context(), name)
+			if ifExists && errors.Is(err, tlog.ErrUnknownTopic) {
+				return nil
+			}
+			if err != nil {
+				return withHint(err, name)
+			}
+			fmt.Fprintf(a.stdout, "Deleted topic %s.\n", name)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&ifExists, "if-exists", false, "succeed quietly when the topic does not exist")
+	return cmd
+}
+
+func newTopicsAlterCmd(a *app) *cobra.Command {
+	var (
+		partitions int
+		configs    []string
+		deletes    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "alter NAME (--partitions N | --config name=value... | --delete-config name...)",
+		Short: "Add partitions to a topic or change its configs",
+		Long: `Add partitions to a topic (the count only grows: keyed records of existing
+keys may land on other partitions afterwards, as in Kafka), set config
+overrides with --config, or remove them with --delete-config so the default
+applies again.`,
+		Example: `  tributary topics alter web.tracking --partitions 6
+  tributary topics alter web.tracking --config retention.ms=86400000 --delete-config segment.bytes`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			f := cmd.Flags()
+			if !changed(f, "partitions") && len(configs) == 0 && len(deletes) == 0 {
+				return usageErrorf(cmd.CommandPath(), "nothing to alter: give --partitions N, --config name=value or --delete-config name")
+			}
+			set, err := parseConfigs(cmd.CommandPath(), configs)
+			if err != nil {
+				return err
+			}
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			if len(set) > 0 || len(deletes) > 0 {
+				if err := c.AlterTopicConfig(cmd.Context(), name, set, deletes); err != nil {
+					return withHint(err, name)
+				}
+				fmt.Fprintf(a.stdout, "Completed updating config for topic %s.\n", name)
+			}
+			if changed(f, "partitions") {
+				if err := c.CreatePartitions(cmd.Context(), name, partitions); err != nil {
+					return withHint(err, name)
+				}
+				fmt.Fprintf(a.stdout, "Topic %s now has %d partitions.\n", name, partitions)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&partitions, "partitions", 0, "new, larger partition count")
+	f.StringArrayVar(&configs, "config", nil, "set a config override name=value (repeatable)")
+	f.StringArrayVar(&deletes, "delete-config", nil, "remove a config override (repeatable)")
+	return cmd
+}
+
+// parseConfigs turns name=value flags into a map. Names and values are
+// checked by the log, which lists the valid ones.
+func parseConfigs(cmdPath string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf(cmdPath, "--config %q: want name=value, e.g. retention.ms=86400000", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}

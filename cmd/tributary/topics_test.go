@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+func TestTopics_Lifecycle(t *testing.T) {
+	dir := t.TempDir()
+	out, _ := mustRun(t, dir, "", "topics", "create", "web.tracking", "--partitions", "3", "--config", "retention.ms=86400000", "--config", "cleanup.policy=compact,delete")
+	if want := "Created topic web.tracking.\n"; out != want {
+		t.Errorf("create = %q, want %q", out, want)
+	}
+	mustRun(t, dir, "", "topics", "create", "audit")
+	if out, _ := mustRun(t, dir, "", "topics", "list"); out != "audit\nweb.tracking\n" {
+		t.Errorf("list = %q", out)
+	}
+
+	mustRun(t, dir, "a\nb\n", "produce", "web.tracking", "-p", "1", "-k", "x")
+	out, _ = mustRun(t, dir, "", "topics", "describe", "web.tracking")
+	idRE := regexp.MustCompile(`TopicId: ([0-9a-f]+)\t`)
+	m := idRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("describe = %q: no TopicId", out)
+	}
+	want := "Topic: web.tracking\tTopicId: " + m[1] + "\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: cleanup.policy=compact,delete,retention.ms=86400000\n" +
+		"\tTopic: web.tracking\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: 0\tLogEndOffset: 0\n" +
+		"\tTopic: web.tracking\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: 0\tLogEndOffset: 2\n" +
+		"\tTopic: web.tracking\tPartition: 2\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: 0\tLogEndOffset: 0\n"
+	if out != want {
+		t.Errorf("describe =\n%q\nwant\n%q", out, want)
+	}
+
+	out, _ = mustRun(t, dir, "", "topics", "alter", "web.tracking", "--partitions", "5", "--config", "segment.bytes=1048576", "--delete-config", "retention.ms")
+	if want := "Completed updating config for topic web.tracking.\nTopic web.tracking now has 5 partitions.\n"; out != want {
+		t.Errorf("alter = %q, want %q", out, want)
+	}
+	out, _ = mustRun(t, dir, "", "topics", "describe", "web.tracking")
+	wantContains(t, "describe after alter", out, "PartitionCount: 5\t", "Configs: cleanup.policy=compact,delete,segment.bytes=1048576\n", "\tPartition: 4\t")
+
+	// describe without a name describes every topic.
+	out, _ = mustRun(t, dir, "", "topics", "describe")
+	if n := strings.Count(out, "\n"); n != 2+6 {
+		t.Errorf("describe all: %d lines, want 8:\n%s", n, out)
+	}
+
+	out, _ = mustRun(t, dir, "", "topics", "delete", "web.tracking")
+	if out != "Deleted topic web.tracking.\n" {
+		t.Errorf("delete = %q", out)
+	}
+	if out, _ := mustRun(t, dir, "", "topics", "list"); out != "audit\n" {
+		t.Errorf("list after delete = %q", out)
+	}
+	mustRun(t, dir, "", "topics", "delete", "web.tracking", "--if-exists")
+	mustRun(t, dir, "", "topics", "create", "audit", "--if-not-exists")
+}
+
+func TestTopics_Errors(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "", "topics", "create", "t", "--partitions", "2")
+
+	err := mustFail(t, dir, "", "topics", "create", "u", "--config", "retension.ms=5")
+	wantContains(t, "unknown config", err.Error(), `unknown topic config "retension.ms"`, "valid: ", "retention.ms")
+
+	err = mustFail(t, dir, "", "topics", "create", "u", "--config", "cleanup.policy=sometimes")
+	wantContains(t, "bad value", err.Error(), "cleanup.policy=sometimes", "compact")
+
+	err = mustFail(t, dir, "", "topics", "create", "t")
+	if !errors.Is(err, tlog.ErrTopicExists) {
+		t.Errorf("create existing: %v, want ErrTopicExists", err)
+	}
+	wantContains(t, "exists", err.Error(), "topic t already exists")
+
+	err = mustFail(t, dir, "", "topics", "describe", "nope")
+	wantContains(t, "describe unknown", err.Error(), "topic nope does not exist; list topics with `tributary topics list`")
+
+	err = mustFail(t, dir, "", "topics", "alter", "t", "--partitions", "1")
+	wantContains(t, "shrink", err.Error(), "only grow")
+
+	err = mustFail(t, dir, "", "topics", "create", "bad name")
+	if !errors.Is(err, tlog.ErrInvalidTopicName) {
+		t.Errorf("bad name: %v", err)
+	}
+
+	err = mustFail(t, dir, "", "topics", "create", "u", "--config", "novalue")
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Errorf("--config novalue: %v, want a usage error", err)
+	}
+}
+
+func TestTopics_ListExcludeInternal(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "", "topics", "create", "__internal")
+	mustRun(t, dir, "", "topics", "create", "visible")
+	if out, _ := mustRun(t, dir, "", "topics", "list", "--exclude-internal"); out != "visible\n" {
+		t.Errorf("list --exclude-internal = %q", out)
+	}
+}

@@ -1,0 +1,49 @@
+package generator
+
+// rng is SplitMix64 (Steele, Lea and Flood, 2014), written out here rather
+// than taken from math/rand so that the events of a seed stay the same
+// across Go releases.
+type rng struct{ state uint64 }
+
+// gamma is SplitMix64's increment, 2^64 divided by the golden ratio.
+const gamma = 0x9e3779b97f4a7c15
+
+// newRNG returns the stream of the event with the given seq: every (seed,
+// seq) pair starts at its own, well-mixed state, so events neither depend on
+// each other nor on which were generated before.
+func newRNG(seed int64, seq uint64) rng {
+	return rng{state: mix(mix(uint64(seed)) ^ seq)}
+}
+
+func (r *rng) next() uint64 {
+	r.state += gamma
+	return mix(r.state)
+}
+
+// mix is SplitMix64's finalizer, a bijection on uint64.
+func mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// intn returns a number in [0, n), n > 0. The modulo bias is below 2^-50
+// for the small n used here.
+func (r *rng) intn(n uint64) uint64 { return r.next() % n }
+
+// padAlphabet has 64 characters that need no escaping in JSON.
+const padAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// appendText appends n pseudo-random characters of padAlphabet: random, so
+// that padded events compress as poorly as real ones.
+func (r *rng) appendText(b []byte, n int) []byte {
+	for n > 0 {
+		x := r.next()
+		for k := 0; k < 10 && n > 0; k++ {
+			b = append(b, padAlphabet[x&63])
+			x >>= 6
+			n--
+		}
+	}
+	return b
+}

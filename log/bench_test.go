@@ -1,0 +1,143 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Run with: go test -run XXX -bench . -benchtime 2x ./log/
+//
+// Append benchmarks fsync before every acknowledgement (the default Options).
+// One op is one Append call of batch records; inflight appenders share the
+// ops, so with several in flight group commit covers many calls per fsync.
+
+func benchLog(b *testing.B, dir string, opts Options) *Log {
+	b.Helper()
+	opts.Dir = dir
+	opts.Logger = slog.New(slog.DiscardHandler)
+	l, err := Open(opts)
+	if err != nil {
+		b.Fatalf("Open(%s): %v", dir, err)
+	}
+	b.Cleanup(func() { l.Close() })
+	if err := l.CreateTopic("bench", 1, nil); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func benchValues(n, size int) []Record {
+	buf := make([]byte, n*size)
+	for i := range buf {
+		buf[i] = byte('a' + i%26)
+	}
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Value: buf[i*size : (i+1)*size : (i+1)*size]}
+	}
+	return recs
+}
+
+func BenchmarkAppend(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		for _, batch := range []int{1, 100, 1000} {
+			for _, inflight := range []int{1, 8} {
+				name := fmt.Sprintf("size=%dB/batch=%d/inflight=%d", size, batch, inflight)
+				b.Run(name, func(b *testing.B) { benchAppend(b, size, batch, inflight) })
+			}
+		}
+	}
+}
+
+func benchAppend(b *testing.B, size, batch, inflight int) {
+	l := benchLog(b, b.TempDir(), Options{})
+	recs := benchValues(batch, size)
+	ctx := context.Background()
+	fsyncs := l.Metrics().Fsyncs.Load()
+	b.SetBytes(int64(size * batch))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var (
+		ops  atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, inflight)
+	)
+	for range inflight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ops.Add(1) <= int64(b.N) {
+				if _, err := l.Append(ctx, "bench", 0, recs); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	n := float64(b.N) * float64(batch)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "records/s")
+	if f := l.Metrics().Fsyncs.Load() - fsyncs; f > 0 {
+		b.ReportMetric(n/float64(f), "records/fsync")
+	}
+}
+
+// BenchmarkReadSequential reads a whole partition from offset 0 with reads of
+// 1 MiB; one op is one pass. The partition is filled once, with interval
+// flushing to keep setup short; reads come from the page cache.
+func BenchmarkReadSequential(b *testing.B) {
+	const records = 200_000
+	for _, size := range []int{100, 1024} {
+		l := benchLog(b, b.TempDir(), Options{FlushInterval: time.Hour})
+		recs := benchValues(1000, size)
+		ctx := context.Background()
+		for i := 0; i < records; i += len(recs) {
+			if _, err := l.Append(ctx, "bench", 0, recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("size=%dB/records=%d", size, records), func(b *testing.B) {
+			b.SetBytes(int64(records * size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if n := readPartition(b, l); n != records {
+					b.Fatalf("read %d records, want %d", n, records)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)*records/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+func readPartition(b *testing.B, l *Log) int {
+	ctx := context.Background()
+	_, end, err := l.Offsets("bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for from := int64(0); from < end; {
+		res, err := l.Read(ctx, "bench", 0, from, ReadOptions{MaxBytes: 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.NextOffset <= from {
+			b.Fatalf("read made no progress at offset %d", from)
+		}
+		n += len(res.Records)
+		from = res.NextOffset
+	}
+	return n
+}

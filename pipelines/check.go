@@ -1,0 +1,102 @@
+package pipelines
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// crossCheck checks what relates the entries of the files to each other:
+// pipeline, source and sink names and consumer groups are unique, no topic
+// is defined twice, every topic a sink reads is defined or produced, and all
+// files use the same log. The files are those loaded together: one file, or
+// the files of one directory.
+func crossCheck(files []*file) ErrorList {
+	var errs ErrorList
+	add := func(r ref, hint, format string, args ...any) {
+		errs = append(errs, &Error{Pos: r.pos, Path: r.path, Message: fmt.Sprintf(format, args...), Hint: hint})
+	}
+
+	unique := func(refs func(*file) []ref, format, hint string) {
+		first := make(map[string]ref)
+		for _, f := range files {
+			for _, r := range refs(f) {
+				if r.name == "" {
+					continue
+				}
+				if prev, dup := first[r.name]; dup {
+					switch {
+					case r.defaulted && prev.defaulted:
+						// Two sinks of the same name: reported as such.
+					case r.pos == prev.pos:
+						add(r, hint, "%q is used twice: the same anchored entry (*alias) appears twice", r.name)
+					default:
+						add(r, hint, format, r.name, where(prev.pos, r.pos))
+					}
+					continue
+				}
+				first[r.name] = r
+			}
+		}
+	}
+	unique(func(f *file) []ref { return []ref{f.name} },
+		"pipeline name %q is already used %s", "pipeline names must be unique across the files of a directory")
+	unique(func(f *file) []ref { return f.conns },
+		"name %q is already used %s", "source and sink names must be unique across all pipelines")
+	unique(func(f *file) []ref { return f.groups },
+		"consumer group %q is already used %s", "each sink needs a consumer group of its own; set group:")
+	unique(func(f *file) []ref { return f.topics },
+		"topic %q is already defined %s", "define each topic once")
+
+	known := make(map[string]bool)
+	anyTopic := false
+	for _, f := range files {
+		for _, r := range f.topics {
+			known[r.name] = true
+		}
+		for _, r := range f.produced {
+			if !isTemplate(r.name) {
+				known[r.name] = true
+			}
+		}
+		anyTopic = anyTopic || f.anyTopic
+	}
+	if !anyTopic {
+		choices := make([]string, 0, len(known))
+		for t := range known {
+			choices = append(choices, t)
+		}
+		sort.Strings(choices)
+		for _, f := range files {
+			for _, r := range f.reads {
+				if !known[r.name] {
+					add(r, choicesHint(r.name, "topics", choices),
+						"topic %q is not defined under topics and no source writes it", r.name)
+				}
+			}
+		}
+	}
+
+	for _, f := range files[min(1, len(files)):] {
+		first := files[0].p.Log
+		l := f.p.Log
+		if l.Backend != first.Backend || l.Dir != first.Dir || !slices.Equal(l.Kafka.Brokers, first.Kafka.Brokers) {
+			errs = append(errs, &Error{
+				Pos:     f.log,
+				Path:    "log",
+				Message: fmt.Sprintf("log settings differ from those of %s", files[0].p.File),
+				Hint:    "the pipelines of a directory share one log: give every file the same backend, dir and kafka settings",
+			})
+		}
+	}
+	return errs
+}
+
+// where says where p is, as seen from an error at from: line:column in the
+// same file, file:line:column in another.
+func where(p, from Pos) string {
+	if p.File == from.File && p.Line > 0 {
+		return fmt.Sprintf("at %d:%d", p.Line, p.Column)
+	}
+	return "in " + p.String()
+}

@@ -1,0 +1,576 @@
+package pipelines
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// The keys of each mapping, in the order the docs list them.
+var (
+	topKeys        = []string{"version", "name", "log", "topics", "sources", "sinks", "plugins"}
+	logKeys        = []string{"backend", "dir", "kafka", "defaults"}
+	kafkaKeys      = []string{"brokers"}
+	defaultsKeys   = []string{"partitions", "config"}
+	topicKeys      = []string{"name", "partitions", "config"}
+	sourceKeys     = []string{"name", "connector", "topic", "tasks", "config", "transforms"}
+	sinkKeys       = []string{"name", "connector", "topics", "topics_regex", "group", "tasks", "config", "transforms", "errors"}
+	errorsKeys     = []string{"tolerance", "retries", "backoff", "deadletter"}
+	backoffKeys    = []string{"initial", "max"}
+	deadletterKeys = []string{"topic"}
+	pluginsKeys    = []string{"dirs"}
+)
+
+var (
+	backends   = []string{string(BackendEmbedded), string(BackendKafka)}
+	tolerances = []string{string(ToleranceNone), string(ToleranceAll)}
+)
+
+// ref is a name written at a place in a file.
+type ref struct {
+	name string
+	pos  Pos
+	path string
+	// defaulted marks a sink's group that is its name, not written.
+	defaulted bool
+}
+
+// file is one decoded pipeline file with the places of the names that are
+// checked across entries and across files.
+type file struct {
+	p        *Pipeline
+	name     ref
+	log      Pos   // where log: is; the file itself when it is left out
+	topics   []ref // names under topics:
+	conns    []ref // names of sources and sinks
+	groups   []ref // consumer groups of sinks
+	produced []ref // topics that sources, their transforms and dead-letter queues write
+	anyTopic bool  // a source writes to a topic template, which can be any topic
+	reads    []ref // topics that sinks read
+}
+
+// fileDecoder decodes the pipeline schema of one file.
+type fileDecoder struct {
+	decoder
+	catalog Catalog
+	f       *file
+}
+
+// pipeline decodes the root node of a pipeline file.
+func (d *fileDecoder) pipeline(root *yaml.Node, defaultName string) {
+	p := &Pipeline{File: d.file}
+	d.f = &file{p: p, log: Pos{File: d.file}}
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "", "a pipeline file is a mapping that starts with version: 1", "expected a mapping (key: value) at the top level, got %s", describe(root))
+		return
+	}
+	top := d.fields(root, "", "a pipeline", topKeys, true)
+	if !d.version(root, top) {
+		return
+	}
+
+	p.Name = defaultName
+	d.f.name = ref{name: defaultName, pos: Pos{File: d.file}, path: "name"}
+	if e, ok := top["name"]; ok {
+		if name, ok := d.name(e.value, "name", "pipeline name"); ok {
+			p.Name = name
+			d.f.name = ref{name: name, pos: d.pos(e.value), path: "name"}
+		}
+	} else if !validName(defaultName) {
+		d.errorf(root, "name", "add name: <pipeline name>", "missing required key \"name\" (the file name %q is not a valid pipeline name)", defaultName)
+		p.Name, d.f.name.name = "", ""
+	}
+
+	if e, ok := top["log"]; ok {
+		d.f.log = d.pos(e.key)
+	}
+	d.log(top["log"].value, &p.Log)
+	d.topics(top["topics"].value, p)
+	d.sources(top["sources"].value, p)
+	d.sinks(top["sinks"].value, p)
+	if e, ok := top["plugins"]; ok {
+		f := d.fields(e.value, "plugins", "plugins", pluginsKeys, false)
+		if e, ok := f["dirs"]; ok {
+			dirs, nodes, _ := d.stringList(e.value, "plugins.dirs", "a list of directories")
+			for i, dir := range dirs {
+				if dir == "" {
+					d.errorf(nodes[i], index("plugins.dirs", i), "", "a plugin directory must not be empty")
+				}
+			}
+			p.Plugins.Dirs = dirs
+		}
+	}
+}
+
+// version checks the version key; false means the rest of the file is in a
+// format this loader does not know.
+func (d *fileDecoder) version(root *yaml.Node, top map[string]entry) bool {
+	e, ok := top["version"]
+	if !ok {
+		d.errorf(root, "version", "add version: 1 as the first line", "missing required key \"version\"")
+		return true
+	}
+	v, ok := d.integer(e.value, "version", 1)
+	if ok && v != 1 {
+		d.errorf(e.value, "version", "this version of Tributary reads version 1", "unsupported version %d", v)
+		return false
+	}
+	return true
+}
+
+// required returns the value of key in f, reporting it when it is missing
+// (at owner) or empty.
+func (d *fileDecoder) required(f map[string]entry, key string, owner *yaml.Node, path, what string) (string, *yaml.Node, bool) {
+	e, ok := f[key]
+	if !ok {
+		if f != nil {
+			d.errorf(owner, path, "", "missing required key %q in %s", key, what)
+		}
+		return "", nil, false
+	}
+	v, ok := d.str(e.value, join(path, key))
+	if !ok {
+		return "", e.value, false
+	}
+	if v == "" {
+		d.errorf(e.value, join(path, key), "", "%s must not be empty", key)
+		return "", e.value, false
+	}
+	return v, e.value, true
+}
+
+// name reads a pipeline, source or sink name.
+func (d *fileDecoder) name(n *yaml.Node, path, what string) (string, bool) {
+	v, ok := d.str(n, path)
+	if !ok {
+		return "", false
+	}
+	if !validName(v) {
+		d.errorf(n, path, "use letters, digits, '.', '_' and '-', at most 249 characters", "invalid %s %q", what, v)
+		return "", false
+	}
+	return v, true
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 249 {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isTemplate reports whether topic is a template the connector fills in.
+func isTemplate(topic string) bool { return strings.Contains(topic, "{") }
+
+// topicName checks a topic name as Kafka does.
+func (d *fileDecoder) topicName(v string, n *yaml.Node, path string, templates bool) bool {
+	if templates && isTemplate(v) {
+		return true
+	}
+	if !validName(v) || v == "." || v == ".." {
+		hint := "use letters, digits, '.', '_' and '-', at most 249 characters"
+		if isTemplate(v) {
+			hint = "templates such as {table} are only allowed in a source's topic"
+		}
+		d.errorf(n, path, hint, "invalid topic name %q", v)
+		return false
+	}
+	return true
+}
+
+func (d *fileDecoder) log(n *yaml.Node, l *Log) {
+	l.Backend, l.Dir, l.Defaults.Partitions = BackendEmbedded, "./data", 1
+	f := d.fields(n, "log", "log", logKeys, false)
+	var backendNode *yaml.Node
+	if e, ok := f["backend"]; ok {
+		backendNode = e.value
+		if v, ok := d.str(e.value, "log.backend"); ok {
+			if contains(backends, v) {
+				l.Backend = Backend(v)
+			} else {
+				d.errorf(e.value, "log.backend", choicesHint(v, "backends", backends), "unknown log backend %q", v)
+			}
+		}
+	}
+	if e, ok := f["dir"]; ok {
+		if v, ok := d.str(e.value, "log.dir"); ok {
+			if v == "" {
+				d.errorf(e.value, "log.dir", "leave the key out for ./data", "log.dir must not be empty")
+			} else {
+				l.Dir = v
+			}
+		}
+	}
+	hasBrokers := false
+	if e, ok := f["kafka"]; ok {
+		k := d.fields(e.value, "log.kafka", "log.kafka", kafkaKeys, false)
+		if e, ok := k["brokers"]; ok {
+			hasBrokers = true
+			brokers, nodes, _ := d.stringList(e.value, "log.kafka.brokers", "a list of host:port addresses")
+			for i, b := range brokers {
+				if _, _, err := net.SplitHostPort(b); err != nil {
+					d.errorf(nodes[i], index("log.kafka.brokers", i), "e.g. localhost:9092", "broker %q is not a host:port address", b)
+				}
+			}
+			l.Kafka.Brokers = brokers
+		}
+	}
+	if l.Backend == BackendKafka && !hasBrokers {
+		d.errorf(backendNode, "log.backend", "e.g. kafka: {brokers: [localhost:9092]}", "backend kafka needs log.kafka.brokers")
+	}
+	if e, ok := f["defaults"]; ok {
+		df := d.fields(e.value, "log.defaults", "log.defaults", defaultsKeys, false)
+		if e, ok := df["partitions"]; ok {
+			if v, ok := d.integer(e.value, "log.defaults.partitions", 1); ok {
+				l.Defaults.Partitions = v
+			}
+		}
+		if e, ok := df["config"]; ok {
+			s := d.settings(d.configEntries(e.value, "log.defaults.config"), "log.defaults.config")
+			l.Defaults.Config = d.topicConfig(s, "log.defaults.config", e.key)
+		}
+	}
+}
+
+// list returns the items of the list n (aliases resolved); null gives none.
+func (d *fileDecoder) list(n *yaml.Node, path string) []*yaml.Node {
+	if n == nil || isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "write each entry on a line starting with '- '", "%s must be a list, got %s", path, describe(n))
+		return nil
+	}
+	items := make([]*yaml.Node, 0, len(n.Content))
+	for _, item := range n.Content {
+		if item = resolve(item); item != nil {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+func (d *fileDecoder) topics(n *yaml.Node, p *Pipeline) {
+	for i, item := range d.list(n, "topics") {
+		path := index("topics", i)
+		f := d.fields(item, path, "a topic", topicKeys, false)
+		if f == nil {
+			continue
+		}
+		t := Topic{Partitions: p.Log.Defaults.Partitions, Pos: d.pos(item)}
+		if name, node, ok := d.required(f, "name", item, path, "a topic"); ok && d.topicName(name, node, join(path, "name"), false) {
+			t.Name = name
+			d.f.topics = append(d.f.topics, ref{name: name, pos: d.pos(node), path: join(path, "name")})
+		}
+		if e, ok := f["partitions"]; ok {
+			if v, ok := d.integer(e.value, join(path, "partitions"), 1); ok {
+				t.Partitions = v
+			}
+		}
+		t.Config = make(map[string]string)
+		for k, v := range p.Log.Defaults.Config {
+			t.Config[k] = v
+		}
+		if e, ok := f["config"]; ok {
+			s := d.settings(d.configEntries(e.value, join(path, "config")), join(path, "config"))
+			for k, v := range d.topicConfig(s, join(path, "config"), e.key) {
+				t.Config[k] = v
+			}
+		}
+		p.Topics = append(p.Topics, t)
+	}
+}
+
+// connector reads the connector key of a source or sink and returns its
+// spec when the catalog knows it; nil without a catalog.
+func (d *fileDecoder) connector(f map[string]entry, owner *yaml.Node, path string, kind Kind) (string, *connect.Spec) {
+	name, node, ok := d.required(f, "connector", owner, path, "a "+string(kind))
+	if !ok || d.catalog == nil {
+		return name, nil
+	}
+	if spec, ok := d.catalog.Spec(kind, name); ok {
+		return name, &spec
+	}
+	msg := fmt.Sprintf("unknown %s connector %q", kind, name)
+	for _, other := range []Kind{KindSource, KindSink} {
+		if _, ok := d.catalog.Spec(other, name); ok && other != kind {
+			msg = fmt.Sprintf("%q is a %s connector, not a %s connector", name, other, kind)
+		}
+	}
+	d.errorf(node, join(path, "connector"), choicesHint(name, string(kind)+" connectors", d.catalog.Names(kind)), "%s", msg)
+	return name, nil
+}
+
+// connectorConfig reads and checks the config of a connector instance.
+func (d *fileDecoder) connectorConfig(f map[string]entry, spec *connect.Spec, owner *yaml.Node, path, what string) (map[string]string, []string) {
+	var (
+		entries   []entry
+		missingAt = owner
+	)
+	if e, ok := f["config"]; ok {
+		entries = d.configEntries(e.value, join(path, "config"))
+		missingAt = e.key
+	} else if e, ok := f["connector"]; ok {
+		missingAt = e.value
+	}
+	s := d.settings(entries, join(path, "config"))
+	if spec != nil {
+		d.check(*spec, s, join(path, "config"), what, missingAt, nil)
+	}
+	return s.values, s.secrets(spec)
+}
+
+// transforms reads a transform chain. Each entry is a mapping: "type" names
+// the transform, every other key is one of its settings.
+func (d *fileDecoder) transforms(f map[string]entry, path string) []Transform {
+	e, ok := f["transforms"]
+	if !ok {
+		return nil
+	}
+	path = join(path, "transforms")
+	var out []Transform
+	for i, item := range d.list(e.value, path) {
+		ipath := index(path, i)
+		if item.Kind != yaml.MappingNode {
+			d.errorf(item, ipath, "write {type: <transform>, <setting>: <value>, ...}", "a transform must be a mapping (key: value), got %s", describe(item))
+			continue
+		}
+		var (
+			typ     string
+			typNode *yaml.Node
+			rest    []entry
+		)
+		for _, e := range d.pairs(item, ipath) {
+			if e.key.Value == "type" {
+				typNode = e.value
+				typ, _ = d.str(e.value, join(ipath, "type"))
+				continue
+			}
+			rest = append(rest, e)
+		}
+		t := Transform{Pos: d.pos(item)}
+		var spec *connect.Spec
+		switch {
+		case typNode == nil:
+			d.errorf(item, ipath, "write {type: <transform>, <setting>: <value>, ...}", "missing required key \"type\" in a transform")
+		case typ == "":
+			d.errorf(typNode, join(ipath, "type"), "", "type must not be empty")
+		case d.catalog != nil:
+			if s, ok := d.catalog.Spec(KindTransform, typ); ok {
+				spec = &s
+			} else {
+				d.errorf(typNode, join(ipath, "type"), choicesHint(typ, "transforms", d.catalog.Names(KindTransform)), "unknown transform %q", typ)
+			}
+		}
+		t.Type = typ
+		s := d.settings(rest, ipath)
+		if spec != nil {
+			d.check(*spec, s, ipath, fmt.Sprintf("transform %q", typ), typNode, nil)
+		}
+		t.Config, t.Secrets = s.values, s.secrets(spec)
+		out = append(out, t)
+		if topic, ok := t.Config["topic"]; ok && topic != "" {
+			if isTemplate(topic) {
+				d.f.anyTopic = true
+			}
+			d.f.produced = append(d.f.produced, ref{name: topic, pos: d.pos(s.byKey["topic"].value), path: join(ipath, "topic")})
+		}
+	}
+	return out
+}
+
+func (d *fileDecoder) tasks(f map[string]entry, path string) int {
+	if e, ok := f["tasks"]; ok {
+		if v, ok := d.integer(e.value, join(path, "tasks"), 1); ok {
+			return v
+		}
+	}
+	return 1
+}
+
+func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
+	for i, item := range d.list(n, "sources") {
+		path := index("sources", i)
+		f := d.fields(item, path, "a source", sourceKeys, false)
+		if f == nil {
+			continue
+		}
+		s := Source{Pos: d.pos(item)}
+		if e, ok := f["name"]; ok {
+			if name, ok := d.name(e.value, join(path, "name"), "source name"); ok {
+				s.Name = name
+				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name")})
+			}
+		} else {
+			d.errorf(item, path, "", "missing required key \"name\" in a source")
+		}
+		var spec *connect.Spec
+		s.Connector, spec = d.connector(f, item, path, KindSource)
+		if topic, node, ok := d.required(f, "topic", item, path, "a source"); ok && d.topicName(topic, node, join(path, "topic"), true) {
+			s.Topic = topic
+			if isTemplate(topic) {
+				d.f.anyTopic = true
+			}
+			d.f.produced = append(d.f.produced, ref{name: topic, pos: d.pos(node), path: join(path, "topic")})
+		}
+		s.Tasks = d.tasks(f, path)
+		s.Config, s.Secrets = d.connectorConfig(f, spec, item, path, fmt.Sprintf("source connector %q", s.Connector))
+		s.Transforms = d.transforms(f, path)
+		p.Sources = append(p.Sources, s)
+	}
+}
+
+func (d *fileDecoder) sinks(n *yaml.Node, p *Pipeline) {
+	for i, item := range d.list(n, "sinks") {
+		path := index("sinks", i)
+		f := d.fields(item, path, "a sink", sinkKeys, false)
+		if f == nil {
+			continue
+		}
+		s := Sink{Pos: d.pos(item)}
+		nameNode := item
+		if e, ok := f["name"]; ok {
+			if name, ok := d.name(e.value, join(path, "name"), "sink name"); ok {
+				s.Name, nameNode = name, e.value
+				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name")})
+			}
+		} else {
+			d.errorf(item, path, "", "missing required key \"name\" in a sink")
+		}
+		var spec *connect.Spec
+		s.Connector, spec = d.connector(f, item, path, KindSink)
+		d.sinkTopics(f, item, path, &s)
+
+		s.Group = s.Name
+		group := ref{name: s.Name, pos: d.pos(nameNode), path: join(path, "name"), defaulted: true}
+		if e, ok := f["group"]; ok {
+			if g, ok := d.str(e.value, join(path, "group")); ok && g != "" {
+				s.Group = g
+				group = ref{name: g, pos: d.pos(e.value), path: join(path, "group")}
+			}
+		}
+		if s.Group != "" {
+			d.f.groups = append(d.f.groups, group)
+		}
+
+		s.Tasks = d.tasks(f, path)
+		s.Config, s.Secrets = d.connectorConfig(f, spec, item, path, fmt.Sprintf("sink connector %q", s.Connector))
+		s.Transforms = d.transforms(f, path)
+		s.Errors = d.errorPolicy(f["errors"], path, &s)
+		p.Sinks = append(p.Sinks, s)
+	}
+}
+
+func (d *fileDecoder) sinkTopics(f map[string]entry, item *yaml.Node, path string, s *Sink) {
+	topicsEntry, hasTopics := f["topics"]
+	regexEntry, hasRegex := f["topics_regex"]
+	switch {
+	case hasTopics && hasRegex:
+		d.errorf(regexEntry.key, join(path, "topics_regex"), "keep one of them", "topics and topics_regex exclude each other")
+	case !hasTopics && !hasRegex:
+		d.errorf(item, path, "e.g. topics: [web.tracking]", "missing required key \"topics\" (or \"topics_regex\") in a sink")
+	}
+	if hasTopics {
+		topics, nodes, _ := d.stringList(topicsEntry.value, join(path, "topics"), "a list of topic names")
+		seen := make(map[string]bool)
+		for i, t := range topics {
+			tpath := index(join(path, "topics"), i)
+			if !d.topicName(t, nodes[i], tpath, false) {
+				continue
+			}
+			if seen[t] {
+				d.errorf(nodes[i], tpath, "", "topic %q is listed twice", t)
+				continue
+			}
+			seen[t] = true
+			s.Topics = append(s.Topics, t)
+			d.f.reads = append(d.f.reads, ref{name: t, pos: d.pos(nodes[i]), path: tpath})
+		}
+		if v := topicsEntry.value; isNull(v) || (v.Kind == yaml.SequenceNode && len(v.Content) == 0) {
+			d.errorf(topicsEntry.value, join(path, "topics"), "e.g. topics: [web.tracking]", "topics must name at least one topic")
+		}
+	}
+	if hasRegex {
+		if v, ok := d.str(regexEntry.value, join(path, "topics_regex")); ok {
+			if v == "" {
+				d.errorf(regexEntry.value, join(path, "topics_regex"), "", "topics_regex must not be empty")
+			} else if _, err := regexp.Compile(v); err != nil {
+				d.errorf(regexEntry.value, join(path, "topics_regex"), "Go regular expression syntax (RE2)", "invalid regular expression: %v", err)
+			} else {
+				s.TopicsRegex = v
+			}
+		}
+	}
+}
+
+func (d *fileDecoder) errorPolicy(e entry, path string, s *Sink) ErrorPolicy {
+	ep := ErrorPolicy{
+		Tolerance: ToleranceNone,
+		Retries:   DefaultRetries,
+		Backoff:   Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax},
+	}
+	if e.value == nil {
+		return ep
+	}
+	path = join(path, "errors")
+	f := d.fields(e.value, path, "errors", errorsKeys, false)
+	if e, ok := f["tolerance"]; ok {
+		if v, ok := d.str(e.value, join(path, "tolerance")); ok {
+			if contains(tolerances, v) {
+				ep.Tolerance = Tolerance(v)
+			} else {
+				d.errorf(e.value, join(path, "tolerance"), choicesHint(v, "tolerances", tolerances), "unknown error tolerance %q", v)
+			}
+		}
+	}
+	if e, ok := f["retries"]; ok {
+		if v, ok := d.integer(e.value, join(path, "retries"), -1); ok {
+			ep.Retries = v
+		}
+	}
+	if e, ok := f["backoff"]; ok {
+		bpath := join(path, "backoff")
+		b := d.fields(e.value, bpath, "errors.backoff", backoffKeys, false)
+		if e, ok := b["initial"]; ok {
+			if v, ok := d.duration(e.value, join(bpath, "initial")); ok {
+				ep.Backoff.Initial = v
+			}
+		}
+		if e, ok := b["max"]; ok {
+			if v, ok := d.duration(e.value, join(bpath, "max")); ok {
+				ep.Backoff.Max = v
+				if ep.Backoff.Max < ep.Backoff.Initial {
+					d.errorf(e.value, join(bpath, "max"), "", "backoff max %s is less than initial %s", ep.Backoff.Max, ep.Backoff.Initial)
+				}
+			}
+		}
+	}
+	if e, ok := f["deadletter"]; ok {
+		dpath := join(path, "deadletter")
+		dl := d.fields(e.value, dpath, "errors.deadletter", deadletterKeys, false)
+		if ep.Tolerance != ToleranceAll {
+			d.errorf(e.key, dpath, "set tolerance: all, or remove deadletter", "a dead-letter topic is only used with tolerance: all")
+		}
+		if topic, node, ok := d.required(dl, "topic", e.value, dpath, "errors.deadletter"); ok && d.topicName(topic, node, join(dpath, "topic"), false) {
+			if contains(s.Topics, topic) {
+				d.errorf(node, join(dpath, "topic"), "use a topic of its own, e.g. dlq."+s.Name, "dead-letter topic %q is also a topic the sink reads", topic)
+			} else {
+				ep.DeadLetter.Topic = topic
+				d.f.produced = append(d.f.produced, ref{name: topic, pos: d.pos(node), path: join(dpath, "topic")})
+			}
+		}
+	}
+	return ep
+}
