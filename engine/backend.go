@@ -31,6 +31,8 @@ type Backend interface {
 	CommitGroupOffsets(ctx context.Context, group string, offsets []PartitionOffset) error
 	// DeleteGroup removes a group's committed offsets.
 	DeleteGroup(ctx context.Context, group string) error
+	// ListTopics returns every topic name.
+	ListTopics(ctx context.Context) ([]string, error)
 	// EndOffsets returns the start and end offset of every partition of a topic.
 	EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error)
 }

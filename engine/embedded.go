@@ -160,6 +160,9 @@ func (e *Embedded) DeleteGroup(ctx context.Context, group string) error {
 	return err
 }
 
+// ListTopics implements Backend.
+func (e *Embedded) ListTopics(ctx context.Context) ([]string, error) { return e.log.ListTopics(), nil }
+
 // EndOffsets implements Backend.
 func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error) {
 	n, err := e.log.Partitions(topic)

@@ -22,7 +22,7 @@ func SpecsFromPipeline(p *pipelines.Pipeline) []ConnectorSpec {
 	for _, s := range p.Sinks {
 		out = append(out, ConnectorSpec{
 			Pipeline: p.Name, Name: s.Name, Kind: connect.KindSink, Connector: s.Connector,
-			Config: maps.Clone(s.Config), Secrets: s.Secrets, Topics: s.Topics, Group: s.Group,
+			Config: maps.Clone(s.Config), Secrets: s.Secrets, Topics: s.Topics, TopicsRegex: s.TopicsRegex, Group: s.Group,
 			Transforms: transformSpecs(s.Transforms),
 			Errors: ErrorPolicy{
 				Tolerance: string(s.Errors.Tolerance), Retries: s.Errors.Retries,

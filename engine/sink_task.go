@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -13,7 +15,11 @@ import (
 // runSink runs a sink task until soft ends (clean stop) or it fails:
 // poll the group → transform → Write (retries, dead letters) → commit.
 func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain) error {
-	for _, t := range r.spec.Topics {
+	topics, err := r.sinkTopics(hard)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
 		if err := r.w.opts.Backend.EnsureTopic(hard, t, 0, nil); err != nil {
 			return fmt.Errorf("sink %s: topic %s: %w", r.spec.Name, t, err)
 		}
@@ -35,7 +41,7 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 			r.logger.Warn("close sink", "error", err)
 		}
 	}()
-	consumer, err := r.w.opts.Backend.Consumer(hard, r.spec.Group, r.spec.Topics)
+	consumer, err := r.w.opts.Backend.Consumer(hard, r.spec.Group, topics)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
 	}
@@ -86,6 +92,32 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
 		m.observeDelivery(r.spec.Name, recs)
 	}
+}
+
+// sinkTopics returns the topics a sink reads: its list, or the existing
+// topics its regex matches as a whole (internal topics excluded).
+func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
+	if r.spec.TopicsRegex == "" {
+		return r.spec.Topics, nil
+	}
+	re, err := regexp.Compile("^(?:" + r.spec.TopicsRegex + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: topics regex: %w", r.spec.Name, err)
+	}
+	all, err := r.w.opts.Backend.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range all {
+		if re.MatchString(t) && !strings.HasPrefix(t, "_") {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sink %s: no topic matches %q yet", r.spec.Name, r.spec.TopicsRegex)
+	}
+	return out, nil
 }
 
 // nextOffsets returns, per partition, the offset after the last record.

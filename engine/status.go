@@ -75,6 +75,9 @@ type ConnectorSpec struct {
 	Secrets    []string // Config keys whose values are never shown
 	Topic      string   // sources: where records go (may hold {placeholders})
 	Topics     []string // sinks: what they read
+	// TopicsRegex selects a sink's topics by a Go regular expression that
+	// must match the whole name; matched when the task starts.
+	TopicsRegex string
 	Group      string   // sinks: consumer group; default Name
 	Transforms []TransformSpec
 	Errors     ErrorPolicy

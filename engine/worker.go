@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"sync"
@@ -144,7 +145,11 @@ func (w *Worker) lookup(spec ConnectorSpec) (connect.Connector, error) {
 			return c, fmt.Errorf("%w: source %s has no topic", ErrBadRequest, spec.Name)
 		}
 	case connect.KindSink:
-		if len(spec.Topics) == 0 {
+		if spec.TopicsRegex != "" {
+			if _, err := regexp.Compile(spec.TopicsRegex); err != nil {
+				return c, fmt.Errorf("%w: sink %s: topics regex %q: %v", ErrBadRequest, spec.Name, spec.TopicsRegex, err)
+			}
+		} else if len(spec.Topics) == 0 {
 			return c, fmt.Errorf("%w: sink %s reads no topics", ErrBadRequest, spec.Name)
 		}
 	}

@@ -89,7 +89,14 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 	}
 	base := first.UnixMilli()
 	maxTs := base
-	raw := make([]byte, 0, 64*len(recs))
+	est := 0
+	for i := range recs {
+		est += len(recs[i].Key) + len(recs[i].Value) + 24
+		for _, h := range recs[i].Headers {
+			est += len(h.Key) + len(h.Value) + 10
+		}
+	}
+	raw := make([]byte, 0, est)
 	for i := range recs {
 		ts := recs[i].Timestamp
 		if ts.IsZero() {

@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ type config struct {
 	partitions int
 	rate       float64
 	duration   time.Duration
+	cpuprofile string
 }
 
 func main() {
@@ -81,6 +83,7 @@ func main() {
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
 	flag.Float64Var(&c.rate, "rate", 10000, "events per second in the latency phase")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of the latency phase")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if err := run(context.Background(), c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
@@ -104,6 +107,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		default:
 			return fmt.Errorf("unknown phase %q (valid: append, e2e, latency)", p)
 		}
+	}
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
+		if err != nil {
+			return fmt.Errorf("create profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var (
 		res results
@@ -137,19 +151,27 @@ func progress(format string, args ...any) {
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// throughput is records moved in a time.
+// throughput is records moved in a time, with what it cost: the process's
+// CPU time and the log's fsyncs.
 type throughput struct {
 	records, bytes int64
 	elapsed        time.Duration
+	cpu            time.Duration
+	fsyncs         int64
+	fsyncTime      time.Duration
+}
+
+// cost fills in t's costs: CPU time since cpu0 and the fsyncs of l.
+func (t *throughput) cost(cpu0 time.Duration, l *tlog.Log) {
+	t.cpu = cpuTime() - cpu0
+	m := l.Metrics()
+	t.fsyncs, t.fsyncTime = m.Fsyncs.Load(), time.Duration(m.FsyncNanos.Load())
 }
 
 func (t throughput) recordsPerSec() float64 { return float64(t.records) / t.elapsed.Seconds() }
 func (t throughput) mbPerSec() float64      { return float64(t.bytes) / 1e6 / t.elapsed.Seconds() }
 
-type appendResult struct {
-	throughput
-	fsyncs int64
-}
+type appendResult struct{ throughput }
 
 // runAppend appends c.records records with c.inflight appenders, each
 // taking the next batch of c.batch records and appending it to the next
@@ -164,6 +186,7 @@ func runAppend(ctx context.Context, c config, dir string) (appendResult, error) 
 		return appendResult{}, err
 	}
 	vals := values(c.batch, c.size)
+	cpu0 := cpuTime()
 	var (
 		claimed  atomic.Int64
 		wg       sync.WaitGroup
@@ -198,10 +221,8 @@ func runAppend(ctx context.Context, c config, dir string) (appendResult, error) 
 	if firstErr != nil {
 		return appendResult{}, firstErr
 	}
-	res := appendResult{
-		throughput: throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: elapsed},
-		fsyncs:     l.Metrics().Fsyncs.Load(),
-	}
+	res := appendResult{throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: elapsed}}
+	res.cost(cpu0, l)
 	if err := l.Close(); err != nil {
 		return appendResult{}, err
 	}
@@ -361,7 +382,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	if err != nil {
 		return e2eResult{}, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	var sourceDone time.Duration
 	err = p.start(ctx, dir, gen, file.Name)
 	if err == nil {
@@ -372,7 +393,11 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 			return p.committed() >= c.records
 		})
 	}
-	elapsed := time.Since(start)
+	res := e2eResult{
+		throughput:    throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: time.Since(start)},
+		sourceElapsed: sourceDone,
+	}
+	res.cost(cpu0, p.log)
 	if err := errors.Join(err, p.close()); err != nil {
 		return e2eResult{}, err
 	}
@@ -383,10 +408,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	if lines < c.records {
 		return e2eResult{}, fmt.Errorf("the file holds %d lines, want %d", lines, c.records)
 	}
-	res := e2eResult{
-		throughput:    throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: elapsed},
-		sourceElapsed: sourceDone, lines: lines,
-	}
+	res.lines = lines
 	return res, os.RemoveAll(dir)
 }
 
@@ -415,10 +437,9 @@ func countLines(path string) (int64, error) {
 }
 
 type latencyResult struct {
-	events   int64
-	elapsed  time.Duration // from the start of the connectors to the last commit
-	p50, p99 time.Duration
-	p90, max time.Duration
+	throughput // from the start of the connectors to the last commit
+	p50, p99   time.Duration
+	p90, max   time.Duration
 }
 
 // runLatency runs the pipeline with the generator at c.rate for
@@ -434,26 +455,15 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	if err != nil {
 		return latencyResult{}, err
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	err = p.start(ctx, dir, gen, "latency-file")
 	if err == nil {
 		err = p.waitUntil("the sink to commit every event", 20*time.Millisecond, c.duration+5*time.Minute, func() bool {
 			return p.committed() >= events
 		})
 	}
-	elapsed := time.Since(start)
-	m := p.log.Metrics()
-	fmt.Fprintf(os.Stderr, "DIAG fsyncs %d avg %v buckets:", m.Fsyncs.Load(), time.Duration(m.FsyncNanos.Load()/max(m.Fsyncs.Load(), 1)))
-	for i := range m.FsyncBuckets {
-		fmt.Fprintf(os.Stderr, " %d", m.FsyncBuckets[i].Load())
-	}
-	fmt.Fprintln(os.Stderr)
-	rec.mu.Lock()
-	for i := 0; i < len(rec.lat); i += len(rec.lat) / 30 {
-		fmt.Fprintf(os.Stderr, " %v", rec.lat[i].Round(time.Millisecond))
-	}
-	rec.mu.Unlock()
-	fmt.Fprintln(os.Stderr)
+	res := latencyResult{throughput: throughput{records: events, bytes: events * int64(c.size), elapsed: time.Since(start)}}
+	res.cost(cpu0, p.log)
 	if err := errors.Join(err, p.close()); err != nil {
 		return latencyResult{}, err
 	}
@@ -461,10 +471,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	if int64(len(lat)) < events {
 		return latencyResult{}, fmt.Errorf("the sink noted %d events, want %d", len(lat), events)
 	}
-	res := latencyResult{
-		events: int64(len(lat)), elapsed: elapsed,
-		p50: quantile(lat, 0.50), p90: quantile(lat, 0.90), p99: quantile(lat, 0.99), max: lat[len(lat)-1],
-	}
+	res.p50, res.p90, res.p99, res.max = quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), lat[len(lat)-1]
 	return res, os.RemoveAll(dir)
 }
 
@@ -530,38 +537,50 @@ func (r results) print(w io.Writer, c config) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s\n\n",
 		c.records, c.size, c.partitions, runtime.NumCPU(), host, loadavg(), time.Now().UTC().Format("2006-01-02T15:04Z"))
-	row := func(label string, t throughput, extra string) {
-		fmt.Fprintf(w, "%-62s %8.1f %11.0f %8.2f  %s\n", label, t.mbPerSec(), t.recordsPerSec(), t.elapsed.Seconds(), extra)
+	fmt.Fprintf(w, "%-58s %7s %10s %7s %7s %8s %7s %8s\n", "", "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync")
+	row := func(label string, t throughput, note string) {
+		cpu, fsyncs, fsync := "-", "-", "-"
+		if t.cpu > 0 {
+			cpu = fmt.Sprintf("%.2f", t.cpu.Seconds())
+		}
+		if t.fsyncs > 0 {
+			fsyncs, fsync = strconv.FormatInt(t.fsyncs, 10), ms(t.fsyncTime/time.Duration(t.fsyncs))
+		}
+		perRec := "-"
+		if t.cpu > 0 && t.records > 0 {
+			perRec = fmt.Sprintf("%.1f µs", float64(t.cpu)/float64(t.records)/1e3)
+		}
+		fmt.Fprintf(w, "%-58s %7.1f %10.0f %7.2f %7s %8s %7s %8s  %s\n",
+			label, t.mbPerSec(), t.recordsPerSec(), t.elapsed.Seconds(), cpu, perRec, fsyncs, fsync, note)
 	}
-	fmt.Fprintf(w, "%-62s %8s %11s %8s\n", "", "MB/s", "records/s", "seconds")
 	if r.append.elapsed > 0 {
-		a := r.append
-		row(fmt.Sprintf("log append, fsync per ack (%d x %d rec in flight)", c.inflight, c.batch), a.throughput,
-			fmt.Sprintf("%d fsyncs, %.0f rec/fsync", a.fsyncs, float64(a.records)/float64(max(a.fsyncs, 1))))
+		row(fmt.Sprintf("log append, fsync per ack (%d x %d rec in flight)", c.inflight, c.batch), r.append.throughput, "")
 	}
 	ratio := 0.0
 	if r.e2e.elapsed > 0 {
 		e := r.e2e
 		if e.sourceElapsed > 0 {
-			row("  generator → log (until appended)", throughput{records: e.records, bytes: e.bytes, elapsed: e.sourceElapsed}, "")
+			row("  generator → log (until all appended)", throughput{records: e.records, bytes: e.bytes, elapsed: e.sourceElapsed}, "")
 		}
-		extra := ""
+		note := ""
 		if r.append.elapsed > 0 {
 			ratio = e.recordsPerSec() / r.append.recordsPerSec()
-			extra = fmt.Sprintf("x%.2f of log append", ratio)
+			note = fmt.Sprintf("x%.2f of log append", ratio)
 		}
-		row("generator → log → file sink (until the group committed all)", e.throughput, extra)
+		row("generator → log → file sink (until all committed)", e.throughput, note)
 	}
-	if r.latency.events > 0 {
+	if r.latency.elapsed > 0 {
 		l := r.latency
-		fmt.Fprintf(w, "\nevent-to-sink latency at %.0f events/s, %d events in %.1f s (due time → fsync'ed write):\n", c.rate, l.events, l.elapsed.Seconds())
+		row(fmt.Sprintf("generator at %.0f/s → log → file sink", c.rate), l.throughput, "")
+		fmt.Fprintf(w, "\nevent-to-sink latency at %.0f events/s, %d events (event due time → file sink's fsync'ed write returned):\n", c.rate, l.records)
 		fmt.Fprintf(w, "  p50 %s   p90 %s   p99 %s   max %s\n", ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max))
 	}
+	fmt.Fprintln(w, "\nCPU s: CPU time of the whole process (user + system) in the phase; CPU/rec per record. fsync: mean fsync time.")
 	fmt.Fprintf(w, "\nTargets (issue 3)\n%-52s %12s %10s\n", "", "measured", "target")
 	if r.append.elapsed > 0 && r.e2e.elapsed > 0 {
 		fmt.Fprintf(w, "%-52s %12.2f %10s %s\n", "end-to-end / log append, records/s", ratio, fmt.Sprintf(">= %.2f", targetRatio), verdict(ratio >= targetRatio))
 	}
-	if r.latency.events > 0 {
+	if r.latency.elapsed > 0 {
 		fmt.Fprintf(w, "%-52s %12s %10s %s\n", fmt.Sprintf("p99 event-to-sink latency at %.0f events/s", c.rate), ms(r.latency.p99),
 			"< "+ms(targetP99), verdict(r.latency.p99 < targetP99))
 	}

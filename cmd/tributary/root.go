@@ -100,9 +100,9 @@ func (a *app) setup(cmd *cobra.Command) error {
 	return nil
 }
 
-// open returns the log client, opening the data directory on first use.
-// This is where a --server flag (env TRIBUTARY_SERVER) will choose a client
-// for a running worker's REST API instead.
+// open returns the log client: with --server (env TRIBUTARY_SERVER) a client
+// of a running worker's REST API, else the data directory, opened on first
+// use.
 func (a *app) open() (logClient, error) {
 	if a.client != nil {
 		return a.client, nil
