@@ -67,18 +67,18 @@ type ErrorPolicy struct {
 
 // ConnectorSpec says what one connector instance runs.
 type ConnectorSpec struct {
-	Pipeline   string
-	Name       string
-	Kind       connect.Kind
-	Connector  string // the connector type, e.g. "generator"
-	Config     map[string]string
-	Secrets    []string // Config keys whose values are never shown
-	Topic      string   // sources: where records go (may hold {placeholders})
-	Topics     []string // sinks: what they read
+	Pipeline  string
+	Name      string
+	Kind      connect.Kind
+	Connector string // the connector type, e.g. "generator"
+	Config    map[string]string
+	Secrets   []string // Config keys whose values are never shown
+	Topic     string   // sources: where records go (may hold {placeholders})
+	Topics    []string // sinks: what they read
 	// TopicsRegex selects a sink's topics by a Go regular expression that
 	// must match the whole name; matched when the task starts.
 	TopicsRegex string
-	Group      string   // sinks: consumer group; default Name
-	Transforms []TransformSpec
-	Errors     ErrorPolicy
+	Group       string // sinks: consumer group; default Name
+	Transforms  []TransformSpec
+	Errors      ErrorPolicy
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Benchmarks the worker end to end against the log it runs on, all in one
+# run on one filesystem, and prints one table (issue 3, "Benchmark"):
+#   - the log's own durable append throughput (1 KiB records, fsync per ack),
+#   - generator → log → file sink at full speed through the engine, and its
+#     ratio to the log's throughput (target >= 50%),
+#   - event-to-sink latency p50/p99 at a fixed 10,000 events/s (target p99
+#     < 50 ms).
+#
+#   bench/engine/run.sh                    # 200,000 records, 10 s at 10k/s
+#   RECORDS=1000000 bench/engine/run.sh    # scale it
+#   bench/engine/run.sh -phases latency    # extra arguments go to the program
+#
+# Environment (defaults in brackets):
+#   RECORDS [200000]     records of the append and end-to-end phases
+#   RECORD_BYTES [1024]  record value size (the generator's value.size)
+#   BATCH [500]          records per Append call and the generator's batch.size
+#   INFLIGHT [8]         concurrent appenders in the log append phase
+#   PARTITIONS [3]       partitions of web.tracking (and of the append topic)
+#   RATE [10000]         events per second of the latency phase
+#   DURATION [10s]       length of the latency phase
+#   BENCH_DIR [/var/tmp] where the temp dir goes (the disk under test)
+set -euo pipefail
+export LC_ALL=C
+
+RECORDS=${RECORDS:-200000}
+RECORD_BYTES=${RECORD_BYTES:-1024}
+BATCH=${BATCH:-500}
+INFLIGHT=${INFLIGHT:-8}
+PARTITIONS=${PARTITIONS:-3}
+RATE=${RATE:-10000}
+DURATION=${DURATION:-10s}
+BENCH_DIR=${BENCH_DIR:-/var/tmp}
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d -p "$BENCH_DIR" enginebench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+echo "== building" >&2
+(cd "$repo" && go build -o "$work/enginebench" ./bench/engine)
+
+echo "== in $work on $(df -P "$work" | awk 'NR == 2 { print $1 }') ($(df -PT "$work" | awk 'NR == 2 { print $2 }'))" >&2
+TIMEFORMAT="== whole run: %R s, CPU %U s user + %S s system (%P%% of one CPU)"
+time "$work/enginebench" -dir "$work/data" \
+	-records "$RECORDS" -size "$RECORD_BYTES" -batch "$BATCH" -inflight "$INFLIGHT" \
+	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" "$@"
