@@ -20,7 +20,7 @@ func routeDefinition() Definition {
 			{Name: "regex", Type: connect.TypeString,
 				Description: "a Go regular expression; a topic it matches in whole is replaced by replacement, other topics are kept"},
 			{Name: "replacement", Type: connect.TypeString,
-				Description: "with regex, the new topic; ${1} (or $1 before a character that cannot be in a name) stands for the first group, and so on"},
+				Description: "with regex, the new topic; $1 stands for the first group, and so on; before a letter, digit or _ write ${1}, which a pipeline file spells $${1} (there ${...} takes an environment variable)"},
 		}},
 		New: newRoute,
 	}
