@@ -267,6 +267,9 @@ func (c chain) apply(rec connect.Record) ([]connect.Record, error) {
 		for _, r := range recs {
 			out, err := nt.t.Apply(r)
 			if err != nil {
+				if strings.HasPrefix(err.Error(), nt.name+":") {
+					return nil, err // it already names itself
+				}
 				return nil, fmt.Errorf("transform %s: %w", nt.name, err)
 			}
 			next = append(next, out...)

@@ -102,3 +102,29 @@ func TestDocs_Examples(t *testing.T) {
 		}
 	}
 }
+
+// In a pipeline file ${...} takes an environment variable, so a regex
+// group before a name character is written $${1}, as the docs say.
+func TestRoute_ReplacementInPipelineFile(t *testing.T) {
+	reg := transform.Builtin()
+	spec, _ := reg.Spec("route")
+	catalog := pipelines.Specs{
+		pipelines.KindSource:    {"generator": connect.Spec{}},
+		pipelines.KindTransform: {"route": spec},
+	}
+	file := "version: 1\nsources:\n  - name: s\n    connector: generator\n    topic: t\n" +
+		"    transforms:\n      - type: route\n        regex: 'db\\.(.*)'\n        replacement: $${1}_v2\n"
+	p, err := pipelines.Parse("p.yaml", []byte(file), pipelines.Options{Catalog: catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := p.Sources[0].Transforms[0]
+	tr, err := reg.New(tc.Type, tc.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tr.Apply(connect.Record{Topic: "db.orders"})
+	if err != nil || len(out) != 1 || out[0].Topic != "orders_v2" {
+		t.Errorf("Apply = %v, %v; want topic orders_v2", out, err)
+	}
+}

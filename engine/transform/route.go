@@ -16,7 +16,7 @@ func routeDefinition() Definition {
 			"or the topic rewritten by a regular expression (Kafka's RegexRouter).",
 		Spec: connect.Spec{Params: []connect.Param{
 			{Name: "topic", Type: connect.TypeString,
-				Description: "the topic as a template: text with placeholders {topic}, {key}, {partition}, {offset}, {value.<path>} and {key.<path>} (fields of a JSON value or key); a placeholder must give a string, number or boolean"},
+				Description: "the topic as a template: text with placeholders {topic}, {key}, {partition}, {offset}, {value.PATH} and {key.PATH} (a field of a JSON value or key, PATH dotted); a placeholder must give a string, number or boolean"},
 			{Name: "regex", Type: connect.TypeString,
 				Description: "a Go regular expression; a topic it matches in whole is replaced by replacement, other topics are kept"},
 			{Name: "replacement", Type: connect.TypeString,

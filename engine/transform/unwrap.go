@@ -146,17 +146,19 @@ func (f fieldRef) lookup(env connect.Row) (any, bool) {
 // Apply implements Transform.
 func (t *unwrap) Apply(r connect.Record) ([]connect.Record, error) {
 	if r.Value == nil {
-		if t.mode != modeRewriteWithTombstone {
-			return nil, nil
-		}
-		for _, h := range t.headers {
-			if h.block == "" && h.field == "op" {
-				r.Headers = append(slices.Clip(r.Headers), connect.Header{Key: h.name, Value: []byte(connect.OpDelete)})
-			}
-		}
+		return t.tombstone(r)
+	}
+	v, err := parseJSON(r.Value)
+	if err != nil {
 		return []connect.Record{r}, nil
 	}
-	env, ok := changeEvent(r.Value)
+	payload, schema := splitSchema(v)
+	if payload == nil {
+		// JSON null, or a null payload under a schema: how Kafka Connect's
+		// JsonConverter writes a null value.
+		return t.tombstone(r)
+	}
+	env, ok := changeEvent(payload, schema)
 	if !ok {
 		return []connect.Record{r}, nil
 	}
@@ -223,16 +225,25 @@ func (t *unwrap) route(r *connect.Record, state connect.Row) {
 	}
 }
 
-// changeEvent decodes a record value as a Debezium change event envelope
-// (the payload, when a schema is embedded). It reports false for anything
-// else: a value that is not JSON, a heartbeat, a transaction boundary, a
-// logical decoding message (op m), a schema that is not an envelope's.
-func changeEvent(value []byte) (connect.Row, bool) {
-	v, err := parseJSON(value)
-	if err != nil {
-		return nil, false
+// tombstone handles a record with a null value: dropped, or kept with the
+// op header, as the mode says.
+func (t *unwrap) tombstone(r connect.Record) ([]connect.Record, error) {
+	if t.mode != modeRewriteWithTombstone {
+		return nil, nil
 	}
-	payload, schema := splitSchema(v)
+	for _, h := range t.headers {
+		if h.block == "" && h.field == "op" {
+			r.Headers = append(slices.Clip(r.Headers), connect.Header{Key: h.name, Value: []byte(connect.OpDelete)})
+		}
+	}
+	return []connect.Record{r}, nil
+}
+
+// changeEvent returns the payload of a record value as a Debezium change
+// event envelope. It reports false for anything else: a heartbeat, a
+// transaction boundary, a logical decoding message (op m), a value whose
+// schema is not an envelope's.
+func changeEvent(payload any, schema connect.Row) (connect.Row, bool) {
 	if schema != nil {
 		if name, ok := schema.Get("name"); ok {
 			if s, ok := name.(string); ok && !strings.HasSuffix(s, ".Envelope") {

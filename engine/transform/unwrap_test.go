@@ -131,6 +131,9 @@ func TestUnwrap_Apply(t *testing.T) {
 		{"not an envelope schema passes", nil, rec(`{"schema":{"type":"struct","name":"io.debezium.connector.postgresql.MessageValue"},"payload":{"op":"c","after":{"a":1}}}`),
 			same(rec(`{"schema":{"type":"struct","name":"io.debezium.connector.postgresql.MessageValue"},"payload":{"op":"c","after":{"a":1}}}`)), ""},
 		{"schemaless envelope, payload null", nil, rec(`{"schema":null,"payload":{"before":null,"after":{"a":1},"op":"c"}}`), one(rec(""), `{"a":1}`), ""},
+		{"null payload is a tombstone", nil, rec(`{"schema":{"type":"struct","name":"x.Envelope"},"payload":null}`), none, ""},
+		{"JSON null is a tombstone", nil, rec(`null`), none, ""},
+		{"null payload kept", mode("rewrite-with-tombstone"), rec(`{"schema":null,"payload":null}`), same(rec(`{"schema":null,"payload":null}`)), ""},
 		{"after not an object", nil, rec(`{"before":null,"after":"x","op":"c"}`), nil, `unwrap: field after: the change event's after is a string`},
 		{"before not an object", map[string]string{"delete.tombstone.handling.mode": "rewrite"}, rec(`{"before":[1],"after":null,"op":"d"}`), nil, `field before: the change event's before is an array`},
 	})
@@ -194,5 +197,29 @@ func TestUnwrap_CodecEvents(t *testing.T) {
 		if !equalRecords(got, want) {
 			t.Errorf("schemas=%v delete:\n got  %s\n want %s", schemas, show(got), show(want))
 		}
+	}
+}
+
+// The unwrap example of docs/transforms.md.
+func TestUnwrap_DocsExample(t *testing.T) {
+	tr := mustNew(t, "unwrap", map[string]string{"delete.tombstone.handling.mode": "rewrite", "add.fields": "op,table,lsn,source.ts_ms"})
+	del := event(t, "postgres_delete")
+	got, err := tr.Apply(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":1001,"first_name":"Sally","email":"sally@example.org","score":0.001,"__deleted":"true","__op":"d","__table":"customers","__lsn":24023304,"__source_ts_ms":1714000200000}`
+	if len(got) != 1 || string(got[0].Value) != want {
+		t.Errorf("got %s, want %s", show(got), want)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "transforms.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, []byte(want)) {
+		t.Error("docs/transforms.md does not show this output")
+	}
+	if got, _ := tr.Apply(connect.Tombstone(del)); len(got) != 0 {
+		t.Errorf("tombstone: %s", show(got))
 	}
 }
