@@ -18,6 +18,11 @@ type Backend interface {
 	// keyed records are partitioned by murmur2 of the key. It returns once
 	// every record is durable, with Partition and Offset set.
 	Produce(ctx context.Context, records []connect.Record) error
+	// Append is Produce without the wait: when it returns, the records'
+	// order in the log is fixed (successive Appends keep their order), and
+	// wait returns once they are durable. A caller can so keep several
+	// batches in flight.
+	Append(ctx context.Context, records []connect.Record) (wait func(context.Context) error, err error)
 	// Consumer reads topics as consumer group, from the group's committed
 	// offsets, or from the earliest offset where it has none.
 	Consumer(ctx context.Context, group string, topics []string) (Consumer, error)
@@ -50,7 +55,8 @@ type PartitionBounds struct {
 	Start, End int64
 }
 
-// Consumer reads records of a group's topics. It is used by one goroutine.
+// Consumer reads records of a group's topics. One goroutine calls Poll;
+// Commit may be called from another, concurrently with Poll.
 type Consumer interface {
 	// Poll returns the next records, waiting up to maxWait when there are
 	// none. Records of one partition come in offset order.

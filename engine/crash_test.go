@@ -48,8 +48,8 @@ const (
 func crashDataDir(dir string) string { return filepath.Join(dir, "data") }
 func crashOutFile(dir string) string { return filepath.Join(dir, "out", "events.jsonl") }
 func crashDiscard() *slog.Logger     { return slog.New(slog.DiscardHandler) }
-func crashLogOptions(dir string, logger *slog.Logger) tlog.Options {
-	return tlog.Options{Dir: crashDataDir(dir), NumPartitions: crashPartitions, Logger: logger}
+func crashLogOptions(dataDir string, logger *slog.Logger) tlog.Options {
+	return tlog.Options{Dir: dataDir, NumPartitions: crashPartitions, Logger: logger}
 }
 
 // crashSpecs returns the pipeline's connectors; maxEvents 0 generates
@@ -158,7 +158,7 @@ func runCrashChild(dir string) {
 func crashChild(dir string) error {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	l, err := tlog.Open(crashLogOptions(dir, logger))
+	l, err := tlog.Open(crashLogOptions(crashDataDir(dir), logger))
 	if err != nil {
 		return err
 	}
@@ -231,14 +231,22 @@ type crashState struct {
 	tornTail    bool   // the file ends in a partial line
 }
 
-// checkCrashState opens the log as the next worker would and checks that
-// nothing acknowledged was lost: every seq up to the stored source
-// position is in the topic, and every record below the sink group's
-// committed offsets has its seq in the file.
+// checkCrashState opens a copy of the log as the next worker would (so
+// that the next child recovers the crash itself) and checks that nothing
+// acknowledged was lost: every seq up to the stored source position is in
+// the topic, and every record below the sink group's committed offsets has
+// its seq in the file.
 func checkCrashState(t *testing.T, dir string, run int) crashState {
 	t.Helper()
 	ctx := t.Context()
-	l, err := tlog.Open(crashLogOptions(dir, crashDiscard()))
+	snapshot := filepath.Join(dir, "snapshot")
+	if err := os.RemoveAll(snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(snapshot, os.DirFS(crashDataDir(dir))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("run %d: copy the log: %v", run, err)
+	}
+	l, err := tlog.Open(crashLogOptions(snapshot, crashDiscard()))
 	if err != nil {
 		t.Fatalf("run %d: reopen the log: %v", run, err)
 	}
@@ -298,7 +306,7 @@ type crashFinal struct {
 func runCrashFinal(t *testing.T, dir string, want uint64) crashFinal {
 	t.Helper()
 	ctx := t.Context()
-	l, err := tlog.Open(crashLogOptions(dir, crashDiscard()))
+	l, err := tlog.Open(crashLogOptions(crashDataDir(dir), crashDiscard()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,18 +46,38 @@ func (e *Embedded) EnsureTopic(ctx context.Context, name string, partitions int,
 	return err
 }
 
-// Produce implements Backend: one log append per topic, partitioned by key.
+// Produce implements Backend.
 func (e *Embedded) Produce(ctx context.Context, records []connect.Record) error {
+	wait, err := e.Append(ctx, records)
+	if wait != nil {
+		if werr := wait(ctx); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+// Append implements Backend: one log append per topic, partitioned by key.
+func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
 	byTopic := map[string][]int{}
 	var order []string
 	for i, r := range records {
 		if r.Topic == "" {
-			return fmt.Errorf("produce: record %d has no topic", i)
+			return nil, fmt.Errorf("produce: record %d has no topic", i)
 		}
 		if _, ok := byTopic[r.Topic]; !ok {
 			order = append(order, r.Topic)
 		}
 		byTopic[r.Topic] = append(byTopic[r.Topic], i)
+	}
+	var pending []*tlog.Pending
+	wait := func(ctx context.Context) error {
+		for _, pd := range pending {
+			if err := pd.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, topic := range order {
 		idx := byTopic[topic]
@@ -65,14 +85,16 @@ func (e *Embedded) Produce(ctx context.Context, records []connect.Record) error 
 		for j, i := range idx {
 			recs[j] = toLogRecord(records[i])
 		}
-		if err := e.log.Produce(ctx, topic, recs); err != nil {
-			return fmt.Errorf("produce to %s: %w", topic, err)
+		pd, err := e.log.ProduceAsync(ctx, topic, recs)
+		pending = append(pending, pd)
+		if err != nil {
+			return wait, fmt.Errorf("produce to %s: %w", topic, err)
 		}
 		for j, i := range idx {
 			records[i].Partition, records[i].Offset = recs[j].Partition, recs[j].Offset
 		}
 	}
-	return nil
+	return wait, nil
 }
 
 func toLogRecord(r connect.Record) tlog.Record {

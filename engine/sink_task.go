@@ -46,6 +46,22 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
 	}
 	defer consumer.Close()
+	commits := make(chan []PartitionOffset, 16)
+	committed := make(chan error, 1)
+	pctx, stopPolling := context.WithCancel(soft)
+	defer stopPolling()
+	go func() { committed <- r.commitSinkOffsets(hard, consumer, commits, stopPolling) }()
+	err = r.deliver(hard, pctx, sink, consumer, c, commits)
+	close(commits) // drain: the committer stores the last offsets
+	if cerr := <-committed; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// deliver is the delivering half of a sink task: poll → transform → Write
+// (→ Flush) → hand the next offsets to the committer.
+func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer Consumer, c chain, commits chan<- []PartitionOffset) error {
 	r.setTaskState(StateRunning, "")
 	flusher, _ := sink.(connect.Flusher)
 	m := r.w.metrics
@@ -85,13 +101,48 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 				return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
 			}
 		}
-		if err := consumer.Commit(hard, nextOffsets(recs)); err != nil {
-			return fmt.Errorf("sink %s: commit offsets: %w", r.spec.Name, err)
-		}
+		commits <- nextOffsets(recs)
 		m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
 		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
 		m.observeDelivery(r.spec.Name, recs)
 	}
+}
+
+// commitSinkOffsets commits group offsets of delivered batches, merging
+// whatever queued up while the previous commit was in flight into one. On
+// a failure it calls stopPolling and drains.
+func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commits <-chan []PartitionOffset, stopPolling func()) error {
+	type tp struct {
+		t string
+		p int32
+	}
+	merged := map[tp]int64{}
+	var failed error
+	for offs := range commits {
+		if failed != nil {
+			continue
+		}
+		for _, o := range offs {
+			k := tp{o.Topic, o.Partition}
+			if o.Offset > merged[k] {
+				merged[k] = o.Offset
+			}
+		}
+		if len(commits) > 0 {
+			continue
+		}
+		batch := make([]PartitionOffset, 0, len(merged))
+		for k, off := range merged {
+			batch = append(batch, PartitionOffset{Topic: k.t, Partition: k.p, Offset: off})
+		}
+		if err := consumer.Commit(ctx, batch); err != nil {
+			failed = fmt.Errorf("sink %s: commit offsets: %w", r.spec.Name, err)
+			stopPolling()
+			continue
+		}
+		clear(merged)
+	}
+	return failed
 }
 
 // sinkTopics returns the topics a sink reads: its list, or the existing

@@ -8,8 +8,21 @@ import (
 	"github.com/tributary-io/tributary/connect"
 )
 
+// sourceWindow is how many appended batches may wait for their fsync while
+// the source reads the next one. One fsync then covers several batches.
+const sourceWindow = 8
+
+// inflight is a batch written to the log and not yet known durable.
+type inflight struct {
+	wait  func(context.Context) error
+	pos   connect.Position
+	start time.Time
+}
+
 // runSource runs a source task until soft ends (clean stop) or it fails:
-// read → transform → append durably → store position → Ack.
+// read → transform → append → (once durable) store position → Ack. Appends
+// keep their order; a committer goroutine waits for durability, so the
+// next batch is read while the previous ones are fsync'ed.
 func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c chain) error {
 	src := r.conn.NewSource()
 	if err := src.Open(soft, cfg); err != nil {
@@ -23,6 +36,21 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 			r.logger.Warn("close source", "error", err)
 		}
 	}()
+	window := make(chan inflight, sourceWindow)
+	committed := make(chan error, 1)
+	rctx, stopReading := context.WithCancel(soft)
+	defer stopReading()
+	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading) }()
+	err := r.readSource(hard, rctx, src, c, window)
+	close(window) // drain: the committer finishes every batch in flight
+	if cerr := <-committed; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readSource is the reading half of a source task.
+func (r *runner) readSource(hard, soft context.Context, src connect.Source, c chain, window chan<- inflight) error {
 	r.setTaskState(StateRunning, "")
 	m := r.w.metrics
 	bo := backoff{initial: 100 * time.Millisecond, max: 10 * time.Second}
@@ -48,13 +76,12 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		if len(recs) == 0 {
 			continue
 		}
-		start := time.Now()
+		f := inflight{start: time.Now(), wait: func(context.Context) error { return nil }}
 		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
-		var pos connect.Position
 		out := make([]connect.Record, 0, len(recs))
 		for _, rec := range recs {
 			if rec.Position != nil {
-				pos = rec.Position
+				f.pos = rec.Position
 			}
 			if rec.Topic == "" {
 				rec.Topic = r.spec.Topic
@@ -70,22 +97,62 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		if len(out) > 0 {
 			// Appends use the hard context: a batch that was read is
 			// finished even while stopping, so its position can be stored.
-			if err := r.w.opts.Backend.Produce(hard, out); err != nil {
+			wait, err := r.w.opts.Backend.Append(hard, out)
+			if err != nil {
 				return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
 			}
+			f.wait = wait
 			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
 		}
-		if pos != nil {
-			if err := r.w.offsets.Put(hard, r.spec.Pipeline, r.spec.Name, pos); err != nil {
-				return err
+		window <- f // blocks while sourceWindow batches wait for their fsync
+	}
+}
+
+// commitSourcePositions is the committing half of a source task: for each
+// batch, in order, it waits until the batch is durable; then it stores the
+// newest position reached (once per burst, not per batch) and acks it.
+// On a failure it calls stopReading and drains the window.
+func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func()) error {
+	m := r.w.metrics
+	var pending connect.Position
+	var failed error
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, pending); err != nil {
+			return err
+		}
+		if err := src.Ack(ctx, pending); err != nil {
+			if !connect.IsRetryable(err) {
+				return fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
 			}
-			if err := src.Ack(hard, pos); err != nil {
-				if !connect.IsRetryable(err) {
-					return fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
-				}
-				r.logger.Warn("ack failed; the next ack covers it", "error", err)
+			r.logger.Warn("ack failed; the next ack covers it", "error", err)
+		}
+		pending = nil
+		return nil
+	}
+	for f := range window {
+		if failed != nil {
+			continue // drain without storing anything past the failure
+		}
+		if err := f.wait(ctx); err != nil {
+			failed = fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
+			stopReading()
+			continue
+		}
+		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
+		if f.pos != nil {
+			pending = f.pos
+		}
+		if len(window) == 0 {
+			if failed = flush(); failed != nil {
+				stopReading()
 			}
 		}
-		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
 	}
+	if failed != nil {
+		return failed
+	}
+	return flush()
 }

@@ -124,7 +124,7 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 	if c, ok := compressors[compression]; ok {
 		var buf bytes.Buffer
 		out, codec := c.Compress(&buf, raw)
-		if codec != kgo.CodecNone {
+		if codec > kgo.CodecNone && codec <= kgo.CodecZstd { // on CodecError the batch stays uncompressed
 			raw = append([]byte(nil), out...)
 			attrs |= int16(codec)
 		}

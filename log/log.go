@@ -641,22 +641,9 @@ func (l *Log) AppendIdempotent(ctx context.Context, topicName string, partition 
 	if err != nil {
 		return 0, err
 	}
-	cfg := t.config()
-	if cfg.Compact {
-		for _, r := range recs {
-			if r.Key == nil {
-				return 0, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
-			}
-		}
-	}
-	var batches [][]byte
-	if prod.ID >= 0 {
-		batches = [][]byte{encodeBatch(recs, l.now(), cfg.Compression, prod)}
-	} else {
-		batches, err = l.encodeSplit(recs, cfg)
-		if err != nil {
-			return 0, fmt.Errorf("append to %s: %w", p, err)
-		}
+	batches, err := l.encodeFor(topicName, recs, t.config(), prod)
+	if err != nil {
+		return 0, err
 	}
 	bases, err := p.appendBatches(ctx, batches)
 	if err != nil {
@@ -686,6 +673,27 @@ func (l *Log) partitionForWrite(topicName string, partition int32) (*partition, 
 		return nil, err
 	}
 	return t.partition(l, partition)
+}
+
+// encodeFor encodes records for a topic: one batch for an idempotent
+// producer, else as many as max.message.bytes needs. Compacted topics
+// refuse records without a key.
+func (l *Log) encodeFor(topicName string, recs []Record, cfg TopicConfig, prod ProducerInfo) ([][]byte, error) {
+	if cfg.Compact {
+		for _, r := range recs {
+			if r.Key == nil {
+				return nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
+			}
+		}
+	}
+	if prod.ID >= 0 {
+		return [][]byte{encodeBatch(recs, l.now(), cfg.Compression, prod)}, nil
+	}
+	batches, err := l.encodeSplit(recs, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", topicName, err)
+	}
+	return batches, nil
 }
 
 // encodeSplit encodes recs into batches no larger than max.message.bytes.
@@ -720,15 +728,54 @@ func (l *Log) encodeSplit(recs []Record, cfg TopicConfig) ([][]byte, error) {
 // each call. It sets Topic, Partition and Offset on every record and returns
 // once all are durable.
 func (l *Log) Produce(ctx context.Context, topicName string, recs []Record) error {
+	pd, err := l.ProduceAsync(ctx, topicName, recs)
+	if werr := pd.Wait(ctx); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// Pending is a set of appends that are written (offsets assigned, readable
+// order fixed) but maybe not yet durable.
+type Pending struct {
+	waits []pendingWait
+}
+
+type pendingWait struct {
+	p   *partition
+	end int64
+}
+
+// Wait returns once every append of pd is durable. A nil Pending has
+// nothing to wait for.
+func (pd *Pending) Wait(ctx context.Context) error {
+	if pd == nil {
+		return nil
+	}
+	for _, w := range pd.waits {
+		if _, err := w.p.waitDurable(ctx, w.end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProduceAsync is Produce without the wait: when it returns, the records
+// have their offsets, in call order per partition, and Wait on the result
+// returns once they are durable. A caller may issue the next ProduceAsync
+// before waiting, so that one fsync covers several calls while their order
+// is kept. On an error, the returned Pending still covers what was written.
+func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record) (*Pending, error) {
 	t, err := l.topicForWrite(topicName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.mu.RLock()
-	n := len(t.parts)
+	parts := t.parts
 	l.mu.RUnlock()
+	n := len(parts)
 	sticky := int32(t.sticky.Add(1) % uint32(n))
-	byPart := map[int32][]int{}
+	byPart := make([][]int, n)
 	for i := range recs {
 		p := sticky
 		if recs[i].Key != nil {
@@ -736,28 +783,32 @@ func (l *Log) Produce(ctx context.Context, topicName string, recs []Record) erro
 		}
 		byPart[p] = append(byPart[p], i)
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
+	cfg := t.config()
+	pd := &Pending{}
 	for p, idx := range byPart {
-		wg.Add(1)
-		go func(p int32, idx []int) {
-			defer wg.Done()
-			batch := make([]Record, len(idx))
-			for j, i := range idx {
-				batch[j] = recs[i]
-			}
-			base, err := l.Append(ctx, topicName, p, batch)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			for j, i := range idx {
-				recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, p, base+int64(j)
-			}
-		}(p, idx)
+		if len(idx) == 0 {
+			continue
+		}
+		batch := make([]Record, len(idx))
+		for j, i := range idx {
+			batch[j] = recs[i]
+		}
+		encoded, err := l.encodeFor(topicName, batch, cfg, noProducer)
+		if err != nil {
+			return pd, err
+		}
+		bases, end, err := parts[p].write(encoded)
+		if end >= 0 {
+			pd.waits = append(pd.waits, pendingWait{p: parts[p], end: end})
+		}
+		if err != nil {
+			return pd, err
+		}
+		for j, i := range idx {
+			recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, int32(p), bases[0]+int64(j)
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return pd, nil
 }
 
 // InitProducerID allocates a new idempotent producer id (epoch 0). Ids are

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -200,58 +201,73 @@ func (s *segment) scanMeta(fn func(batchMeta)) error {
 // the base offset of each. With fsync on (the default) it returns only once
 // every batch is durable.
 func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int64, error) {
+	bases, end, err := p.write(batches)
+	if end >= 0 {
+		if _, werr := p.waitDurable(ctx, end); werr != nil {
+			return nil, werr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bases, nil
+}
+
+// write appends encoded batches in order without waiting for durability:
+// offsets are assigned and the bytes are in the OS when it returns. end is
+// the offset every written batch lies below (wait for it with waitDurable),
+// or -1 when nothing needs waiting for. An error after some batches were
+// written comes with their end, so the caller can still wait for them.
+func (p *partition) write(batches [][]byte) (bases []int64, end int64, err error) {
 	if len(batches) == 0 {
-		return nil, nil
+		return nil, -1, nil
 	}
 	cfg := p.cfg()
 	metas := make([]batchMeta, len(batches))
 	for i, b := range batches {
 		_, meta, reason := checkBatch(b)
 		if reason != "" {
-			return nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
+			return nil, -1, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 		}
 		if cfg.MaxMessageBytes > 0 && int64(len(b)) > cfg.MaxMessageBytes {
-			return nil, fmt.Errorf("%w: %d bytes, max.message.bytes of %s is %d", ErrRecordTooLarge, len(b), p.topic, cfg.MaxMessageBytes)
+			return nil, -1, fmt.Errorf("%w: %d bytes, max.message.bytes of %s is %d", ErrRecordTooLarge, len(b), p.topic, cfg.MaxMessageBytes)
 		}
 		metas[i] = meta
 	}
-	bases := make([]int64, len(batches))
+	bases = make([]int64, len(batches))
 	now := p.l.now()
 
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, ErrClosed
+		return nil, -1, ErrClosed
 	}
 	if p.failed != nil {
 		p.mu.Unlock()
-		return nil, fmt.Errorf("partition %s is read-only after an I/O failure: %w", p, p.failed)
+		return nil, -1, fmt.Errorf("partition %s is read-only after an I/O failure: %w", p, p.failed)
 	}
 	var records, bytes int64
-	written := false
 	for i, b := range batches {
 		meta := metas[i]
 		if base, dup, err := p.producers.check(meta.Producer, meta.NumRecords); err != nil {
-			if !written {
-				p.mu.Unlock()
-				return nil, err
-			}
+			end := p.next
 			p.mu.Unlock()
-			if _, werr := p.waitDurable(ctx, p.next); werr != nil {
-				return nil, werr
-			}
-			return nil, err
+			p.kickSyncer()
+			return nil, end, err
 		} else if dup {
+			// A retry of a batch already appended: its offsets may not be
+			// durable yet, so the caller still waits for the end.
 			bases[i] = base
 			p.l.metrics.DuplicateBatches.Add(1)
 			continue
 		}
 		active := p.segments[len(p.segments)-1]
-		if active.size > 0 && (active.size+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond) {
+		if active.size > 0 && (active.size+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond ||
+			p.next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32) { // indexes hold offsets relative to the base
 			if err := p.rollLocked(now); err != nil {
 				p.failed = err
 				p.mu.Unlock()
-				return nil, err
+				return nil, -1, err
 			}
 			active = p.segments[len(p.segments)-1]
 		}
@@ -265,16 +281,15 @@ func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int6
 		if err := active.append(b, meta); err != nil {
 			p.failed = err
 			p.mu.Unlock()
-			return nil, err
+			return nil, -1, err
 		}
 		p.producers.update(meta)
 		p.next = meta.LastOffset + 1
 		bases[i] = base
 		records += int64(meta.NumRecords)
 		bytes += int64(len(b))
-		written = true
 	}
-	end := p.next
+	end = p.next
 	interval := p.l.opts.FlushInterval > 0
 	if interval {
 		p.advanceVisibleLocked(end)
@@ -284,16 +299,18 @@ func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int6
 	p.l.metrics.BytesAppended.Add(bytes)
 	p.l.metrics.Batches.Add(int64(len(batches)))
 	if interval {
-		return bases, nil
+		return bases, -1, nil
 	}
+	p.kickSyncer()
+	return bases, end, nil
+}
+
+// kickSyncer asks the syncer for a round.
+func (p *partition) kickSyncer() {
 	select {
 	case p.syncReq <- struct{}{}:
 	default:
 	}
-	if _, err := p.waitDurable(ctx, end); err != nil {
-		return nil, err
-	}
-	return bases, nil
 }
 
 // waitDurable blocks until every offset below end is durable.
