@@ -6,9 +6,10 @@
 //     each appending batches of -batch records of -size bytes through the
 //     public API (fsync before every acknowledgement, group commit), spread
 //     over -partitions partitions like the pipeline's topic.
-//   - e2e: generator (rate 0, value.size -size, max.events -records) → log
-//     → file sink through the engine at full speed, from the start of the
-//     connectors until the sink's group has committed every record.
+//   - e2e: generator (rate 0, value.size -size, batch.size -gen-batch,
+//     max.events -records) → log → file sink through the engine at full
+//     speed, from the start of the connectors until the sink's group has
+//     committed every record.
 //   - latency: the same pipeline with the generator at a fixed -rate for
 //     -duration, and a file sink wrapped to note, for every record, the
 //     time from its event timestamp (the generator's due time, carried as
@@ -38,6 +39,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/file"
@@ -65,6 +67,7 @@ type config struct {
 	records    int64
 	size       int
 	batch      int
+	genBatch   int
 	inflight   int
 	partitions int
 	rate       float64
@@ -78,7 +81,8 @@ func main() {
 	flag.StringVar(&c.phases, "phases", "append,e2e,latency", "phases to run, comma-separated")
 	flag.Int64Var(&c.records, "records", 200000, "records for the append and end-to-end phases")
 	flag.IntVar(&c.size, "size", 1024, "record value size in bytes")
-	flag.IntVar(&c.batch, "batch", 500, "records per Append call, and the generator's batch.size")
+	flag.IntVar(&c.batch, "batch", 500, "records per Append call in the append phase")
+	flag.IntVar(&c.genBatch, "gen-batch", 500, "the generator's batch.size (its default is 500)")
 	flag.IntVar(&c.inflight, "inflight", 8, "concurrent appenders in the append phase")
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
 	flag.Float64Var(&c.rate, "rate", 10000, "events per second in the latency phase")
@@ -95,8 +99,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if c.dir == "" {
 		return errors.New("-dir is required")
 	}
-	if c.records <= 0 || c.size <= 0 || c.batch <= 0 || c.inflight <= 0 || c.partitions <= 0 || c.rate <= 0 || c.duration <= 0 {
-		return errors.New("-records, -size, -batch, -inflight, -partitions, -rate and -duration must be positive")
+	if c.records <= 0 || c.size <= 0 || c.batch <= 0 || c.genBatch <= 0 || c.inflight <= 0 || c.partitions <= 0 || c.rate <= 0 || c.duration <= 0 {
+		return errors.New("-records, -size, -batch, -gen-batch, -inflight, -partitions, -rate and -duration must be positive")
 	}
 	phases := map[string]bool{}
 	for p := range strings.SplitSeq(c.phases, ",") {
@@ -130,7 +134,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 	}
 	if phases["e2e"] {
-		progress("end to end: generator → log → file sink, %d records of %d B", c.records, c.size)
+		progress("end to end: generator → log → file sink, %d records of %d B, generator batch.size %d", c.records, c.size, c.genBatch)
 		if res.e2e, err = runE2E(ctx, c, filepath.Join(c.dir, "e2e")); err != nil {
 			return fmt.Errorf("end to end: %w", err)
 		}
@@ -159,6 +163,7 @@ type throughput struct {
 	cpu            time.Duration
 	fsyncs         int64
 	fsyncTime      time.Duration
+	fsyncP99       time.Duration // upper bound of the log's bucket holding the p99; 0 past the last
 }
 
 // cost fills in t's costs: CPU time since cpu0 and the fsyncs of l.
@@ -166,6 +171,18 @@ func (t *throughput) cost(cpu0 time.Duration, l *tlog.Log) {
 	t.cpu = cpuTime() - cpu0
 	m := l.Metrics()
 	t.fsyncs, t.fsyncTime = m.Fsyncs.Load(), time.Duration(m.FsyncNanos.Load())
+	var total, seen int64
+	for i := range m.FsyncBuckets {
+		total += m.FsyncBuckets[i].Load()
+	}
+	for i := range m.FsyncBuckets {
+		if seen += m.FsyncBuckets[i].Load(); seen*100 >= total*99 {
+			if i < len(tlog.FsyncBucketBounds) {
+				t.fsyncP99 = tlog.FsyncBucketBounds[i]
+			}
+			break
+		}
+	}
 }
 
 func (t throughput) recordsPerSec() float64 { return float64(t.records) / t.elapsed.Seconds() }
@@ -368,14 +385,13 @@ func registry(latency *latencyRecorder) *connect.Registry {
 type e2eResult struct {
 	throughput
 	sourceElapsed time.Duration // until every record was appended
-	lines         int64         // lines in the file afterwards
 }
 
 // runE2E runs generator → log → file sink at full speed for c.records
 // records and times it until the sink's group has committed them all.
 func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	gen := map[string]string{
-		"rate": "0", "seed": "42", "batch.size": strconv.Itoa(c.batch),
+		"rate": "0", "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(c.records, 10), "value.size": strconv.Itoa(c.size),
 	}
 	p, err := openPipeline(ctx, c, dir, registry(nil))
@@ -408,7 +424,6 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	if lines < c.records {
 		return e2eResult{}, fmt.Errorf("the file holds %d lines, want %d", lines, c.records)
 	}
-	res.lines = lines
 	return res, os.RemoveAll(dir)
 }
 
@@ -448,7 +463,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	events := int64(c.rate * c.duration.Seconds())
 	rec := &latencyRecorder{lat: make([]time.Duration, 0, events)}
 	gen := map[string]string{
-		"rate": strconv.FormatFloat(c.rate, 'f', -1, 64), "seed": "42", "batch.size": strconv.Itoa(c.batch),
+		"rate": strconv.FormatFloat(c.rate, 'f', -1, 64), "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(events, 10), "value.size": strconv.Itoa(c.size),
 	}
 	p, err := openPipeline(ctx, c, dir, registry(rec))
@@ -537,21 +552,26 @@ func (r results) print(w io.Writer, c config) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s\n\n",
 		c.records, c.size, c.partitions, runtime.NumCPU(), host, loadavg(), time.Now().UTC().Format("2006-01-02T15:04Z"))
-	fmt.Fprintf(w, "%-58s %7s %10s %7s %7s %8s %7s %8s\n", "", "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync")
+	fmt.Fprintf(w, "%s %7s %10s %7s %7s %8s %7s %8s %9s\n", pad("", labelWidth), "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync", "fsync p99")
 	row := func(label string, t throughput, note string) {
-		cpu, fsyncs, fsync := "-", "-", "-"
+		cpu, fsyncs, fsync, fsyncP99 := "-", "-", "-", "-"
 		if t.cpu > 0 {
 			cpu = fmt.Sprintf("%.2f", t.cpu.Seconds())
 		}
 		if t.fsyncs > 0 {
 			fsyncs, fsync = strconv.FormatInt(t.fsyncs, 10), ms(t.fsyncTime/time.Duration(t.fsyncs))
+			fsyncP99 = "> " + ms(tlog.FsyncBucketBounds[len(tlog.FsyncBucketBounds)-1])
+			if t.fsyncP99 > 0 {
+				fsyncP99 = "<= " + ms(t.fsyncP99)
+			}
 		}
 		perRec := "-"
 		if t.cpu > 0 && t.records > 0 {
 			perRec = fmt.Sprintf("%.1f µs", float64(t.cpu)/float64(t.records)/1e3)
 		}
-		fmt.Fprintf(w, "%-58s %7.1f %10.0f %7.2f %7s %8s %7s %8s  %s\n",
-			label, t.mbPerSec(), t.recordsPerSec(), t.elapsed.Seconds(), cpu, perRec, fsyncs, fsync, note)
+		line := fmt.Sprintf("%s %7.1f %10.0f %7.2f %7s %8s %7s %8s %9s  %s",
+			pad(label, labelWidth), t.mbPerSec(), t.recordsPerSec(), t.elapsed.Seconds(), cpu, perRec, fsyncs, fsync, fsyncP99, note)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	if r.append.elapsed > 0 {
 		row(fmt.Sprintf("log append, fsync per ack (%d x %d rec in flight)", c.inflight, c.batch), r.append.throughput, "")
@@ -567,7 +587,7 @@ func (r results) print(w io.Writer, c config) {
 			ratio = e.recordsPerSec() / r.append.recordsPerSec()
 			note = fmt.Sprintf("x%.2f of log append", ratio)
 		}
-		row("generator → log → file sink (until all committed)", e.throughput, note)
+		row(fmt.Sprintf("generator → log → file sink, batch.size %d (to commit)", c.genBatch), e.throughput, note)
 	}
 	if r.latency.elapsed > 0 {
 		l := r.latency
@@ -575,7 +595,9 @@ func (r results) print(w io.Writer, c config) {
 		fmt.Fprintf(w, "\nevent-to-sink latency at %.0f events/s, %d events (event due time → file sink's fsync'ed write returned):\n", c.rate, l.records)
 		fmt.Fprintf(w, "  p50 %s   p90 %s   p99 %s   max %s\n", ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max))
 	}
-	fmt.Fprintln(w, "\nCPU s: CPU time of the whole process (user + system) in the phase; CPU/rec per record. fsync: mean fsync time.")
+	fmt.Fprintln(w, "\nCPU s: CPU time of the whole process (user + system) in the phase; CPU/rec: per record.")
+	fmt.Fprintln(w, "fsyncs, fsync: the log's fsyncs in the phase and their mean time (the file sink's own fsyncs are not counted);")
+	fmt.Fprintln(w, "fsync p99: the bound of the log's fsync latency bucket that holds the 99th percentile.")
 	fmt.Fprintf(w, "\nTargets (issue 3)\n%-52s %12s %10s\n", "", "measured", "target")
 	if r.append.elapsed > 0 && r.e2e.elapsed > 0 {
 		fmt.Fprintf(w, "%-52s %12.2f %10s %s\n", "end-to-end / log append, records/s", ratio, fmt.Sprintf(">= %.2f", targetRatio), verdict(ratio >= targetRatio))
@@ -584,6 +606,14 @@ func (r results) print(w io.Writer, c config) {
 		fmt.Fprintf(w, "%-52s %12s %10s %s\n", fmt.Sprintf("p99 event-to-sink latency at %.0f events/s", c.rate), ms(r.latency.p99),
 			"< "+ms(targetP99), verdict(r.latency.p99 < targetP99))
 	}
+}
+
+// labelWidth is the width of the table's first column, in characters.
+const labelWidth = 58
+
+// pad pads s with spaces to n characters (not bytes: labels hold arrows).
+func pad(s string, n int) string {
+	return s + strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

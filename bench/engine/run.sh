@@ -14,7 +14,8 @@
 # Environment (defaults in brackets):
 #   RECORDS [200000]     records of the append and end-to-end phases
 #   RECORD_BYTES [1024]  record value size (the generator's value.size)
-#   BATCH [500]          records per Append call and the generator's batch.size
+#   BATCH [500]          records per Append call of the log append phase
+#   GEN_BATCH [500]      the generator's batch.size (its default), end to end and latency
 #   INFLIGHT [8]         concurrent appenders in the log append phase
 #   PARTITIONS [3]       partitions of web.tracking (and of the append topic)
 #   RATE [10000]         events per second of the latency phase
@@ -26,6 +27,7 @@ export LC_ALL=C
 RECORDS=${RECORDS:-200000}
 RECORD_BYTES=${RECORD_BYTES:-1024}
 BATCH=${BATCH:-500}
+GEN_BATCH=${GEN_BATCH:-500}
 INFLIGHT=${INFLIGHT:-8}
 PARTITIONS=${PARTITIONS:-3}
 RATE=${RATE:-10000}
@@ -42,5 +44,5 @@ echo "== building" >&2
 echo "== in $work on $(df -P "$work" | awk 'NR == 2 { print $1 }') ($(df -PT "$work" | awk 'NR == 2 { print $2 }'))" >&2
 TIMEFORMAT="== whole run: %R s, CPU %U s user + %S s system (%P%% of one CPU)"
 time "$work/enginebench" -dir "$work/data" \
-	-records "$RECORDS" -size "$RECORD_BYTES" -batch "$BATCH" -inflight "$INFLIGHT" \
+	-records "$RECORDS" -size "$RECORD_BYTES" -batch "$BATCH" -gen-batch "$GEN_BATCH" -inflight "$INFLIGHT" \
 	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" "$@"
