@@ -9,6 +9,7 @@ import (
 	// Built-in connectors register themselves.
 	_ "github.com/tributary-io/tributary/connectors/file"
 	_ "github.com/tributary-io/tributary/connectors/generator"
+	_ "github.com/tributary-io/tributary/connectors/httptrack"
 	_ "github.com/tributary-io/tributary/connectors/stdout"
 )
 

@@ -1,0 +1,406 @@
+// Command httptrackbench measures the httptrack source end to end (issue 6,
+// "Benchmark"): a Go load generator on the same machine posts to the
+// source running in the engine on the embedded log, where every 200 means
+// the events were appended and fsync'ed. In one run it measures:
+//
+//   - bare: a bare net/http handler that reads the body and answers 200,
+//     sent the same single-event requests: the limit of HTTP on this box;
+//   - single: single-event POST /v1/track requests, durable;
+//   - batch: POST /v1/batch requests of -batch events, durable.
+//
+// Each phase runs -conns closed-loop clients for -duration over keep-alive
+// connections and reports requests/s, events/s and the p50/p99 latency of
+// the answers. It prints a table with the targets: single events at least
+// 50% of the bare handler's requests/s; batches at least 200k events/s.
+//
+//	go run ./bench/httptrack -duration 10s
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/httptrack"
+	"github.com/tributary-io/tributary/engine"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// Targets of issue 6.
+const (
+	targetSingleRatio = 0.5
+	targetBatchEvents = 200_000
+)
+
+const (
+	topic    = "web.tracking"
+	writeKey = "bench-key"
+)
+
+type config struct {
+	dir        string
+	duration   time.Duration
+	conns      int
+	batchConns int
+	batch      int
+	partitions int
+	stateDir   bool
+	phases     string
+	cpuprofile string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.dir, "dir", "", "directory for the log (the disk under test); default a temp dir in /var/tmp")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each phase runs")
+	flag.IntVar(&c.conns, "conns", 64, "concurrent clients (connections) for bare and single")
+	flag.IntVar(&c.batchConns, "batch-conns", 16, "concurrent clients (connections) for batch")
+	flag.IntVar(&c.batch, "batch", 100, "events per /v1/batch request")
+	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
+	flag.BoolVar(&c.stateDir, "journal", true, "keep the dedup journal (state.dir) on the disk under test")
+	flag.StringVar(&c.phases, "phases", "bare,single,batch", "phases to run")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (load generator included) to this file")
+	flag.Parse()
+	if c.cpuprofile != "" {
+		f, err := os.Create(c.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := run(c); err != nil {
+		pprof.StopCPUProfile()
+		fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one phase's figures.
+type result struct {
+	name      string
+	requests  int64
+	events    int64
+	failed    int64
+	elapsed   time.Duration
+	p50, p99  time.Duration
+	firstFail string
+}
+
+func (r result) reqPerSec() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+func (r result) evPerSec() float64  { return float64(r.events) / r.elapsed.Seconds() }
+
+func run(c config) error {
+	dir := c.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("/var/tmp", "httptrackbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	fmt.Printf("httptrack benchmark: %d CPUs (GOMAXPROCS %d), %s per phase, %d clients (batch: %d), batch %d events, log in %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), c.duration, c.conns, c.batchConns, c.batch, dir)
+	var results []result
+	for _, phase := range splitComma(c.phases) {
+		var r result
+		var err error
+		switch phase {
+		case "bare":
+			r, err = runBare(c)
+		case "single", "batch":
+			r, err = runSource(c, filepath.Join(dir, phase), phase)
+		default:
+			err = fmt.Errorf("unknown phase %q (bare, single, batch)", phase)
+		}
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", phase, err)
+		}
+		results = append(results, r)
+		fmt.Printf("  %-7s done: %d requests, %d events, %d failed\n", r.name, r.requests, r.events, r.failed)
+	}
+	printTable(results)
+	return nil
+}
+
+// runBare serves a handler that reads the body and answers 200.
+func runBare(c config) (result, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return result{}, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"success":true}`)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	return load(c, "bare", "http://"+ln.Addr().String()+"/v1/track", c.conns, 1)
+}
+
+// runSource runs the httptrack source in the engine on a fresh embedded
+// log in dir and loads it.
+func runSource(c config, dir, phase string) (result, error) {
+	ctx := context.Background()
+	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default()})
+	if err != nil {
+		return result{}, err
+	}
+	defer l.Close()
+	b := engine.NewEmbedded(l, slog.Default())
+	if err := b.EnsureTopic(ctx, topic, c.partitions, nil); err != nil {
+		return result{}, err
+	}
+	reg := connect.NewRegistry()
+	reg.MustRegister(httptrack.Connector())
+	w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Connectors: reg, Logger: slog.Default()})
+	if err != nil {
+		return result{}, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		w.Shutdown(sctx)
+	}()
+	addr, err := freeAddr()
+	if err != nil {
+		return result{}, err
+	}
+	cfg := map[string]string{"listen": addr, "write.keys": writeKey}
+	if c.stateDir {
+		cfg["state.dir"] = filepath.Join(dir, "state")
+	}
+	spec := engine.ConnectorSpec{Pipeline: "bench", Name: "web", Kind: connect.KindSource, Connector: httptrack.Name, Topic: topic, Config: cfg}
+	if err := w.Start(ctx, spec, ""); err != nil {
+		return result{}, err
+	}
+	base := "http://" + addr
+	if err := waitHealthy(base, 30*time.Second); err != nil {
+		return result{}, err
+	}
+	path, conns, per := "/v1/track", c.conns, 1
+	if phase == "batch" {
+		path, conns, per = "/v1/batch", c.batchConns, c.batch
+	}
+	r, err := load(c, phase, base+path, conns, per)
+	if err != nil {
+		return r, err
+	}
+	// Every acknowledged event is in the log.
+	var appended int64
+	for p := range int32(c.partitions) {
+		_, end, _ := l.Offsets(topic, p)
+		appended += end
+	}
+	if appended < r.events {
+		return r, fmt.Errorf("%d events answered 200 but only %d in the log", r.events, appended)
+	}
+	return r, nil
+}
+
+// load runs conns closed-loop clients against url for c.duration, each
+// request carrying per events (1: a single track message).
+func load(c config, name, url string, conns, per int) (result, error) {
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var (
+		requests, events, failed atomic.Int64
+		mu                       sync.Mutex
+		lat                      []time.Duration
+		firstFail                string
+		seq                      atomic.Int64
+	)
+	// Warm up the connections for a moment before measuring.
+	stop := time.Now().Add(c.duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 1<<16)
+			var buf bytes.Buffer
+			for time.Now().Before(stop) {
+				buf.Reset()
+				body(&buf, g, per, &seq)
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(buf.Bytes()))
+				req.SetBasicAuth(writeKey, "")
+				req.Header.Set("Content-Type", "application/json")
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				d := time.Since(t0)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+					mu.Lock()
+					if firstFail == "" {
+						if err != nil {
+							firstFail = err.Error()
+						} else {
+							firstFail = resp.Status
+						}
+					}
+					mu.Unlock()
+					continue
+				}
+				requests.Add(1)
+				events.Add(int64(per))
+				local = append(local, d)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r := result{name: name, requests: requests.Load(), events: events.Load(), failed: failed.Load(), elapsed: elapsed, firstFail: firstFail}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.p50 = lat[len(lat)/2]
+		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	if r.requests == 0 {
+		return r, fmt.Errorf("no request succeeded: %s", firstFail)
+	}
+	return r, nil
+}
+
+// body writes a request of per realistic events (about 400 bytes each,
+// like analytics-node's) with unique messageIds.
+func body(b *bytes.Buffer, g, per int, seq *atomic.Int64) {
+	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	event := func(typeField bool) {
+		n := seq.Add(1)
+		b.WriteString(`{`)
+		if typeField {
+			b.WriteString(`"type":"track",`)
+		}
+		b.WriteString(`"userId":"user-`)
+		b.WriteString(strconv.Itoa(int(n % 10000)))
+		b.WriteString(`","event":"Product Viewed","messageId":"bench-`)
+		b.WriteString(strconv.FormatInt(n, 10))
+		b.WriteString(`-`)
+		b.WriteString(strconv.Itoa(g))
+		b.WriteString(`","properties":{"product_id":"p-`)
+		b.WriteString(strconv.FormatInt(n%977, 10))
+		b.WriteString(`","price":19.99,"currency":"EUR","path":"/products/p","referrer":"https://www.google.com/"},`)
+		b.WriteString(`"context":{"library":{"name":"@segment/analytics-node","version":"3.1.0"},"userAgent":"Mozilla/5.0 (X11; Linux x86_64)"},`)
+		b.WriteString(`"integrations":{},"timestamp":"`)
+		b.WriteString(ts)
+		b.WriteString(`"}`)
+	}
+	if per == 1 {
+		event(false)
+		return
+	}
+	b.WriteString(`{"batch":[`)
+	for i := range per {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		event(true)
+	}
+	b.WriteString(`],"sentAt":"`)
+	b.WriteString(ts)
+	b.WriteString(`"}`)
+}
+
+func printTable(rs []result) {
+	fmt.Println()
+	fmt.Printf("%-8s %12s %12s %10s %10s %8s\n", "phase", "requests/s", "events/s", "p50", "p99", "failed")
+	var bare, single, batch *result
+	for i := range rs {
+		r := &rs[i]
+		fmt.Printf("%-8s %12.0f %12.0f %10s %10s %8d\n", r.name, r.reqPerSec(), r.evPerSec(), ms(r.p50), ms(r.p99), r.failed)
+		switch r.name {
+		case "bare":
+			bare = r
+		case "single":
+			single = r
+		case "batch":
+			batch = r
+		}
+	}
+	fmt.Println()
+	if bare != nil && single != nil {
+		ratio := single.reqPerSec() / bare.reqPerSec()
+		fmt.Printf("single vs bare: %.0f%% of the bare handler's requests/s (target >= %.0f%%): %s\n", 100*ratio, 100*targetSingleRatio, verdict(ratio >= targetSingleRatio))
+	}
+	if batch != nil {
+		fmt.Printf("batch: %.0f events/s (target >= %d): %s\n", batch.evPerSec(), targetBatchEvents, verdict(batch.evPerSec() >= targetBatchEvents))
+	}
+	for _, r := range rs {
+		if r.failed > 0 {
+			fmt.Printf("%s: %d requests failed, first: %s\n", r.name, r.failed, r.firstFail)
+		}
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitHealthy(base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the source did not become healthy at " + base)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range bytes.Split([]byte(s), []byte(",")) {
+		if p = bytes.TrimSpace(p); len(p) > 0 {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}

@@ -1,0 +1,619 @@
+package httptrack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// The message types of the Tracking API.
+var messageTypes = map[string]bool{
+	"track": true, "identify": true, "page": true, "screen": true, "group": true, "alias": true,
+}
+
+// maxMessageIDLen bounds messageId: it must be shorter than this.
+const maxMessageIDLen = 100
+
+// limits are the size limits the decoder enforces.
+type limits struct {
+	maxMessageBytes int // one message, as sent
+	maxBatchBytes   int // one request body, decompressed
+	maxBatchEvents  int // messages in one batch
+}
+
+// problem is one reason a request or a message is rejected; it is what a
+// 400 answer lists.
+type problem struct {
+	// Index is the message's index in the batch; -1 for the request as a
+	// whole. A single-message request's message has index 0.
+	Index int `json:"index"`
+	// Field is the field at fault, e.g. "event" or "context.ip"; empty when
+	// no one field is.
+	Field string `json:"field,omitempty"`
+	// Code is a stable, machine-readable reason, e.g. "no_user_anon_id".
+	Code string `json:"code"`
+	// Message says what is wrong, naming the field and the message.
+	Message string `json:"message"`
+}
+
+func (p problem) Error() string { return p.Message }
+
+// requestProblem is a problem with the request as a whole.
+func requestProblem(code, format string, args ...any) *problem {
+	return &problem{Index: -1, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// envelope holds the request-level fields of a body.
+type envelope struct {
+	writeKey     string
+	sentAt       time.Time // zero when absent
+	context      map[string]json.RawMessage
+	integrations map[string]json.RawMessage
+}
+
+// message is one validated message, ready for enrichment. Fields holds every
+// top-level member except those the decoder interpreted and the enrichment
+// rewrites.
+type message struct {
+	typ               string
+	messageID         string // "" when absent
+	userID            string // "" when absent
+	anonymousID       string // "" when absent
+	timestamp         time.Time
+	originalTimestamp time.Time
+	sentAt            time.Time
+	rawTimestamp      json.RawMessage // the client's own timestamp, kept as originalTimestamp
+	context           map[string]json.RawMessage
+	integrations      map[string]json.RawMessage
+	fields            map[string]json.RawMessage
+}
+
+// key is the message's partitioning key: userId, else anonymousId.
+func (m *message) key() string {
+	if m.userID != "" {
+		return m.userID
+	}
+	return m.anonymousID
+}
+
+// decoded is a parsed request: its envelope and one entry per message, in
+// order; for each, either the message or the problem with it.
+type decoded struct {
+	env      envelope
+	msgs     []*message
+	problems []problem // the rejected messages, by index
+	total    int       // messages in the request, accepted or not
+}
+
+// decodeRequest parses and validates a request body. typ is the message
+// type the path implies ("track", ...) or "" for /v1/batch and /v1/import.
+// A problem with the request as a whole (not JSON, too large, too many
+// messages, no batch) is returned as the error; problems with single
+// messages of a batch are listed in decoded.problems and do not stop the
+// others. The body must not be changed while the result is in use.
+func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
+	if typ == "" && len(body) > lim.maxBatchBytes {
+		return nil, requestProblem("request_too_large", "request body is %d bytes, more than the %d allowed for a batch", len(body), lim.maxBatchBytes)
+	}
+	if typ != "" && len(body) > lim.maxMessageBytes {
+		return nil, requestProblem("message_too_large", "message is %d bytes, more than the %d allowed", len(body), lim.maxMessageBytes)
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
+		return nil, requestProblem("invalid_json", "body is not a JSON object: %s", jsonErrorText(err))
+	}
+	top, err := scanMembers(body)
+	if err != nil {
+		return nil, requestProblem("invalid_json", "body is not a JSON object: found %s", clip(bytes.TrimSpace(body)))
+	}
+	d := &decoded{}
+	env, p := decodeEnvelope(top, typ == "")
+	if p != nil {
+		return nil, p
+	}
+	d.env = env
+	if typ != "" {
+		d.total = 1
+		m, p := decodeMessage(top, typ, 0, typ+" message", d.env, lim, len(body))
+		if p != nil {
+			d.problems = append(d.problems, *p)
+		} else {
+			d.msgs = append(d.msgs, m)
+		}
+		return d, nil
+	}
+	raw, ok := top["batch"]
+	if !ok || isNull(raw) {
+		return nil, &problem{Index: -1, Field: "batch", Code: "missing_batch", Message: `body has no "batch": send {"batch":[...]} to /v1/batch`}
+	}
+	items, err := scanElements(raw)
+	if err != nil {
+		return nil, &problem{Index: -1, Field: "batch", Code: "invalid_batch", Message: `"batch" is not an array of messages`}
+	}
+	if len(items) > lim.maxBatchEvents {
+		return nil, &problem{Index: -1, Field: "batch", Code: "too_many_events", Message: fmt.Sprintf("batch has %d messages, more than the %d allowed", len(items), lim.maxBatchEvents)}
+	}
+	d.total = len(items)
+	d.msgs = make([]*message, 0, len(items))
+	for i, item := range items {
+		m, p := decodeItem(item, i, d.env, lim)
+		if p != nil {
+			d.problems = append(d.problems, *p)
+			continue
+		}
+		d.msgs = append(d.msgs, m)
+	}
+	return d, nil
+}
+
+// decodeEnvelope reads and removes the request-level members of top:
+// writeKey, sentAt and, for a batch, context and integrations (which merge
+// into every message).
+func decodeEnvelope(top map[string]json.RawMessage, isBatch bool) (envelope, *problem) {
+	var env envelope
+	if raw, ok := top["writeKey"]; ok {
+		delete(top, "writeKey") // a secret: never stored
+		if !isNull(raw) {
+			if err := json.Unmarshal(raw, &env.writeKey); err != nil {
+				return env, &problem{Index: -1, Field: "writeKey", Code: "invalid_field", Message: `"writeKey" is not a string`}
+			}
+		}
+	}
+	if !isBatch {
+		return env, nil // a single message keeps its own sentAt and context
+	}
+	if raw, ok := top["sentAt"]; ok && !isNull(raw) {
+		t, err := parseTime(raw)
+		if err != nil {
+			return env, &problem{Index: -1, Field: "sentAt", Code: "invalid_timestamp", Message: `"sentAt" of the batch ` + err.Error()}
+		}
+		env.sentAt = t
+	}
+	for _, f := range []struct {
+		name string
+		dst  *map[string]json.RawMessage
+	}{{"context", &env.context}, {"integrations", &env.integrations}} {
+		if raw, ok := top[f.name]; ok && !isNull(raw) {
+			m, err := scanMembers(raw)
+			if err != nil {
+				return env, &problem{Index: -1, Field: f.name, Code: "invalid_field", Message: fmt.Sprintf("%q of the batch is not an object", f.name)}
+			}
+			*f.dst = m
+		}
+	}
+	return env, nil
+}
+
+// decodeItem validates the batch item at index i.
+func decodeItem(raw json.RawMessage, i int, env envelope, lim limits) (*message, *problem) {
+	if len(raw) > lim.maxMessageBytes {
+		return nil, &problem{Index: i, Code: "message_too_large", Message: fmt.Sprintf("batch[%d] is %d bytes, more than the %d allowed per message", i, len(raw), lim.maxMessageBytes)}
+	}
+	fields, err := scanMembers(raw)
+	if err != nil {
+		return nil, &problem{Index: i, Code: "invalid_message", Message: fmt.Sprintf("batch[%d] is not a JSON object", i)}
+	}
+	delete(fields, "writeKey")
+	rawType, ok := fields["type"]
+	if !ok || isNull(rawType) {
+		return nil, &problem{Index: i, Field: "type", Code: "missing_type", Message: fmt.Sprintf(`batch[%d] has no "type" (one of track, identify, page, screen, group, alias)`, i)}
+	}
+	var typ string
+	if err := json.Unmarshal(rawType, &typ); err != nil || !messageTypes[typ] {
+		return nil, &problem{Index: i, Field: "type", Code: "invalid_type", Message: fmt.Sprintf(`batch[%d] has "type" %s: want one of track, identify, page, screen, group, alias`, i, clip(rawType))}
+	}
+	return decodeMessage(fields, typ, i, fmt.Sprintf("batch[%d]", i), env, lim, len(raw))
+}
+
+// decodeMessage validates the members of one message of type typ and takes
+// the ones enrichment rewrites out of fields.
+func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where string, env envelope, lim limits, size int) (*message, *problem) {
+	bad := func(field, code, format string, args ...any) *problem {
+		return &problem{Index: i, Field: field, Code: code, Message: where + " " + fmt.Sprintf(format, args...)}
+	}
+	if size > lim.maxMessageBytes {
+		return nil, bad("", "message_too_large", "is %d bytes, more than the %d allowed per message", size, lim.maxMessageBytes)
+	}
+	m := &message{typ: typ, fields: fields}
+	delete(fields, "type")
+
+	var p *problem
+	id := func(name string) string {
+		raw, ok := fields[name]
+		if !ok || p != nil {
+			return ""
+		}
+		delete(fields, name)
+		if isNull(raw) {
+			return ""
+		}
+		s, ok := idString(raw)
+		if !ok {
+			p = bad(name, "invalid_field", "has %q %s: want a string or a number", name, clip(raw))
+		}
+		return s
+	}
+	m.userID = id("userId")
+	m.anonymousID = id("anonymousId")
+	if p != nil {
+		return nil, p
+	}
+	if m.userID == "" && m.anonymousID == "" {
+		return nil, bad("userId", "no_user_anon_id", `has neither "userId" nor "anonymousId": set one of them`)
+	}
+	if raw, ok := fields["messageId"]; ok {
+		delete(fields, "messageId")
+		if !isNull(raw) {
+			if err := json.Unmarshal(raw, &m.messageID); err != nil {
+				return nil, bad("messageId", "invalid_field", `has "messageId" %s: want a string`, clip(raw))
+			}
+			if utf8.RuneCountInString(m.messageID) >= maxMessageIDLen {
+				return nil, bad("messageId", "message_id_too_long", `has a "messageId" of %d characters: it must be shorter than %d`, utf8.RuneCountInString(m.messageID), maxMessageIDLen)
+			}
+		}
+	}
+	// Required fields per type, checked to be non-empty and of the right kind.
+	need := func(name, code string) {
+		if p != nil {
+			return
+		}
+		raw, ok := fields[name]
+		if !ok || isNull(raw) {
+			p = bad(name, code, "is a %s without %q", typ, name)
+			return
+		}
+		if s, ok := idString(raw); !ok || s == "" {
+			p = bad(name, "invalid_field", "has %q %s: want a non-empty string", name, clip(raw))
+		}
+	}
+	switch typ {
+	case "track":
+		need("event", "missing_event")
+		if p == nil && raw(fields["event"])[0] != '"' {
+			p = bad("event", "invalid_field", `has "event" %s: want a non-empty string`, clip(fields["event"]))
+		}
+	case "group":
+		need("groupId", "missing_group_id")
+	case "alias":
+		need("previousId", "missing_previous_id")
+		if p == nil && m.userID == "" {
+			p = bad("userId", "missing_user_id", `is an alias without "userId"`)
+		}
+	}
+	if p != nil {
+		return nil, p
+	}
+	for _, name := range []string{"properties", "traits"} {
+		if raw, ok := fields[name]; ok && !isNull(raw) && raw[0] != '{' {
+			return nil, bad(name, "invalid_field", "has %q %s: want an object", name, clip(raw))
+		}
+	}
+	times := []struct {
+		name string
+		dst  *time.Time
+	}{{"timestamp", &m.timestamp}, {"originalTimestamp", &m.originalTimestamp}, {"sentAt", &m.sentAt}}
+	for _, f := range times {
+		raw, ok := fields[f.name]
+		if !ok {
+			continue
+		}
+		delete(fields, f.name)
+		if isNull(raw) {
+			continue
+		}
+		t, err := parseTime(raw)
+		if err != nil {
+			return nil, bad(f.name, "invalid_timestamp", "has %q %s", f.name, err.Error())
+		}
+		*f.dst = t
+		if f.name == "originalTimestamp" || (f.name == "timestamp" && m.rawTimestamp == nil) {
+			m.rawTimestamp = raw
+		}
+	}
+	if m.sentAt.IsZero() {
+		m.sentAt = env.sentAt
+	}
+	var err error
+	if m.context, err = mergeObject(env.context, fields["context"]); err != nil {
+		return nil, bad("context", "invalid_field", `has "context" %s: want an object`, clip(fields["context"]))
+	}
+	delete(fields, "context")
+	if m.integrations, err = mergeObject(env.integrations, fields["integrations"]); err != nil {
+		return nil, bad("integrations", "invalid_field", `has "integrations" %s: want an object`, clip(fields["integrations"]))
+	}
+	delete(fields, "integrations")
+	return m, nil
+}
+
+// raw returns b, or a one-byte placeholder when b is empty, so callers may
+// look at its first byte.
+func raw(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("?")
+	}
+	return b
+}
+
+// mergeObject returns the members of the object item over those of base
+// (item's win). item may be absent or null; it fails when item is not an
+// object.
+func mergeObject(base map[string]json.RawMessage, item json.RawMessage) (map[string]json.RawMessage, error) {
+	var own map[string]json.RawMessage
+	if len(item) > 0 && !isNull(item) {
+		if item[0] != '{' {
+			return nil, fmt.Errorf("not an object")
+		}
+		var err error
+		if own, err = scanMembers(item); err != nil {
+			return nil, err
+		}
+	}
+	if len(base) == 0 {
+		return own, nil
+	}
+	out := make(map[string]json.RawMessage, len(base)+len(own))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// idString returns a JSON string or number as a string; Segment accepts
+// numeric user ids and turns them into strings.
+func idString(raw json.RawMessage) (string, bool) {
+	switch {
+	case len(raw) == 0:
+		return "", false
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false
+		}
+		return s, true
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		return string(raw), true
+	}
+	return "", false
+}
+
+// parseTime parses an ISO-8601 timestamp as the SDKs send it.
+func parseTime(raw json.RawMessage) (time.Time, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return time.Time{}, fmt.Errorf("%s is not an ISO-8601 string", clip(raw))
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s is not an ISO-8601 time such as 2026-01-02T15:04:05.000Z", clip(raw))
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(raw, []byte("null")) }
+
+// clip returns raw JSON for an error message, cut to a readable length.
+func clip(raw json.RawMessage) string {
+	const n = 40
+	if len(raw) <= n {
+		return string(raw)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut--
+	}
+	return string(raw[:cut]) + "..."
+}
+
+// jsonErrorText makes a json error readable for a client.
+func jsonErrorText(err error) string {
+	if se, ok := err.(*json.SyntaxError); ok {
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return "found a JSON " + te.Value
+	}
+	return err.Error()
+}
+
+// enriched is a message turned into a record value.
+type enriched struct {
+	key       string
+	value     []byte
+	timestamp time.Time
+	messageID string
+	generated bool // messageId was generated by the server
+}
+
+// timeLayout is how the source writes times: Segment's millisecond ISO-8601.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// enrich completes a message as Segment does: it generates a missing
+// messageId, sets receivedAt, fills context.ip when the client did not,
+// keeps the client's timestamp as originalTimestamp and sets timestamp to
+// receivedAt - (sentAt - originalTimestamp), correcting the device's clock
+// skew. It returns the record value: a JSON object with the known fields
+// first (type, messageId, userId, anonymousId, ...), then the others by
+// name.
+func enrich(m *message, receivedAt time.Time, ip string, newID func() string) enriched {
+	receivedAt = receivedAt.UTC().Truncate(time.Millisecond) // as receivedAt shows it
+	e := enriched{key: m.key(), messageID: m.messageID}
+	if e.messageID == "" {
+		e.messageID = newID()
+		e.generated = true
+	}
+	orig := m.originalTimestamp
+	if orig.IsZero() {
+		orig = m.timestamp
+	}
+	switch {
+	case !orig.IsZero() && !m.sentAt.IsZero():
+		e.timestamp = receivedAt.Add(-m.sentAt.Sub(orig))
+	case !orig.IsZero():
+		e.timestamp = orig
+	default:
+		e.timestamp = receivedAt
+	}
+	e.timestamp = e.timestamp.UTC()
+
+	size := 256 + len(m.messageID) + len(m.userID) + len(m.anonymousID)
+	for k, v := range m.fields {
+		size += len(k) + len(v) + 4
+	}
+	for k, v := range m.context {
+		size += len(k) + len(v) + 4
+	}
+	for k, v := range m.integrations {
+		size += len(k) + len(v) + 4
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"type":`...)
+	b = appendString(b, m.typ)
+	b = append(b, `,"messageId":`...)
+	b = appendString(b, e.messageID)
+	if m.userID != "" {
+		b = append(b, `,"userId":`...)
+		b = appendString(b, m.userID)
+	}
+	if m.anonymousID != "" {
+		b = append(b, `,"anonymousId":`...)
+		b = appendString(b, m.anonymousID)
+	}
+	for _, name := range []string{"event", "name", "groupId", "previousId"} {
+		if v, ok := m.fields[name]; ok {
+			b = appendMember(b, name, v)
+		}
+	}
+	for _, name := range []string{"properties", "traits"} {
+		if v, ok := m.fields[name]; ok {
+			b = appendMember(b, name, v)
+		}
+	}
+	b = append(b, `,"context":{`...)
+	ctxKeys := sortedKeys(m.context)
+	hasIP := false
+	for i, k := range ctxKeys {
+		if k == "ip" {
+			hasIP = true
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = append(b, m.context[k]...)
+	}
+	if !hasIP && ip != "" {
+		if len(ctxKeys) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"ip":`...)
+		b = appendString(b, ip)
+	}
+	b = append(b, '}')
+	if m.integrations != nil {
+		b = append(b, `,"integrations":{`...)
+		for i, k := range sortedKeys(m.integrations) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = append(b, m.integrations[k]...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"timestamp":"`...)
+	b = e.timestamp.AppendFormat(b, timeLayout)
+	b = append(b, '"')
+	if m.rawTimestamp != nil {
+		b = appendMember(b, "originalTimestamp", m.rawTimestamp)
+	}
+	if !m.sentAt.IsZero() {
+		b = append(b, `,"sentAt":"`...)
+		b = m.sentAt.UTC().AppendFormat(b, timeLayout)
+		b = append(b, '"')
+	}
+	b = append(b, `,"receivedAt":"`...)
+	b = receivedAt.AppendFormat(b, timeLayout)
+	b = append(b, '"')
+	for _, k := range sortedKeys(m.fields) {
+		switch k {
+		case "event", "name", "groupId", "previousId", "properties", "traits":
+			continue
+		}
+		b = appendMember(b, k, m.fields[k])
+	}
+	e.value = append(b, '}')
+	return e
+}
+
+func appendMember(b []byte, name string, v json.RawMessage) []byte {
+	b = append(b, ',')
+	b = appendString(b, name)
+	b = append(b, ':')
+	return append(b, v...)
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, `\u00`...)
+			b = append(b, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

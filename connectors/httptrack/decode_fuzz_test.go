@@ -1,0 +1,103 @@
+package httptrack
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// FuzzDecodeRequest feeds arbitrary bodies to the request decoder, as a
+// batch and as a single track message: it must not panic, it must account
+// for every message (accepted or rejected with a problem naming its index),
+// and every accepted message must enrich into a JSON object that keeps its
+// type, ids and messageId.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"batch":[{"type":"track","userId":"u","event":"E","messageId":"m"}],"writeKey":"k","sentAt":"2026-01-02T03:04:05.000Z"}`,
+		`{"batch":[{"type":"identify","anonymousId":"a","traits":{"x":1},"context":{"ip":"1.2.3.4"}},{"type":"alias"}],"context":{"library":{}}}`,
+		`{"userId":42,"event":"E","timestamp":"2026-01-02T03:04:05Z","properties":{"a":[1,2,{"b":null}]}}`,
+		`{"batch":[{"type":"group","userId":"u","groupId":"g","integrations":{"All":false}}],"integrations":{"X":true}}`,
+		`{"batch":[1,null,"x",{"type":"page","userId":"\u00e9\ud800"}]}`,
+		`{"userId":"u","event":"E","messageId":null,"sentAt":null}`,
+		`[`, `{}`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	lim := limits{maxMessageBytes: 32 << 10, maxBatchBytes: 500 << 10, maxBatchEvents: 2500}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, typ := range []string{"", "track"} {
+			d, p := decodeRequest(body, typ, lim)
+			if p != nil {
+				if d != nil || p.Index != -1 || p.Code == "" || p.Message == "" {
+					t.Fatalf("request problem %+v with result %v", p, d)
+				}
+				continue
+			}
+			if len(d.msgs)+len(d.problems) != d.total {
+				t.Fatalf("%d accepted + %d rejected != %d messages", len(d.msgs), len(d.problems), d.total)
+			}
+			for _, pr := range d.problems {
+				if pr.Index < 0 || pr.Index >= d.total || pr.Code == "" || pr.Message == "" {
+					t.Fatalf("problem %+v of %d messages", pr, d.total)
+				}
+			}
+			for _, m := range d.msgs {
+				e := enrich(m, now, "127.0.0.1", func() string { return "gen" })
+				var v map[string]any
+				if err := json.Unmarshal(e.value, &v); err != nil {
+					t.Fatalf("enriched value is not JSON: %v\n%s", err, e.value)
+				}
+				if v["type"] != m.typ || v["messageId"] != e.messageID || e.key == "" {
+					t.Fatalf("enriched value lost type, messageId or key: %s", e.value)
+				}
+				if m.userID != "" && v["userId"] != m.userID {
+					t.Fatalf("userId %q became %v", m.userID, v["userId"])
+				}
+				if _, ok := v["writeKey"]; ok {
+					t.Fatalf("writeKey kept: %s", e.value)
+				}
+			}
+		}
+	})
+}
+
+// FuzzScanMembers checks the scanners against encoding/json: on valid JSON
+// they find the same members and elements, byte for byte.
+func FuzzScanMembers(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"x\"}","c":{"d":[1,{"e":"]"}]},"a":2}`, `[1, "a", {"b": null}, [true]]`, ` { } `, `"s"`, `{"\u00e9\\":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		var want map[string]json.RawMessage
+		werr := json.Unmarshal(b, &want)
+		got, gerr := scanMembers(b)
+		if (werr == nil && want != nil) != (gerr == nil) {
+			t.Fatalf("encoding/json: %v (%v), scanMembers: %v", werr, want, gerr)
+		}
+		if gerr == nil {
+			if len(got) != len(want) {
+				t.Fatalf("%d members, encoding/json finds %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if string(got[k]) != string(v) {
+					t.Fatalf("member %q: %s, encoding/json: %s", k, got[k], v)
+				}
+			}
+		}
+		var wantElems []json.RawMessage
+		werr = json.Unmarshal(b, &wantElems)
+		gotElems, gerr := scanElements(b)
+		if (werr == nil && wantElems != nil) != (gerr == nil) {
+			t.Fatalf("elements: encoding/json: %v, scanElements: %v", werr, gerr)
+		}
+		for i := range gotElems {
+			if string(gotElems[i]) != string(wantElems[i]) {
+				t.Fatalf("element %d: %s, encoding/json: %s", i, gotElems[i], wantElems[i])
+			}
+		}
+	})
+}

@@ -1,0 +1,301 @@
+package httptrack
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// msgHash identifies a messageId of one write key: the first 16 bytes of
+// SHA-256(writeKey, 0, messageId). The journal holds hashes, so it holds
+// neither write keys nor the ids themselves.
+type msgHash [16]byte
+
+func hashID(writeKey, messageID string) msgHash {
+	h := sha256.New()
+	h.Write([]byte(writeKey))
+	h.Write([]byte{0})
+	h.Write([]byte(messageID))
+	var sum [sha256.Size]byte
+	var out msgHash
+	copy(out[:], h.Sum(sum[:0]))
+	return out
+}
+
+// seen is what the dedup set knows of one messageId: the seq of the request
+// that brought it and when it arrived.
+type seen struct {
+	seq uint64
+	at  int64 // unix milliseconds
+}
+
+// dedupSet remembers the messageIds of the last window, at most max of
+// them, oldest evicted first. It is not safe for concurrent use: the
+// Source's mutex guards it.
+type dedupSet struct {
+	window int64 // milliseconds
+	max    int
+	ids    map[msgHash]seen
+	order  []msgHash // insertion order; order[head:] are live
+	head   int
+}
+
+func newDedupSet(window time.Duration, max int) *dedupSet {
+	return &dedupSet{window: window.Milliseconds(), max: max, ids: make(map[msgHash]seen)}
+}
+
+// lookup returns what is known of h, if it arrived within the window.
+func (d *dedupSet) lookup(h msgHash, now int64) (seen, bool) {
+	s, ok := d.ids[h]
+	if !ok || now-s.at >= d.window {
+		return seen{}, false
+	}
+	return s, true
+}
+
+// add remembers h, then evicts what is too old or too many.
+func (d *dedupSet) add(h msgHash, s seen) {
+	if _, ok := d.ids[h]; !ok {
+		d.order = append(d.order, h)
+	}
+	d.ids[h] = s
+	d.evict(s.at)
+}
+
+func (d *dedupSet) evict(now int64) {
+	for d.head < len(d.order) {
+		h := d.order[d.head]
+		s := d.ids[h]
+		if len(d.ids) <= d.max && now-s.at < d.window {
+			break
+		}
+		delete(d.ids, h)
+		d.head++
+	}
+	// Reclaim the evicted prefix once it is half the slice.
+	if d.head > 1024 && d.head*2 > len(d.order) {
+		d.order = append(d.order[:0], d.order[d.head:]...)
+		d.head = 0
+	}
+}
+
+func (d *dedupSet) len() int { return len(d.ids) }
+
+// The dedup journal keeps the dedup set across restarts. It is a file of
+// entries, one per accepted request, after an 8-byte magic:
+//
+//	magic    "TRHTDJ1\n"
+//	entry    length uint32 BE | crc32c(payload) uint32 BE | payload
+//	payload  seq uint64 BE | received unix ms int64 BE | 16-byte hash ...
+//
+// An entry is appended before its request's records are handed to the
+// worker, so that any stored position covers only requests whose entries
+// are in the file. On Open, the entries of requests after the stored
+// position (their records never became durable, their clients got no 200
+// and will retry) and those older than the window are dropped, and the
+// file is rewritten atomically (tmp, fsync, rename, fsync dir). A torn or
+// corrupt tail, from a crash in the middle of a write, ends the file there.
+// Writes reach the page cache at once and the disk within a second
+// (fsync by the reader when idle, or once a second when busy): a process
+// crash loses nothing, a machine crash may forget the last second of ids,
+// which can then be accepted twice (at least once, never lost).
+const journalMagic = "TRHTDJ1\n"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// appendJournalEntry appends the entry of one request to b.
+func appendJournalEntry(b []byte, seq uint64, at int64, hashes []msgHash) []byte {
+	n := 16 + 16*len(hashes)
+	start := len(b)
+	b = append(b, make([]byte, 8+n)...)
+	p := b[start+8:]
+	binary.BigEndian.PutUint64(p[0:], seq)
+	binary.BigEndian.PutUint64(p[8:], uint64(at))
+	for i, h := range hashes {
+		copy(p[16+16*i:], h[:])
+	}
+	binary.BigEndian.PutUint32(b[start:], uint32(n))
+	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(p, crcTable))
+	return b
+}
+
+// journal is the open dedup journal. Only the goroutine that calls Read
+// (and Open and Close, which never run with it) uses it.
+type journal struct {
+	path     string
+	f        *os.File
+	size     int64 // bytes in the file
+	dirty    bool  // written since the last fsync
+	lastSync time.Time
+}
+
+// loadJournal reads the journal at path into d, keeping the entries with a
+// seq up to maxSeq that are within the window at now, then rewrites the
+// file with just those and opens it for appending. A missing file is an
+// empty journal. It reports what it dropped from a torn tail.
+func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, string, error) {
+	var note string
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		data = nil
+	case err != nil:
+		return nil, "", fmt.Errorf("read dedup journal %s: %w", path, err)
+	case len(data) < len(journalMagic) || string(data[:len(journalMagic)]) != journalMagic:
+		return nil, "", fmt.Errorf("read dedup journal %s: not a dedup journal (bad magic); move it away to start with an empty dedup set", path)
+	default:
+		data = data[len(journalMagic):]
+	}
+	type entry struct {
+		seq uint64
+		at  int64
+		ids []byte
+	}
+	var keep []entry
+	off := 0
+	for off < len(data) {
+		if len(data)-off < 8 {
+			note = fmt.Sprintf("dropped a torn tail of %d bytes at offset %d", len(data)-off, off+len(journalMagic))
+			break
+		}
+		n := int(binary.BigEndian.Uint32(data[off:]))
+		sum := binary.BigEndian.Uint32(data[off+4:])
+		if n < 16 || (n-16)%16 != 0 || n > len(data)-off-8 || crc32.Checksum(data[off+8:off+8+n], crcTable) != sum {
+			note = fmt.Sprintf("dropped a torn or corrupt tail of %d bytes at offset %d", len(data)-off, off+len(journalMagic))
+			break
+		}
+		p := data[off+8 : off+8+n]
+		e := entry{seq: binary.BigEndian.Uint64(p), at: int64(binary.BigEndian.Uint64(p[8:])), ids: p[16:]}
+		if e.seq <= maxSeq && now-e.at < d.window {
+			keep = append(keep, e)
+		}
+		off += 8 + n
+	}
+	// Rebuild the set and the file from the kept entries, oldest first.
+	buf := []byte(journalMagic)
+	var hashes []msgHash
+	for _, e := range keep {
+		hashes = hashes[:0]
+		for i := 0; i+16 <= len(e.ids); i += 16 {
+			var h msgHash
+			copy(h[:], e.ids[i:])
+			if _, dup := d.ids[h]; dup {
+				continue
+			}
+			d.add(h, seen{seq: e.seq, at: e.at})
+			hashes = append(hashes, h)
+		}
+		if len(hashes) > 0 {
+			buf = appendJournalEntry(buf, e.seq, e.at, hashes)
+		}
+	}
+	if err := writeFileAtomic(path, buf); err != nil {
+		return nil, "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("open dedup journal %s: %w", path, err)
+	}
+	return &journal{path: path, f: f, size: int64(len(buf)), lastSync: time.Now()}, note, nil
+}
+
+// write appends entries to the journal file.
+func (j *journal) write(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := j.f.Write(b)
+	j.size += int64(n)
+	j.dirty = true
+	if err != nil {
+		return fmt.Errorf("append to dedup journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// sync fsyncs the file if it was written since the last sync.
+func (j *journal) sync() error {
+	if !j.dirty {
+		return nil
+	}
+	j.dirty = false
+	j.lastSync = time.Now()
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("sync dedup journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// compact rewrites the journal with the live set only. live is the set's
+// content: entries are rebuilt one per id.
+func (j *journal) compact(d *dedupSet) error {
+	buf := make([]byte, 0, len(journalMagic)+d.len()*40)
+	buf = append(buf, journalMagic...)
+	for _, h := range d.order[d.head:] {
+		s, ok := d.ids[h]
+		if !ok {
+			continue
+		}
+		buf = appendJournalEntry(buf, s.seq, s.at, []msgHash{h})
+	}
+	if err := writeFileAtomic(j.path, buf); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("reopen dedup journal %s: %w", j.path, err)
+	}
+	j.f.Close()
+	j.f = f
+	j.size = int64(len(buf))
+	j.dirty = false
+	return nil
+}
+
+func (j *journal) close() error {
+	err := j.sync()
+	if cerr := j.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close dedup journal %s: %w", j.path, cerr)
+	}
+	return err
+}
+
+// writeFileAtomic publishes data at path: write a temporary file, fsync,
+// rename over path, fsync the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write dedup journal %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write dedup journal %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync dedup journal %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close dedup journal %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("publish dedup journal %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

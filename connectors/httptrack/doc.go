@@ -1,0 +1,50 @@
+// Package httptrack is a source that speaks Segment's HTTP Tracking API, so
+// that analytics SDKs (analytics.js, analytics-node, the mobile SDKs) can
+// point their host at Tributary and change nothing else.
+//
+// # Requests
+//
+// POST /v1/track, /v1/identify, /v1/page, /v1/screen, /v1/group and
+// /v1/alias take one message; /v1/batch (and /v1/import, its alias) take
+// {"batch":[...],"writeKey","sentAt","context","integrations"}, whose
+// context and integrations merge into every message. The browser SDK's
+// short paths /v1/t, /i, /p, /s, /g, /a and /b work too, and JSON is parsed
+// whatever the Content-Type (analytics.js sends text/plain). Bodies may be
+// gzipped. GET /health answers {"status":"healthy"}; GET /metrics serves
+// request, event, rejection and latency metrics in the Prometheus format.
+//
+// The write key is the user of HTTP Basic auth (empty password) or
+// "writeKey" in the body; a key in the header wins. A key may route its
+// events to its own topic (write.keys item key:topic).
+//
+// # Records
+//
+// Every valid message becomes one record: the key is userId, else
+// anonymousId, so that one user's events keep their order on one
+// partition; the value is the message as JSON, enriched as Segment does
+// (messageId generated when missing, receivedAt, context.ip from the peer
+// or the trusted proxy header when the client sent none, and timestamp =
+// receivedAt - (sentAt - originalTimestamp), the client's own timestamp
+// kept as originalTimestamp); the record timestamp is that corrected
+// timestamp. The writeKey is never stored.
+//
+// # Acknowledgement
+//
+// A request is answered 200 only after the worker has acknowledged a
+// position covering its records, that is after they are durably in the
+// log. Each accepted request gets the next seq; the last record of a
+// request carries the position {"seq":N}, and Ack(N) releases every
+// request up to N. A request that is not durable within ack.timeout, or
+// that finds more than max.pending.bytes waiting, is answered 503 with
+// Retry-After; the SDK retries it, and dedup keeps a retry of what did
+// become durable from doubling it.
+//
+// # Dedup
+//
+// A message whose messageId (per write key) arrived within dedup.window is
+// dropped. The set is bounded (dedup.max.ids) and, with state.dir, kept
+// across restarts in a journal whose entries are tagged with their request's
+// seq: on Open only the entries up to the stored position are kept, because
+// the others belong to requests whose records never became durable and
+// whose clients will retry. See dedup.go for the file format.
+package httptrack

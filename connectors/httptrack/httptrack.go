@@ -1,0 +1,544 @@
+package httptrack
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Name is the connector's name in pipeline files.
+const Name = "httptrack"
+
+// version is the connector's version.
+const version = "0.1.0"
+
+// idleRead is how long Read waits for a request before it returns an empty
+// batch, so that the worker can heartbeat and react to pause or stop.
+const idleRead = time.Second
+
+// syncEvery is how often a busy reader fsyncs the dedup journal.
+const syncEvery = time.Second
+
+// shutdownGrace bounds the drain phase of Close when its context has no
+// deadline.
+const shutdownGrace = 5 * time.Second
+
+func init() { connect.Default().MustRegister(Connector()) }
+
+// Connector describes the httptrack source.
+func Connector() connect.Connector {
+	return connect.Connector{
+		Name:        Name,
+		Kind:        connect.KindSource,
+		Version:     version,
+		Description: "Receives Segment-compatible tracking events (track, identify, page, screen, group, alias, batch) over HTTP and answers 200 once they are durably in the log.",
+		Spec:        spec(),
+		NewSource:   func() connect.Source { return &Source{} },
+	}
+}
+
+func spec() connect.Spec {
+	return connect.Spec{Params: []connect.Param{
+		{Name: "listen", Type: connect.TypeString, Default: "127.0.0.1:8088",
+			Description: "Address to listen on, host:port; use :8088 to accept connections from other machines, port 0 for any free port."},
+		{Name: "write.keys", Type: connect.TypeList, Required: true, Secret: true,
+			Description: "Accepted write keys. An item key:topic routes the events of that key to its own topic; a plain key uses the source's topic."},
+		{Name: "tls.cert", Type: connect.TypeString,
+			Description: "PEM certificate file; with tls.key, the source serves HTTPS."},
+		{Name: "tls.key", Type: connect.TypeString,
+			Description: "PEM private key file of tls.cert."},
+		{Name: "cors.origins", Type: connect.TypeList,
+			Description: "Origins browsers may send events from (e.g. https://www.example.com), or * for any. Empty allows no cross-origin requests."},
+		{Name: "max.message.bytes", Type: connect.TypeSize, Default: "32KiB",
+			Description: "Largest message, as sent."},
+		{Name: "max.batch.bytes", Type: connect.TypeSize, Default: "500KiB",
+			Description: "Largest request body, after gzip decompression."},
+		{Name: "max.batch.events", Type: connect.TypeInt, Default: "2500",
+			Description: "Most messages in one batch request."},
+		{Name: "dedup.window", Type: connect.TypeDuration, Default: "24h",
+			Description: "How long a messageId is remembered: a message whose messageId (for the same write key) arrived within the window is dropped. 0 turns dedup off."},
+		{Name: "dedup.max.ids", Type: connect.TypeInt, Default: "1000000",
+			Description: "Most messageIds remembered (about 80 bytes of memory each); the oldest are forgotten first."},
+		{Name: "state.dir", Type: connect.TypeString,
+			Description: "Directory for the dedup journal, which keeps the remembered messageIds across restarts. Empty keeps them in memory only."},
+		{Name: "rate.limit", Type: connect.TypeFloat, Default: "0",
+			Description: "Events per second accepted per write key, with a burst of one second; more are answered 429 with Retry-After. 0 is unlimited."},
+		{Name: "trusted.proxy.header", Type: connect.TypeString,
+			Description: "Header a trusted reverse proxy sets to the client address (e.g. X-Forwarded-For; its last entry is used). Empty uses the peer address."},
+		{Name: "ack.timeout", Type: connect.TypeDuration, Default: "10s",
+			Description: "How long a request waits for its events to be durable in the log before it is answered 503 with Retry-After."},
+		{Name: "max.pending.bytes", Type: connect.TypeSize, Default: "64MiB",
+			Description: "Most bytes of events accepted but not yet read by the worker; beyond it requests are answered 503 with Retry-After (backpressure)."},
+		{Name: "read.batch.events", Type: connect.TypeInt, Default: "10000",
+			Description: "Most events returned by one read; whole requests are never split, so a larger request is returned alone."},
+	}}
+}
+
+// writeKey is one accepted write key.
+type writeKey struct {
+	key   string
+	topic string // "" for the source's topic
+	label string // how metrics name it: "1", "2", ... by position in write.keys
+}
+
+// settings are the parsed configuration of a Source.
+type settings struct {
+	listen          string
+	keys            map[string]writeKey
+	tlsCert, tlsKey string
+	corsAny         bool
+	corsOrigins     map[string]bool
+	lim             limits
+	dedupWindow     time.Duration
+	dedupMax        int
+	stateDir        string
+	rateLimit       float64
+	proxyHeader     string
+	ackTimeout      time.Duration
+	maxPending      int64
+	readBatch       int
+}
+
+func parseSettings(cfg connect.Config) (settings, error) {
+	var s settings
+	var errs []error
+	field := func(param, msg string) { errs = append(errs, connect.FieldError{Param: param, Message: msg}) }
+	str := func(name string) string {
+		v, err := cfg.String(name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	size := func(name string, lo, hi int64) int64 {
+		v, err := cfg.Size(name)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case v < lo || v > hi:
+			field(name, fmt.Sprintf("%d bytes: give %d to %d", v, lo, hi))
+		}
+		return min(max(v, lo), hi)
+	}
+	integer := func(name string, lo, hi int64) int {
+		v, err := cfg.Int(name)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case v < lo || v > hi:
+			field(name, fmt.Sprintf("%d: give %d to %d", v, lo, hi))
+		}
+		return int(min(max(v, lo), hi))
+	}
+	duration := func(name string, lo time.Duration) time.Duration {
+		v, err := cfg.Duration(name)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case v < lo:
+			field(name, fmt.Sprintf("%s: give at least %s", v, lo))
+		}
+		return max(v, lo)
+	}
+
+	s.listen = str("listen")
+	keys, err := cfg.List("write.keys")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.keys = make(map[string]writeKey, len(keys))
+	for i, item := range keys {
+		k, topic, _ := strings.Cut(item, ":")
+		k, topic = strings.TrimSpace(k), strings.TrimSpace(topic)
+		switch {
+		case k == "":
+			field("write.keys", fmt.Sprintf("item %d has an empty key", i+1))
+		case s.keys[k].key != "":
+			field("write.keys", fmt.Sprintf("item %d repeats an earlier key", i+1))
+		}
+		s.keys[k] = writeKey{key: k, topic: topic, label: strconv.Itoa(i + 1)}
+	}
+	if len(keys) == 0 && err == nil {
+		field("write.keys", "give at least one write key")
+	}
+	s.tlsCert, s.tlsKey = str("tls.cert"), str("tls.key")
+	if (s.tlsCert == "") != (s.tlsKey == "") {
+		field("tls.cert", "set both tls.cert and tls.key, or neither")
+	}
+	origins, err := cfg.List("cors.origins")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.corsOrigins = make(map[string]bool)
+	for _, o := range origins {
+		if o == "*" {
+			s.corsAny = true
+		}
+		s.corsOrigins[strings.TrimRight(o, "/")] = true
+	}
+	s.lim.maxMessageBytes = int(size("max.message.bytes", 256, 16<<20))
+	s.lim.maxBatchBytes = int(size("max.batch.bytes", 256, 256<<20))
+	s.lim.maxBatchEvents = integer("max.batch.events", 1, 1_000_000)
+	s.dedupWindow = duration("dedup.window", 0)
+	s.dedupMax = integer("dedup.max.ids", 1, 100_000_000)
+	s.stateDir = str("state.dir")
+	rate, err := cfg.Float("rate.limit")
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case !(rate >= 0) || math.IsInf(rate, 0):
+		field("rate.limit", fmt.Sprintf("%v: give events per second, 0 (unlimited) or more", rate))
+	}
+	s.rateLimit = rate
+	s.proxyHeader = http.CanonicalHeaderKey(str("trusted.proxy.header"))
+	s.ackTimeout = duration("ack.timeout", time.Millisecond)
+	s.maxPending = size("max.pending.bytes", 1<<10, 1<<40)
+	s.readBatch = integer("read.batch.events", 1, 10_000_000)
+	return s, errors.Join(errs...)
+}
+
+// request is one accepted request's records, waiting to be read.
+type request struct {
+	seq   uint64
+	recs  []connect.Record
+	bytes int64
+}
+
+// Source is the HTTP tracking source. Make one with Connector().NewSource
+// or new(Source).
+//
+// Concurrency: HTTP handlers run on the server's goroutines; one goroutine
+// calls Read, another may call Ack. mu guards the request queue, the seq
+// counters, the dedup set and the journal buffer; the journal file itself is
+// used by Read only (and by Open and Close, which never run with it).
+type Source struct {
+	// Set by Open, read-only afterwards.
+	set     settings
+	cfg     connect.Config
+	logger  *slog.Logger
+	srv     *http.Server
+	ln      net.Listener
+	served  chan struct{} // closed when Serve has returned
+	closing chan struct{} // closed when Close starts: waiting requests answer 503
+	limiter *limiter
+	metrics *metrics
+	journal *journal // nil without state.dir
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu          sync.Mutex
+	queue       []*request
+	queuedBytes int64
+	nextSeq     uint64        // seq of the next accepted request
+	acked       uint64        // every request up to this seq is durable
+	ackCh       chan struct{} // closed and replaced on every Ack that advances acked
+	readable    chan struct{} // holds a token when the queue became non-empty
+	dedup       *dedupSet     // nil when dedup is off
+	jbuf        []byte        // journal entries not yet written to the file
+}
+
+var _ connect.Source = (*Source)(nil)
+
+// position is {"seq":N}: every request up to seq N is durable.
+func position(seq uint64) connect.Position {
+	b := make([]byte, 0, 32)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	return append(b, '}')
+}
+
+func parsePosition(pos connect.Position) (uint64, error) {
+	var p struct {
+		Seq *uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return 0, fmt.Errorf("position %q is not {\"seq\":N}: %w", pos, err)
+	}
+	if p.Seq == nil {
+		return 0, fmt.Errorf("position %q has no seq: want {\"seq\":N}", pos)
+	}
+	return *p.Seq, nil
+}
+
+// Open parses the configuration, loads the dedup journal and starts the
+// HTTP server. Requests are accepted from now on; they are answered once
+// the worker acknowledged their records.
+func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
+	cfg.Spec = spec()
+	set, err := parseSettings(cfg)
+	if err != nil {
+		return fmt.Errorf("httptrack config: %w", err)
+	}
+	var last uint64
+	if cfg.Position != nil {
+		if last, err = parsePosition(cfg.Position); err != nil {
+			return fmt.Errorf("resume httptrack: %w", err)
+		}
+	}
+	s.set, s.cfg = set, cfg
+	s.logger = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector, "task", cfg.Task)
+	s.nextSeq, s.acked = last+1, last
+	s.ackCh = make(chan struct{})
+	s.readable = make(chan struct{}, 1)
+	s.closing = make(chan struct{})
+	s.served = make(chan struct{})
+	s.limiter = newLimiter(set.rateLimit)
+	s.metrics = newMetrics()
+
+	if set.dedupWindow > 0 {
+		s.dedup = newDedupSet(set.dedupWindow, set.dedupMax)
+		if set.stateDir != "" {
+			if err := os.MkdirAll(set.stateDir, 0o755); err != nil {
+				return fmt.Errorf("httptrack state dir: %w", err)
+			}
+			path := filepath.Join(set.stateDir, journalName(cfg))
+			j, note, err := loadJournal(path, s.dedup, last, time.Now().UnixMilli())
+			if err != nil {
+				return err
+			}
+			if note != "" {
+				s.logger.Warn("dedup journal recovered", "path", path, "what", note)
+			}
+			s.journal = j
+			s.logger.Info("dedup journal loaded", "path", path, "ids", s.dedup.len(), "after_seq", last)
+		} else {
+			s.logger.Warn("dedup keeps messageIds in memory only: set state.dir to keep them across restarts")
+		}
+	}
+	defer func() {
+		if err != nil && s.journal != nil {
+			s.journal.close()
+		}
+	}()
+
+	ln, err := net.Listen("tcp", set.listen)
+	if err != nil {
+		return fmt.Errorf("httptrack listen on %s: %w", set.listen, err)
+	}
+	if set.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(set.tlsCert, set.tlsKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("httptrack tls: load %s and %s: %w", set.tlsCert, set.tlsKey, err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("http server stopped", "error", err)
+		}
+	}()
+	s.logger.Info("listening", "addr", ln.Addr().String(), "tls", set.tlsCert != "", "write_keys", len(set.keys))
+	return nil
+}
+
+// journalName is the dedup journal's file name for one task.
+func journalName(cfg connect.Config) string {
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '/' || r == '\\' || r == 0 {
+				return '_'
+			}
+			return r
+		}, s)
+	}
+	return fmt.Sprintf("%s.%s.%d.dedup", clean(cfg.Pipeline), clean(cfg.Connector), cfg.Task)
+}
+
+// Addr returns the address the source listens on, e.g. to learn the port
+// chosen for listen 127.0.0.1:0.
+func (s *Source) Addr() net.Addr { return s.ln.Addr() }
+
+// Read returns the records of the requests accepted since the last call,
+// whole requests, about read.batch.events records at most. The last record
+// of each request carries its position. It returns an empty batch after a
+// second without requests.
+func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
+	var idle *time.Timer
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			recs, jbuf := s.takeLocked()
+			s.mu.Unlock()
+			if idle != nil {
+				idle.Stop()
+			}
+			if err := s.writeJournal(jbuf); err != nil {
+				return nil, err
+			}
+			return recs, nil
+		}
+		s.mu.Unlock()
+		if idle == nil {
+			idle = time.NewTimer(idleRead)
+			defer idle.Stop()
+		}
+		select {
+		case <-s.readable:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.closing:
+			return nil, errors.New("httptrack: read after close")
+		case <-idle.C:
+			if s.journal != nil {
+				if err := s.journal.sync(); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}
+	}
+}
+
+// takeLocked takes whole requests off the queue, about readBatch records,
+// and the journal entries written so far.
+func (s *Source) takeLocked() ([]connect.Record, []byte) {
+	n, k := 0, 0
+	for k < len(s.queue) && (k == 0 || n+len(s.queue[k].recs) <= s.set.readBatch) {
+		n += len(s.queue[k].recs)
+		k++
+	}
+	recs := make([]connect.Record, 0, n)
+	for _, r := range s.queue[:k] {
+		recs = append(recs, r.recs...)
+		s.queuedBytes -= r.bytes
+	}
+	clear(s.queue[:k])
+	s.queue = s.queue[k:]
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
+	jbuf := s.jbuf
+	s.jbuf = nil
+	return recs, jbuf
+}
+
+// writeJournal appends entries to the dedup journal before their records
+// are handed out; it compacts the file when it has grown well past the
+// live set, and fsyncs it once a second.
+func (s *Source) writeJournal(b []byte) error {
+	j := s.journal
+	if j == nil {
+		return nil
+	}
+	if err := j.write(b); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	live := int64(s.dedup.len())
+	s.mu.Unlock()
+	if j.size > max(8<<20, 4*40*live) {
+		s.mu.Lock()
+		err := j.compact(s.dedup)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	if time.Since(j.lastSync) >= syncEvery {
+		return j.sync()
+	}
+	return nil
+}
+
+// Ack marks every request up to pos's seq as durable and releases the
+// requests waiting for it, which answer 200.
+func (s *Source) Ack(_ context.Context, pos connect.Position) error {
+	seq, err := parsePosition(pos)
+	if err != nil {
+		return fmt.Errorf("httptrack ack: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq >= s.nextSeq {
+		return fmt.Errorf("httptrack ack: position %s is after the last request given out (seq %d)", pos, s.nextSeq-1)
+	}
+	if seq > s.acked {
+		s.acked = seq
+		close(s.ackCh)
+		s.ackCh = make(chan struct{})
+	}
+	return nil
+}
+
+// Close stops the server in two phases: requests still waiting for their
+// records to be durable are answered 503 with Retry-After (their clients
+// retry; dedup drops what did become durable), and in-flight requests get
+// until ctx's deadline (at most 5s without one) to finish; then the
+// remaining connections are closed. It then syncs and closes the dedup
+// journal.
+func (s *Source) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.srv == nil {
+			return
+		}
+		close(s.closing)
+		var errs []error
+		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+		}
+		if err := s.srv.Shutdown(ctx); err != nil {
+			s.srv.Close() // hard stop
+		}
+		<-s.served
+		if s.journal != nil {
+			if err := s.journal.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// newMessageID returns a random id for a message that came without one.
+func newMessageID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // UUID version 4
+	b[8] = b[8]&0x3f | 0x80
+	var out [36 + 4]byte
+	copy(out[:], "api-")
+	hex.Encode(out[4:12], b[0:4])
+	out[12] = '-'
+	hex.Encode(out[13:17], b[4:6])
+	out[17] = '-'
+	hex.Encode(out[18:22], b[6:8])
+	out[22] = '-'
+	hex.Encode(out[23:27], b[8:10])
+	out[27] = '-'
+	hex.Encode(out[28:40], b[10:16])
+	return string(out[:])
+}

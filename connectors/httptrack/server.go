@@ -1,0 +1,451 @@
+package httptrack
+
+import (
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// paths maps each tracking path to the message type it implies; "" is a
+// batch.
+var paths = map[string]string{
+	"/v1/track": "track", "/v1/identify": "identify", "/v1/page": "page",
+	"/v1/screen": "screen", "/v1/group": "group", "/v1/alias": "alias",
+	"/v1/batch": "", "/v1/import": "",
+	"/v1/t": "track", "/v1/i": "identify", "/v1/p": "page",
+	"/v1/s": "screen", "/v1/g": "group", "/v1/a": "alias", "/v1/b": "",
+}
+
+// Rejection reasons, as metrics and logs name them.
+const (
+	reasonAuth        = "unauthorized"
+	reasonInvalid     = "invalid"
+	reasonTooLarge    = "too_large"
+	reasonRateLimited = "rate_limited"
+	reasonBackpressue = "backpressure"
+	reasonTimeout     = "ack_timeout"
+	reasonStopping    = "stopping"
+)
+
+// ServeHTTP answers the tracking API, /health and /metrics.
+func (s *Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	path := r.URL.Path
+	typ, isTracking := paths[path]
+	if !isTracking {
+		switch {
+		case path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			s.serveHealth(w)
+		case path == "/metrics" && r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			s.metrics.write(w)
+		default:
+			writeError(w, http.StatusNotFound, problem{Index: -1, Code: "not_found", Message: fmt.Sprintf("no endpoint %s: use /v1/track, /v1/identify, /v1/page, /v1/screen, /v1/group, /v1/alias or /v1/batch", clipString(path))})
+		}
+		return
+	}
+	if !s.cors(w, r) {
+		return
+	}
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST, OPTIONS")
+		writeError(w, http.StatusMethodNotAllowed, problem{Index: -1, Code: "method_not_allowed", Message: r.Method + " " + path + ": use POST"})
+		return
+	}
+	code, label := s.track(w, r, typ, start)
+	s.metrics.request(label, code, time.Since(start))
+}
+
+// track handles one POST to a tracking path and returns the status it
+// answered with and the key label for metrics.
+func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, received time.Time) (int, string) {
+	// A key in the Authorization header is checked before the body is read.
+	var key writeKey
+	basicKey, hasBasic := basicUser(r)
+	if hasBasic {
+		k, ok := s.set.keys[basicKey]
+		if !ok {
+			return s.reject(w, http.StatusUnauthorized, "", reasonAuth, problem{Index: -1, Field: "writeKey", Code: "invalid_write_key", Message: "the write key in the Authorization header is not valid"})
+		}
+		key = k
+	}
+
+	limit := s.set.lim.maxBatchBytes
+	if typ != "" {
+		limit = s.set.lim.maxMessageBytes
+	}
+	body, p := readBody(r, limit)
+	if p != nil {
+		status, reason := http.StatusBadRequest, reasonInvalid
+		if p.Code == "request_too_large" || p.Code == "message_too_large" {
+			reason = reasonTooLarge
+		}
+		return s.reject(w, status, key.label, reason, *p)
+	}
+	d, p := decodeRequest(body, typ, s.set.lim)
+	if !hasBasic {
+		// Without the header, the key is in the body; look for it even in
+		// a body that failed to decode, so that a request without any key
+		// is told so first.
+		wk := ""
+		if d != nil {
+			wk = d.env.writeKey
+		} else {
+			wk = writeKeyOf(body)
+		}
+		k, ok := s.set.keys[wk]
+		if !ok || wk == "" {
+			msg := "no write key: send it as the user of HTTP Basic auth (empty password) or as \"writeKey\" in the body"
+			if wk != "" {
+				msg = "the writeKey in the body is not valid"
+			}
+			return s.reject(w, http.StatusUnauthorized, "", reasonAuth, problem{Index: -1, Field: "writeKey", Code: "invalid_write_key", Message: msg})
+		}
+		key = k
+	}
+	if p != nil {
+		reason := reasonInvalid
+		if p.Code == "request_too_large" || p.Code == "message_too_large" || p.Code == "too_many_events" {
+			reason = reasonTooLarge
+		}
+		return s.reject(w, http.StatusBadRequest, key.label, reason, *p)
+	}
+	if len(d.msgs) == 0 {
+		s.metrics.rejected(key.label, reasonInvalid, len(d.problems))
+		return s.answerProblems(w, key.label, d, 0)
+	}
+	if wait, ok := s.limiter.take(key.key, len(d.msgs), received); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(wait)))
+		return s.reject(w, http.StatusTooManyRequests, key.label, reasonRateLimited, problem{Index: -1, Code: "rate_limited", Message: fmt.Sprintf("write key is over its limit of %g events/s: retry after %s", s.set.rateLimit, wait.Round(time.Millisecond))})
+	}
+
+	// Enrich and build the records.
+	ip := s.clientIP(r)
+	recs := make([]connect.Record, 0, len(d.msgs))
+	ids := make([]string, 0, len(d.msgs))
+	var bytes int64
+	for _, m := range d.msgs {
+		e := enrich(m, received, ip, newMessageID)
+		rec := connect.Record{Key: []byte(e.key), Value: e.value, Timestamp: e.timestamp, Topic: key.topic}
+		recs = append(recs, rec)
+		if e.generated {
+			ids = append(ids, "")
+		} else {
+			ids = append(ids, e.messageID)
+		}
+		bytes += int64(len(e.value) + len(e.key))
+	}
+
+	wait, accepted, ok := s.enqueue(key.key, recs, ids, bytes, received)
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressue, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
+	}
+	s.metrics.events(key.label, accepted, len(d.msgs)-accepted)
+	if wait > 0 {
+		if code, p := s.awaitDurable(wait); p != nil {
+			w.Header().Set("Retry-After", "1")
+			reason := reasonTimeout
+			if p.Code == "stopping" {
+				reason = reasonStopping
+			}
+			return s.reject(w, code, key.label, reason, *p)
+		}
+	}
+	if len(d.problems) > 0 {
+		s.metrics.rejected(key.label, reasonInvalid, len(d.problems))
+		return s.answerProblems(w, key.label, d, len(d.msgs))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"success":true}`)
+	return http.StatusOK, key.label
+}
+
+// enqueue drops the messages seen within the dedup window, queues the rest
+// as one request for Read and returns the seq the answer must wait for (0:
+// none), how many messages were new and whether
+// the queue had room. A duplicate of a message whose request is not yet
+// durable makes this request wait for that one too: answering 200 before
+// would acknowledge an event that may still be lost.
+func (s *Source) enqueue(key string, recs []connect.Record, ids []string, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
+	now := received.UnixMilli()
+	var hashes []msgHash
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queuedBytes+bytes > s.set.maxPending && s.queuedBytes > 0 {
+		return 0, 0, false
+	}
+	seq := s.nextSeq
+	keep := recs[:0]
+	if s.dedup != nil {
+		hashes = make([]msgHash, 0, len(recs))
+		var inThis map[msgHash]bool
+		for i, rec := range recs {
+			if ids[i] == "" {
+				keep = append(keep, rec)
+				continue
+			}
+			h := hashID(key, ids[i])
+			if old, dup := s.dedup.lookup(h, now); dup {
+				if old.seq > s.acked {
+					wait = max(wait, old.seq)
+				}
+				continue
+			}
+			if inThis[h] {
+				continue
+			}
+			if inThis == nil {
+				inThis = make(map[msgHash]bool, len(recs))
+			}
+			inThis[h] = true
+			hashes = append(hashes, h)
+			keep = append(keep, rec)
+		}
+		recs = keep
+	}
+	if len(recs) == 0 {
+		return wait, 0, true
+	}
+	s.nextSeq++
+	recs[len(recs)-1].Position = position(seq)
+	for _, h := range hashes {
+		s.dedup.add(h, seen{seq: seq, at: now})
+	}
+	if s.journal != nil && len(hashes) > 0 {
+		s.jbuf = appendJournalEntry(s.jbuf, seq, now, hashes)
+	}
+	s.queue = append(s.queue, &request{seq: seq, recs: recs, bytes: bytes})
+	s.queuedBytes += bytes
+	select {
+	case s.readable <- struct{}{}:
+	default:
+	}
+	return max(wait, seq), len(recs), true
+}
+
+// awaitDurable waits until the request with seq is acknowledged, or answers
+// 503 on timeout and when the source is stopping.
+func (s *Source) awaitDurable(seq uint64) (int, *problem) {
+	timer := time.NewTimer(s.set.ackTimeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		if s.acked >= seq {
+			s.mu.Unlock()
+			return http.StatusOK, nil
+		}
+		ch := s.ackCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
+		case <-s.closing:
+			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "stopping", Message: "the source is stopping: retry later"}
+		}
+	}
+}
+
+// answerProblems answers 400 listing the rejected messages; accepted says
+// how many others were accepted (and are durable).
+func (s *Source) answerProblems(w http.ResponseWriter, label string, d *decoded, accepted int) (int, string) {
+	body := struct {
+		Success  bool      `json:"success"`
+		Code     string    `json:"code"`
+		Message  string    `json:"message"`
+		Accepted int       `json:"accepted"`
+		Rejected int       `json:"rejected"`
+		Errors   []problem `json:"errors"`
+	}{
+		Code:     d.problems[0].Code,
+		Message:  d.problems[0].Message,
+		Accepted: accepted,
+		Rejected: len(d.problems),
+		Errors:   d.problems,
+	}
+	if len(d.problems) > 1 {
+		body.Message = fmt.Sprintf("%s (and %d more rejected messages)", body.Message, len(d.problems)-1)
+	}
+	writeJSON(w, http.StatusBadRequest, body)
+	return http.StatusBadRequest, label
+}
+
+// reject answers an error and counts it.
+func (s *Source) reject(w http.ResponseWriter, status int, label, reason string, p problem) (int, string) {
+	s.metrics.rejected(label, reason, 0)
+	writeError(w, status, p)
+	return status, label
+}
+
+func (s *Source) serveHealth(w http.ResponseWriter) {
+	select {
+	case <-s.closing:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "stopping", "message": "the source is stopping"})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy", "message": "accepting events"})
+	}
+}
+
+// cors sets the CORS headers for an allowed origin. It answers a preflight
+// from an origin that is not allowed with 403 and returns false.
+func (s *Source) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	allowed := s.set.corsAny || s.set.corsOrigins[strings.TrimRight(origin, "/")]
+	if !allowed {
+		if r.Method == http.MethodOptions {
+			writeError(w, http.StatusForbidden, problem{Index: -1, Code: "origin_not_allowed", Message: "origin " + clipString(origin) + " is not in cors.origins"})
+			return false
+		}
+		return true // no CORS headers: the browser hides the answer
+	}
+	h := w.Header()
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Allow-Origin", origin)
+	if r.Method == http.MethodOptions {
+		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		} else {
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Content-Encoding")
+		}
+		h.Set("Access-Control-Max-Age", "86400")
+	}
+	return true
+}
+
+// clientIP returns the address of the client: the last entry of the
+// trusted proxy header (the one the proxy itself added), else the peer.
+func (s *Source) clientIP(r *http.Request) string {
+	if s.set.proxyHeader != "" {
+		if v := r.Header.Values(s.set.proxyHeader); len(v) > 0 {
+			last := v[len(v)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if ip := strings.TrimSpace(last); ip != "" {
+				if host, _, err := net.SplitHostPort(ip); err == nil {
+					ip = host
+				}
+				if net.ParseIP(strings.Trim(ip, "[]")) != nil {
+					return strings.Trim(ip, "[]")
+				}
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// basicUser returns the user of an HTTP Basic Authorization header, which
+// is where SDKs put the write key, and whether there was one.
+func basicUser(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	const prefix = "Basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", true // present but not Basic: no valid key
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return "", true
+	}
+	user, _, _ := strings.Cut(string(raw), ":")
+	return user, true
+}
+
+// readBody reads the request body, gunzipping it when it says so, and
+// refuses more than limit bytes either way (a gzip bomb included).
+func readBody(r *http.Request, limit int) ([]byte, *problem) {
+	tooLarge := func() *problem {
+		return requestProblem("request_too_large", "request body is more than the %d bytes allowed", limit)
+	}
+	if r.ContentLength > int64(limit) {
+		return nil, tooLarge()
+	}
+	var src io.Reader = r.Body
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(io.LimitReader(r.Body, int64(limit)+1))
+		if err != nil {
+			return nil, requestProblem("invalid_gzip", "body says Content-Encoding gzip but is not gzip: %v", err)
+		}
+		defer zr.Close()
+		src = zr
+	default:
+		return nil, requestProblem("unsupported_encoding", "Content-Encoding %q is not supported: send gzip or no encoding", clipString(enc))
+	}
+	body, err := io.ReadAll(io.LimitReader(src, int64(limit)+1))
+	if err != nil {
+		if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, requestProblem("invalid_gzip", "gzip body is corrupt or cut short: %v", err)
+		}
+		return nil, requestProblem("unreadable_body", "read request body: %v", err)
+	}
+	if len(body) > limit {
+		return nil, tooLarge()
+	}
+	return body, nil
+}
+
+// writeKeyOf digs the writeKey out of a body that did not decode as a
+// whole, when it is at least a JSON object.
+func writeKeyOf(body []byte) string {
+	var top struct {
+		WriteKey string `json:"writeKey"`
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return ""
+	}
+	return top.WriteKey
+}
+
+func writeError(w http.ResponseWriter, status int, p problem) {
+	writeJSON(w, status, struct {
+		Success bool      `json:"success"`
+		Code    string    `json:"code"`
+		Message string    `json:"message"`
+		Errors  []problem `json:"errors,omitempty"`
+	}{Code: p.Code, Message: p.Message, Errors: []problem{p}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"success":false,"message":"internal error"}`)
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// retrySeconds rounds a wait up to whole seconds for Retry-After, at least 1.
+func retrySeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+func clipString(s string) string { return clip(json.RawMessage(s)) }
