@@ -129,7 +129,8 @@ func TestRegistry_Concurrent(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	if Default() == nil || Default() != Default() {
+	a, b := Default(), Default()
+	if a == nil || a != b {
 		t.Error("Default is not one registry")
 	}
 }

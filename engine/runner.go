@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -340,6 +339,3 @@ func (r *runner) status() ConnectorStatus {
 	st.Tasks = []TaskStatus{ts}
 	return st
 }
-
-// errStopped ends a task cleanly after a stop request.
-var errStopped = errors.New("stopped")

@@ -89,14 +89,16 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 	}
 	base := first.UnixMilli()
 	maxTs := base
-	est := 0
+	est := batchHeaderSize
 	for i := range recs {
 		est += len(recs[i].Key) + len(recs[i].Value) + 24
 		for _, h := range recs[i].Headers {
 			est += len(h.Key) + len(h.Value) + 10
 		}
 	}
-	raw := make([]byte, 0, est)
+	// The records go straight after room for the header, which kmsg
+	// writes in place once the counts and timestamps are known.
+	buf := make([]byte, batchHeaderSize, est)
 	for i := range recs {
 		ts := recs[i].Timestamp
 		if ts.IsZero() {
@@ -118,14 +120,14 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 				kr.Headers[j] = kmsg.Header{Key: h.Key, Value: h.Value}
 			}
 		}
-		raw = appendRecord(raw, &kr)
+		buf = appendRecord(buf, &kr)
 	}
 	var attrs int16
 	if c, ok := compressors[compression]; ok {
-		var buf bytes.Buffer
-		out, codec := c.Compress(&buf, raw)
+		var cb bytes.Buffer
+		out, codec := c.Compress(&cb, buf[batchHeaderSize:])
 		if codec > kgo.CodecNone && codec <= kgo.CodecZstd { // on CodecError the batch stays uncompressed
-			raw = append([]byte(nil), out...)
+			buf = append(buf[:batchHeaderSize], out...)
 			attrs |= int16(codec)
 		}
 	}
@@ -141,21 +143,29 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 		ProducerEpoch:        p.Epoch,
 		FirstSequence:        p.Sequence,
 		NumRecords:           int32(len(recs)),
-		Records:              raw,
 	}
-	out := b.AppendTo(make([]byte, 0, batchHeaderSize+len(raw)))
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batchLengthPrefix))
-	setBatchCRC(out)
-	return out
+	b.AppendTo(buf[:0]) // the header only: Records is empty
+	binary.BigEndian.PutUint32(buf[8:], uint32(len(buf)-batchLengthPrefix))
+	setBatchCRC(buf)
+	return buf
 }
 
-// appendRecord appends one record in its varint framing: kmsg writes the
-// body, and the length prefix is the body's size.
+// appendRecord appends one record in its varint framing. kmsg writes the
+// record with a zero length (one byte); the body is then moved up when its
+// real length needs more bytes.
 func appendRecord(dst []byte, r *kmsg.Record) []byte {
 	r.Length = 0
-	body := r.AppendTo(nil)[1:] // a zero Length encodes as one varint byte
-	dst = binary.AppendVarint(dst, int64(len(body)))
-	return append(dst, body...)
+	start := len(dst)
+	dst = r.AppendTo(dst)
+	var lb [binary.MaxVarintLen64]byte
+	n := binary.PutVarint(lb[:], int64(len(dst)-start-1))
+	if n > 1 {
+		end := len(dst)
+		dst = append(dst, lb[:n-1]...)
+		copy(dst[start+n:], dst[start+1:end])
+	}
+	copy(dst[start:], lb[:n])
+	return dst
 }
 
 func setBatchCRC(b []byte) {

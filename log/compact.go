@@ -26,9 +26,11 @@ package log
 // producer id, epoch and base sequence and its compression codec, with a new
 // CRC; a batch that loses all of them is dropped. Reads therefore meet gaps:
 // a read from an offset inside one returns the next surviving record.
-// Control batches are kept as they are. Idempotent producer state does not
-// depend on the batches a pass drops: it lives in producer.snapshot,
-// written whenever a segment is sealed.
+// Control batches are kept as they are. Idempotent producer state lives in
+// producer.snapshot, written whenever a segment is sealed, so dropped
+// batches do not matter to it; only should that file be lost is a producer
+// whose batches were all cleaned away unknown again and has to start over
+// (Kafka keeps each producer's last batch, emptied, for this case).
 //
 // A segment left without any batch is deleted, except the first segment of
 // a compact-only topic: it stays as an empty file so that the log start
@@ -199,7 +201,7 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 	st.ran = true
 	began := time.Now()
 
-	rules := &cleanRules{latest: map[string]int64{}, nowMs: now.UnixMilli(), deleteRetentionMs: cfg.DeleteRetentionMs}
+	rules := &cleanRules{latest: map[string]int64{}, nowMs: now.UnixMilli(), deleteRetentionMs: cfg.DeleteRetentionMs, dropEmpty: cfg.Delete}
 	for i, s := range w.segs {
 		if w.ends[i] <= firstDirty {
 			continue
@@ -282,6 +284,7 @@ type cleanRules struct {
 	latest            map[string]int64 // key -> offset of its latest record in the dirty section
 	nowMs             int64
 	deleteRetentionMs int64
+	dropEmpty         bool // the policy has delete too: empty segments go, even the first
 }
 
 type verdict int
@@ -333,8 +336,13 @@ func (r *cleanRules) mapKeys(ctx context.Context, s *segment, size, end int64) e
 var errWouldChange = errors.New("segment would change")
 
 // changes reports whether cleaning the first size bytes of s would remove
-// any record; when not, it also returns how many records s holds.
+// any record (or, under compact,delete, the whole segment: an empty first
+// segment kept while the policy was compact alone); when not, it also
+// returns how many records s holds.
 func (r *cleanRules) changes(ctx context.Context, s *segment, size, end int64) (bool, int64, error) {
+	if size == 0 {
+		return r.dropEmpty, 0, nil
+	}
 	var records int64
 	err := eachBatch(ctx, s, size, end, func(_ []byte, pos int64, kb *kmsg.RecordBatch, meta batchMeta) error {
 		if meta.IsControl {
@@ -374,7 +382,7 @@ func (p *partition) cleanSegment(ctx context.Context, s *segment, size, end int6
 	if err != nil {
 		return err
 	}
-	res, err := p.swapCleaned(s, ns)
+	res, err := p.swapCleaned(s, ns, rules.dropEmpty)
 	if res != swapGone {
 		st.add(d)
 		st.segments++
@@ -604,11 +612,11 @@ const (
 )
 
 // swapCleaned puts ns, the cleaned copy of old, in old's place, or deletes
-// old when ns is empty and the log may do without it (see the file
-// comment). It holds the partition lock only for renames and removals, never
+// old when ns is empty and old is not the first segment or dropFirst is set
+// (see the file comment). It holds the partition lock only for renames and removals, never
 // for an fsync. It takes ownership of ns and drops the partition's reference
 // to old; readers holding old keep reading its open file.
-func (p *partition) swapCleaned(old, ns *segment) (swapResult, error) {
+func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, error) {
 	p.mu.Lock()
 	i := slices.Index(p.segments, old)
 	if p.closed || i < 0 || i == len(p.segments)-1 {
@@ -617,7 +625,7 @@ func (p *partition) swapCleaned(old, ns *segment) (swapResult, error) {
 		removeCleaned(old)
 		return swapGone, nil
 	}
-	if ns.size == 0 && (i > 0 || p.cfg().Delete) {
+	if ns.size == 0 && (i > 0 || dropFirst) {
 		p.segments = slices.Delete(slices.Clone(p.segments), i, i+1)
 		if p.segments[0].base > p.logStart {
 			p.logStart = p.segments[0].base
@@ -670,10 +678,10 @@ func (p *partition) swapCleaned(old, ns *segment) (swapResult, error) {
 		removeCleaned(ns)
 	}
 	p.mu.Unlock()
-	if err != nil {
-		return swapReplaced, err // the segment works from memory; open rebuilds its indexes
-	}
-	return swapReplaced, syncDir(p.dir)
+	// No fsync of the directory for these renames: should a crash undo
+	// them, open removes the .cleaned files and rebuilds the indexes. The
+	// next swap's or the checkpoint's fsync covers them anyway.
+	return swapReplaced, err // on an error the segment works from memory; open rebuilds its indexes
 }
 
 // readCleanerCheckpoint returns the offset below which the partition in dir

@@ -504,6 +504,18 @@ func TestCompact_EmptySegments(t *testing.T) {
 			}
 			wantRecords(t, "after reopen", readAll(t, l, "t", 0, wantStart), want)
 			checkGapReads(t, l, "t", all, 1)
+
+			if policy == "compact" {
+				// Once retention applies too, the empty first segment goes.
+				if err := l.AlterTopicConfig("t", map[string]string{ConfigCleanupPolicy: "compact,delete"}, nil); err != nil {
+					t.Fatal(err)
+				}
+				compactNow(t, testPartition(t, l, "t", 0), true)
+				if start, _, _ := l.Offsets("t", 0); start != 4 {
+					t.Fatalf("log start %d after the policy became compact,delete, want 4", start)
+				}
+				wantRecords(t, "compact,delete", readAll(t, l, "t", 0, 4), want)
+			}
 		})
 	}
 }
@@ -568,9 +580,9 @@ func TestCompact_ConcurrentAppendsAndReads(t *testing.T) {
 		perBatch   = 10
 		keys       = 37
 		readers    = 2
-		minPasses  = 5    // passes that cleaned something while appends went on
+		minPasses  = 10   // passes that cleaned something while appends went on
 		minRecords = 1000 // appended at least
-		perPass    = 20   // batches appended at most per pass that cleaned
+		perPass    = 40   // batches (about two segments) appended per pass that cleaned
 	)
 	clock := newTestClock()
 	l := openCompactLog(t, t.TempDir(), clock, flushEvery)
@@ -602,10 +614,8 @@ func TestCompact_ConcurrentAppendsAndReads(t *testing.T) {
 		defer close(appended)
 		for ; end < minRecords || cleaningPasses.Load() < minPasses; end += perBatch {
 			// Keep pace with the cleaner, whatever the disk's speed, so
-			// that every pass has new segments to clean.
-			for ctx.Err() == nil && end/perBatch > (cleaningPasses.Load()+1)*perPass {
-				time.Sleep(time.Millisecond)
-			}
+			// that passes keep finding new segments to clean.
+			waitFor(ctx, func() bool { return end/perBatch <= (cleaningPasses.Load()+1)*perPass })
 			recs := make([]Record, perBatch)
 			for j := range recs {
 				recs[j] = Record{Key: []byte(keyOf(end + int64(j))), Value: []byte(valueOf(end + int64(j)))}
@@ -727,6 +737,15 @@ func TestCompact_OnlyDurableSegments(t *testing.T) {
 		t.Fatalf("durable sealed segment not cleaned: %+v", st)
 	}
 	wantRecords(t, "compacted", readAll(t, l, "t", 0, 0), []string{"1:k=2"})
+}
+
+// waitFor polls cond for up to 100ms: long enough to let a cleaning pass
+// finish most of the time, short enough that a test never stalls on it.
+func waitFor(ctx context.Context, cond func() bool) {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for ctx.Err() == nil && !cond() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // leftovers lists the *.cleaned files of a partition directory.
@@ -881,6 +900,14 @@ func TestCompact_ConcurrentRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := testPartition(t, l, "t", 0)
+	// Most keys are overwritten soon; every tenth record has a key of its
+	// own, which only retention removes.
+	keyOf := func(off int64) string {
+		if off%10 == 0 {
+			return fmt.Sprint("u", off)
+		}
+		return fmt.Sprint("k", off%13)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -922,11 +949,9 @@ func TestCompact_ConcurrentRetention(t *testing.T) {
 	}()
 	var end int64
 	for ; ctx.Err() == nil && (end < 200 || cleaningPasses.Load() < 5 || deleted.Load() < 5); end++ {
-		for ctx.Err() == nil && end > (cleaningPasses.Load()+1)*20 {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(ctx, func() bool { return end <= (cleaningPasses.Load()+1)*20 })
 		clock.advance(tick)
-		if _, err := l.Append(ctx, "t", 0, []Record{{Key: []byte(fmt.Sprint("k", end%13)), Value: []byte(fmt.Sprint("v", end))}}); err != nil {
+		if _, err := l.Append(ctx, "t", 0, []Record{{Key: []byte(keyOf(end)), Value: []byte(fmt.Sprint("v", end))}}); err != nil {
 			fail(err)
 		}
 	}
@@ -939,7 +964,7 @@ func TestCompact_ConcurrentRetention(t *testing.T) {
 	t.Logf("%d appends, %d passes (%d cleaned), %d segments deleted by retention", end, passes.Load(), cleaningPasses.Load(), deleted.Load())
 	start, hw := p.bounds()
 	for _, r := range readAll(t, l, "t", 0, start) {
-		if string(r.Key) != fmt.Sprint("k", r.Offset%13) || string(r.Value) != fmt.Sprint("v", r.Offset) {
+		if string(r.Key) != keyOf(r.Offset) || string(r.Value) != fmt.Sprint("v", r.Offset) {
 			t.Fatalf("offset %d holds %s=%s", r.Offset, r.Key, r.Value)
 		}
 	}
@@ -989,5 +1014,45 @@ func TestCompact_CorruptSegmentIsNotCleaned(t *testing.T) {
 				t.Fatal("the damaged segment was rewritten")
 			}
 		})
+	}
+}
+
+func TestCompact_ConsumerOffsetsTopic(t *testing.T) {
+	dir := t.TempDir()
+	clock := newTestClock()
+	l := openCompactLog(t, dir, clock)
+	defer func() { l.Close() }()
+	g := l.Groups()
+	for i := int64(1); i <= 20; i++ {
+		commits := []OffsetCommit{{Topic: "t", Partition: 0, Offset: i}, {Topic: "t", Partition: 1, Offset: 100 + i}}
+		if err := g.Commit(t.Context(), "g1", commits); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Commit(t.Context(), "g2", commits[:1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Delete(t.Context(), "g2"); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, OffsetsTopic, 0)
+	rollNow(t, p)
+	if st := compactNow(t, p, false); !st.ran || st.recordsAfter != 3 {
+		t.Fatalf("stats %+v, want g1's two offsets and g2's tombstone left", st)
+	}
+	clock.advance(25 * time.Hour) // past the default delete.retention.ms
+	if st := compactNow(t, p, true); st.tombstones != 1 || st.recordsAfter != 2 {
+		t.Fatalf("stats %+v, want g2's tombstone gone", st)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openCompactLog(t, dir, clock)
+	g = l.Groups()
+	if got := g.Committed("g1"); len(got) != 2 || got[0].Offset != 20 || got[1].Offset != 120 {
+		t.Fatalf("g1 after compaction and reopen: %+v", got)
+	}
+	if got := g.List(); !slices.Equal(got, []string{"g1"}) {
+		t.Fatalf("groups after compaction and reopen: %v", got)
 	}
 }

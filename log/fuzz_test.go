@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -74,10 +75,22 @@ func addSegmentSeeds(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xff}, 200))
 }
 
+// fuzzTempDir is a temp dir on tmpfs when there is one: opening and
+// closing a log fsyncs, which on a busy disk would hold up every fuzz run.
+func fuzzTempDir(t testing.TB) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "tributary-fuzz-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
 // fuzzTemplate is a data dir holding topic f with one partition, written
 // with the Log API and closed; each fuzz run copies it.
 func fuzzTemplate(f *testing.F) string {
-	dir := f.TempDir()
+	dir := fuzzTempDir(f)
 	l, err := Open(Options{Dir: dir, Logger: discardLogger()})
 	if err != nil {
 		f.Fatal(err)
@@ -94,9 +107,9 @@ func fuzzTemplate(f *testing.F) string {
 // refRecords walks data batch by batch, as the log frames it, and returns
 // the records of the valid prefix (whole, CRC-valid, decodable batches with
 // offsets rising from 0 without a gap) and every record of every CRC-valid
-// batch met on the way, by offset.
-func refRecords(data []byte) (prefix []Record, all map[int64]Record) {
-	all = map[int64]Record{}
+// batch met on the way, by offset (several batches may claim one offset).
+func refRecords(data []byte, bound int64) (prefix []Record, all map[int64][]Record) {
+	all = map[int64][]Record{}
 	inPrefix, next := true, int64(0)
 	for pos := 0; len(data)-pos >= batchLengthPrefix; {
 		_, size := frameLength(data[pos:])
@@ -110,7 +123,7 @@ func refRecords(data []byte) (prefix []Record, all map[int64]Record) {
 			continue
 		}
 		recs, err := decodeRecords(nil, &kb, 0)
-		if err != nil || meta.BaseOffset != next {
+		if err != nil || meta.BaseOffset != next || meta.LastOffset >= bound {
 			inPrefix = false
 		}
 		next = meta.LastOffset + 1
@@ -118,7 +131,7 @@ func refRecords(data []byte) (prefix []Record, all map[int64]Record) {
 			continue
 		}
 		for _, r := range recs {
-			all[r.Offset] = r
+			all[r.Offset] = append(all[r.Offset], r)
 		}
 		if inPrefix {
 			prefix = append(prefix, recs...)
@@ -150,90 +163,115 @@ func sameRecord(a, b Record) bool {
 func FuzzSegmentReader(f *testing.F) {
 	addSegmentSeeds(f)
 	template := fuzzTemplate(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		dir := t.TempDir()
-		copyDir(t, template, dir)
-		pdir := partitionDir(dir, fuzzTopic, 0)
-		if err := os.WriteFile(filepath.Join(pdir, segmentName(0, ".log")), data, 0o644); err != nil {
+	f.Fuzz(func(t *testing.T, data []byte) { checkFuzzSegment(t, template, data, false) })
+}
+
+// FuzzSealedSegmentReader is FuzzSegmentReader with the arbitrary bytes as
+// a sealed segment: an older one, followed by an empty active segment at
+// offset fuzzSealedBound. Recovery leaves damage there in place, so reads
+// must report it.
+func FuzzSealedSegmentReader(f *testing.F) {
+	addSegmentSeeds(f)
+	template := fuzzTemplate(f)
+	f.Fuzz(func(t *testing.T, data []byte) { checkFuzzSegment(t, template, data, true) })
+}
+
+const fuzzSealedBound = 1000
+
+func checkFuzzSegment(t *testing.T, template string, data []byte, sealed bool) {
+	dir := fuzzTempDir(t)
+	copyDir(t, template, dir)
+	pdir := partitionDir(dir, fuzzTopic, 0)
+	if err := os.WriteFile(filepath.Join(pdir, segmentName(0, ".log")), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bound := int64(math.MaxInt64)
+	if sealed {
+		bound = fuzzSealedBound
+		if err := os.WriteFile(filepath.Join(pdir, segmentName(bound, ".log")), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		prefix, all := refRecords(data)
+	}
+	prefix, all := refRecords(data, bound)
 
-		l := openTestLog(t, dir, func(o *Options) { o.FlushInterval = time.Hour })
-		defer l.Close()
-		start, end, err := l.Offsets(fuzzTopic, 0)
+	l := openTestLog(t, dir, func(o *Options) { o.FlushInterval = time.Hour })
+	defer l.Close()
+	start, end, err := l.Offsets(fuzzTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start != 0 || sealed && end != bound {
+		t.Fatalf("log offsets [%d, %d), want [0, %d) for a sealed segment", start, end, bound)
+	}
+	var got []Record
+	for from := start; from < end; {
+		res, err := l.Read(t.Context(), fuzzTopic, 0, from, ReadOptions{MaxBytes: 1 << 10})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if start != 0 {
-			t.Fatalf("log start %d, want 0", start)
-		}
-		var got []Record
-		for from := start; from < end; {
-			res, err := l.Read(t.Context(), fuzzTopic, 0, from, ReadOptions{MaxBytes: 1 << 10})
-			if err != nil {
-				if !IsCorruption(err) {
-					t.Fatalf("Read(%d): %v, want nil or a *CorruptionError", from, err)
-				}
-				break
+			if !IsCorruption(err) {
+				t.Fatalf("Read(%d): %v, want nil or a *CorruptionError", from, err)
 			}
-			for _, r := range res.Records {
-				if n := len(got); n > 0 && r.Offset <= got[n-1].Offset {
-					t.Fatalf("read offset %d after %d", r.Offset, got[n-1].Offset)
-				}
-				if want, ok := all[r.Offset]; !ok || !sameRecord(r, want) {
-					t.Fatalf("read a record at offset %d (key %q, value %q) that no CRC-valid batch of the input holds there", r.Offset, r.Key, r.Value)
-				}
-				got = append(got, r)
-			}
-			if res.NextOffset <= from {
-				break
-			}
-			from = res.NextOffset
-		}
-		if len(got) < len(prefix) {
-			t.Fatalf("read %d records, but the valid prefix of the input holds %d", len(got), len(prefix))
-		}
-		for i, want := range prefix {
-			if !sameRecord(got[i], want) {
-				t.Fatalf("record %d of the valid prefix: read offset %d %q, want offset %d %q", i, got[i].Offset, got[i].Value, want.Offset, want.Value)
-			}
-		}
-
-		// Time lookups: within the prefix they must be exact; elsewhere
-		// they must not panic and fail only with corruption.
-		for i, r := range prefix {
-			if i%3 != 0 && i != len(prefix)-1 {
+			if from < bound && bound < end {
+				from = bound // a sealed segment's damage ends with it
 				continue
 			}
-			ts := r.Timestamp.UnixMilli()
-			want := int64(-1)
-			for _, p := range prefix {
-				if p.Timestamp.UnixMilli() >= ts {
-					want = p.Offset
-					break
-				}
-			}
-			off, found, err := l.OffsetForTime(fuzzTopic, 0, time.UnixMilli(ts))
-			if err != nil || !found || off != want {
-				t.Fatalf("OffsetForTime(%d) = %d, %v, %v; want %d, true, nil", ts, off, found, err, want)
-			}
+			break
 		}
-		for _, ts := range []int64{-1, 0, 1_700_000_000_000, 1 << 62} {
-			if _, _, err := l.OffsetForTime(fuzzTopic, 0, time.UnixMilli(ts)); err != nil && !IsCorruption(err) {
-				t.Fatalf("OffsetForTime(%d): %v", ts, err)
+		for _, r := range res.Records {
+			if n := len(got); n > 0 && r.Offset <= got[n-1].Offset {
+				t.Fatalf("read offset %d after %d", r.Offset, got[n-1].Offset)
 			}
+			if !slices.ContainsFunc(all[r.Offset], func(w Record) bool { return sameRecord(r, w) }) {
+				t.Fatalf("read a record at offset %d (key %q, value %q) that no CRC-valid batch of the input holds there", r.Offset, r.Key, r.Value)
+			}
+			got = append(got, r)
 		}
+		if res.NextOffset <= from {
+			break
+		}
+		from = res.NextOffset
+	}
+	if len(got) < len(prefix) {
+		t.Fatalf("read %d records, but the valid prefix of the input holds %d", len(got), len(prefix))
+	}
+	for i, want := range prefix {
+		if !sameRecord(got[i], want) {
+			t.Fatalf("record %d of the valid prefix: read offset %d %q, want offset %d %q", i, got[i].Offset, got[i].Value, want.Offset, want.Value)
+		}
+	}
 
-		base, err := l.Append(t.Context(), fuzzTopic, 0, []Record{{Value: []byte("after")}})
-		if err != nil || base != end {
-			t.Fatalf("Append = %d, %v; want %d, nil", base, err, end)
+	// Time lookups: within the prefix they must be exact; elsewhere
+	// they must not panic and fail only with corruption.
+	for i, r := range prefix {
+		if i%3 != 0 && i != len(prefix)-1 {
+			continue
 		}
-		res, err := l.Read(t.Context(), fuzzTopic, 0, end, ReadOptions{})
-		if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "after" {
-			t.Fatalf("Read(%d) of the new record: %v, %v", end, res.Records, err)
+		ts := r.Timestamp.UnixMilli()
+		want := int64(-1)
+		for _, p := range prefix {
+			if p.Timestamp.UnixMilli() >= ts {
+				want = p.Offset
+				break
+			}
 		}
-	})
+		off, found, err := l.OffsetForTime(fuzzTopic, 0, time.UnixMilli(ts))
+		if err != nil || !found || off != want {
+			t.Fatalf("OffsetForTime(%d) = %d, %v, %v; want %d, true, nil", ts, off, found, err, want)
+		}
+	}
+	for _, ts := range []int64{-1, 0, 1_700_000_000_000, 1 << 62} {
+		if _, _, err := l.OffsetForTime(fuzzTopic, 0, time.UnixMilli(ts)); err != nil && !IsCorruption(err) {
+			t.Fatalf("OffsetForTime(%d): %v", ts, err)
+		}
+	}
+
+	base, err := l.Append(t.Context(), fuzzTopic, 0, []Record{{Value: []byte("after")}})
+	if err != nil || base != end {
+		t.Fatalf("Append = %d, %v; want %d, nil", base, err, end)
+	}
+	res, err := l.Read(t.Context(), fuzzTopic, 0, end, ReadOptions{})
+	if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "after" {
+		t.Fatalf("Read(%d) of the new record: %v, %v", end, res.Records, err)
+	}
 }
 
 // FuzzDecodeBatch feeds arbitrary bytes to checkBatch and decodeRecords.

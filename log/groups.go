@@ -169,11 +169,14 @@ type consumerGroup struct {
 	state groupState
 	// generation, protocolType, protocol and leader belong to the
 	// membership protocol: generation -1 until the first rebalance.
-	generation   int32
+	generation int32
+	//lint:ignore U1000 set by JoinGroup/SyncGroup when the Kafka listener lands (issue 10)
 	protocolType string
-	protocol     string
-	leader       string
-	members      map[string]*member
+	//lint:ignore U1000 as protocolType
+	protocol string
+	//lint:ignore U1000 as protocolType
+	leader  string
+	members map[string]*member
 
 	offsets map[TopicPartition]commitEntry
 	// inflight counts writes (commits, deletions) appended or being

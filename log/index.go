@@ -62,17 +62,6 @@ func lookupTimeEntry(tidx []timeEntry, ts int64) (e timeEntry, ok bool) {
 	return tidx[i-1], true
 }
 
-// lookupTime returns the relative offset after which a scan for the first
-// timestamp >= ts may start: the last entry with a max timestamp below ts,
-// plus one. ok is false when no entry is below ts (scan from the start).
-func lookupTime(tidx []timeEntry, ts int64) (rel uint32, ok bool) {
-	i := sort.Search(len(tidx), func(i int) bool { return tidx[i].ts >= ts })
-	if i == 0 {
-		return 0, false
-	}
-	return tidx[i-1].rel + 1, true
-}
-
 func encodeOffsetEntry(e offsetEntry) []byte {
 	var b [indexEntrySize]byte
 	binary.BigEndian.PutUint32(b[0:], e.rel)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // partition is one ordered, append-only sequence of record batches: a
@@ -475,6 +477,7 @@ type ReadResult struct {
 // rawBatch is a stored batch as it sits on disk.
 type rawBatch struct {
 	bytes []byte
+	kb    kmsg.RecordBatch // checked header; Records aliases bytes
 	meta  batchMeta
 	path  string // the segment file and the batch's position in it
 	pos   int64
@@ -525,7 +528,7 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 			if total > 0 && total+len(raw) > maxBytes {
 				return out, v, nil
 			}
-			out = append(out, rawBatch{bytes: raw, meta: meta, path: s.path(".log"), pos: b.pos})
+			out = append(out, rawBatch{bytes: raw, kb: b.kb, meta: meta, path: s.path(".log"), pos: b.pos})
 			total += len(raw)
 			offset = meta.LastOffset + 1
 		}

@@ -35,7 +35,7 @@ func (p *partition) read(ctx context.Context, offset int64, maxBytes int, maxWai
 					res.NextOffset = b.meta.LastOffset + 1
 					continue
 				}
-				kb, _, reason := checkBatch(b.bytes)
+				kb, reason := b.kb, ""
 				before := len(res.Records)
 				if reason == "" {
 					res.Records, err = decodeRecords(res.Records, &kb, offset)
@@ -180,17 +180,6 @@ func (p *partition) bounds() (start, end int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.logStart, p.visible
-}
-
-// size returns the bytes of all segments.
-func (p *partition) size() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var n int64
-	for _, s := range p.segments {
-		n += s.size
-	}
-	return n
 }
 
 // enforceRetention deletes whole segments, oldest first, while they are past

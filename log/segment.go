@@ -204,7 +204,12 @@ func (s *segment) timeIndexLooksRight(idx []offsetEntry, tidx []timeEntry) bool 
 func (s *segment) rebuild(tail bool, bound int64, rec *recovery, onBatch func(batchMeta)) error {
 	s.index, s.timeIndex, s.sinceIndex = nil, nil, 0
 	s.next, s.maxTs = s.base, -1
-	afterDamage := false // the batch before was damaged: its offsets are unknown
+	// damage is the first of the damaged batches just skipped, before a
+	// sound batch has been accepted after them; skipped counts them. Their
+	// offsets are unknown, so the batch after them may start past s.next,
+	// by at most what that many batches can hold.
+	var damage *CorruptionError
+	skipped := int64(0)
 	it := s.iter(0, s.size)
 	for {
 		raw, pos, err := it.next()
@@ -225,12 +230,16 @@ func (s *segment) rebuild(tail bool, bound int64, rec *recovery, onBatch func(ba
 			case reason != "":
 			case meta.BaseOffset < s.next:
 				reason = fmt.Sprintf("base offset %d is below the expected %d", meta.BaseOffset, s.next)
-			case tail && !afterDamage && meta.BaseOffset != s.next:
+			case tail && damage == nil && meta.BaseOffset != s.next:
 				// The newest segment only ever had appends, which leave no
 				// gaps (compaction never touches it).
 				reason = fmt.Sprintf("base offset %d, expected %d", meta.BaseOffset, s.next)
+			case damage != nil && meta.BaseOffset-s.next > skipped*math.MaxInt32:
+				reason = fmt.Sprintf("base offset %d jumps past the expected %d", meta.BaseOffset, s.next)
 			case meta.LastOffset >= bound:
 				reason = fmt.Sprintf("batch holds offsets %d..%d, at or past the next segment's base %d", meta.BaseOffset, meta.LastOffset, bound)
+			case meta.LastOffset-s.base > math.MaxUint32:
+				reason = fmt.Sprintf("batch holds offsets %d..%d, past what a segment at %d can index", meta.BaseOffset, meta.LastOffset, s.base)
 			}
 		}
 		if reason != "" {
@@ -239,27 +248,22 @@ func (s *segment) rebuild(tail bool, bound int64, rec *recovery, onBatch func(ba
 				// tail; keep everything and let reads report it. The next
 				// sound batch gets an index entry, so reads past the damage
 				// need not cross it.
-				rec.corrupt = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
+				if damage == nil {
+					damage = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
+				}
+				skipped++
 				it.pos = pos + int64(len(raw))
 				s.sinceIndex = indexIntervalBytes
-				afterDamage = true
 				continue
 			}
-			if !tail {
-				rec.corrupt = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
-				break
+			if damage == nil {
+				damage = &CorruptionError{Path: s.path(".log"), Position: pos, Offset: s.next, Reason: reason}
 			}
-			rec.truncatedAt, rec.truncatedBytes, rec.reason = pos, s.size-pos, reason
-			if err := s.f.Truncate(pos); err != nil {
-				return fmt.Errorf("truncate segment %s at %d: %w", s.path(".log"), pos, err)
-			}
-			if err := s.f.Sync(); err != nil {
-				return fmt.Errorf("sync segment %s: %w", s.path(".log"), err)
-			}
-			s.size = pos
 			break
 		}
-		afterDamage = false
+		if damage != nil {
+			rec.corrupt, damage, skipped = damage, nil, 0
+		}
 		if s.size > 0 && pos == 0 && s.created.IsZero() {
 			s.created = time.UnixMilli(meta.FirstTs)
 		}
@@ -268,6 +272,24 @@ func (s *segment) rebuild(tail bool, bound int64, rec *recovery, onBatch func(ba
 			onBatch(meta)
 		}
 	}
+	if damage == nil {
+		return nil
+	}
+	if !tail {
+		rec.corrupt = damage
+		return nil
+	}
+	// Damage that no accepted batch follows is the torn tail: cut it off
+	// from where it starts.
+	pos := damage.Position
+	rec.truncatedAt, rec.truncatedBytes, rec.reason = pos, s.size-pos, damage.Reason
+	if err := s.f.Truncate(pos); err != nil {
+		return fmt.Errorf("truncate segment %s at %d: %w", s.path(".log"), pos, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("sync segment %s: %w", s.path(".log"), err)
+	}
+	s.size = pos
 	return nil
 }
 
@@ -453,9 +475,20 @@ func (it *batchIter) next() ([]byte, int64, error) {
 	if it.end-pos < batchLengthPrefix {
 		return nil, pos, errTornFrame
 	}
-	p, err := it.window(pos, batchLengthPrefix)
-	if err != nil {
-		return nil, pos, err
+	var p []byte
+	if pos >= it.bufPos && pos+batchLengthPrefix <= it.bufPos+int64(len(it.buf)) {
+		p = it.buf[pos-it.bufPos:]
+	} else {
+		// Read the prefix alone, so that the chunk read next starts at
+		// pos and holds the whole batch, however large.
+		var pb [batchLengthPrefix]byte
+		if n, err := it.s.f.ReadAt(pb[:], pos); n < batchLengthPrefix {
+			if err == nil || err == io.EOF {
+				err = errTornFrame
+			}
+			return nil, pos, fmt.Errorf("read segment %s at %d: %w", it.s.path(".log"), pos, err)
+		}
+		p = pb[:]
 	}
 	_, size := frameLength(p)
 	if size < batchHeaderSize {

@@ -81,14 +81,6 @@ func (l ErrorList) Unwrap() []error {
 	return errs
 }
 
-// err returns l as an error, or nil when it is empty.
-func (l ErrorList) err() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
-
 // sorted orders l by file, line and column (keeping the order of problems
 // found at the same place) and drops repeats of the same problem at the same
 // place, which appear when an anchored value (&name, *name) is used in

@@ -52,12 +52,18 @@ calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
 
 # Results by row: payload bytes, records and seconds of the best run.
 declare -A BYTES RECS SECS NOTE
+kept=0 # whether the last record call kept its figures as the best
 record() { # id bytes records seconds
 	local id=$1 b=$2 r=$3 s=$4
+	kept=0
 	if [[ -z ${SECS[$id]:-} ]] || (($(awk "BEGIN { print ($b / $s > ${BYTES[$id]} / ${SECS[$id]}) }"))); then
-		BYTES[$id]=$b RECS[$id]=$r SECS[$id]=$s
+		BYTES[$id]=$b RECS[$id]=$r SECS[$id]=$s kept=1
 	fi
 }
+# settle waits until the files written and deleted so far have reached the
+# disk (with -o discard, deletions cost the disk time too), so that no step
+# pays for the one before.
+settle() { sync; }
 mbps() { calc "${BYTES[$1]} / 1e6 / ${SECS[$1]}"; }
 rps() { calc "${RECS[$1]} / ${SECS[$1]}"; }
 
@@ -92,6 +98,7 @@ run_append() { # id dir [extra logbench flags]
 		-batch "$BATCH" -inflight "$INFLIGHT" "$@")
 	say "   $out"
 	record "$id" "$(jget "$out" bytes)" "$(jget "$out" records)" "$(jget "$out" seconds)"
+	((kept)) || return 0
 	NOTE[$id]="$(printf '%.1f' "$(jget "$out" cpu_seconds)") CPU-s in the process"
 	if [[ $(jget "$out" fsyncs) != "" ]]; then
 		NOTE[$id]+=", $(jget "$out" fsyncs) fsyncs of $(printf '%.1f' "$(jget "$out" fsync_avg_us)") us avg, $(printf '%.0f' "$(jget "$out" records_per_fsync)") records each"
@@ -181,32 +188,34 @@ start_nats && js_ok=1
 
 for run in $(seq "$RUNS"); do
 	say "== run $run of $RUNS"
-	sync
+	settle
 	say "-- dd conv=fdatasync"
 	run_dd dd_fdatasync conv=fdatasync
+	settle
 	say "-- dd oflag=dsync"
 	run_dd dd_dsync oflag=dsync
-	sync
+	settle
 	say "-- log API append, fsync before every ack"
 	run_append api "$work/api"
-	sync
+	settle
 	say "-- log sequential read"
 	run_read "$work/api"
 	rm -rf "$work/api"
+	settle
 	say "-- log API append, FlushInterval=$FLUSH_INTERVAL"
 	run_append api_flush "$work/api_flush" -flush-interval "$FLUSH_INTERVAL"
 	rm -rf "$work/api_flush"
-	sync
+	settle
 	if [[ -n $tributary ]]; then
 		say "-- tributary produce < file"
 		run_produce "$work/produce"
 		rm -rf "$work/produce"
-		sync
+		settle
 	fi
 	if ((js_ok)); then
 		say "-- JetStream publish"
 		run_jetstream
-		sync
+		settle
 	fi
 done
 

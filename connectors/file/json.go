@@ -11,7 +11,7 @@ import (
 func compact(b *bytes.Buffer, data []byte) bool {
 	// Most values hold no whitespace at all and are already compact:
 	// then checking is enough, and cheaper than rewriting.
-	if bytes.IndexAny(data, " \t\n\r") < 0 {
+	if !bytes.ContainsAny(data, " \t\n\r") {
 		if !json.Valid(data) {
 			return false
 		}

@@ -178,16 +178,16 @@ func TestREST_ConnectShapes(t *testing.T) {
 	if code, _ := call(t, srv, "PUT", "/connectors/src/stop", ""); code != 204 {
 		t.Fatalf("stop = %d", code)
 	}
-	code, body = call(t, srv, "GET", "/connectors/src/status", "")
+	_, body = call(t, srv, "GET", "/connectors/src/status", "")
 	golden(t, "status_stopped", body)
-	code, body = call(t, srv, "GET", "/connectors/src/offsets", "")
+	_, body = call(t, srv, "GET", "/connectors/src/offsets", "")
 	golden(t, "offsets", body)
 	code, body = call(t, srv, "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`)
 	if code != 200 {
 		t.Fatalf("patch offsets while stopped = %d %s", code, body)
 	}
 	golden(t, "offsets_patched", body)
-	code, body = call(t, srv, "GET", "/connectors/src/offsets", "")
+	_, body = call(t, srv, "GET", "/connectors/src/offsets", "")
 	golden(t, "offsets_after_patch", body)
 	if code, _ := call(t, srv, "PUT", "/connectors/src/resume", ""); code != 202 {
 		t.Fatalf("resume = %d", code)

@@ -135,9 +135,7 @@ func (t *timestampConvert) convert(v any) (any, error) {
 }
 
 func isInteger(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" {
 		return false
 	}

@@ -1,0 +1,321 @@
+// Command pgbench measures the postgres source (issue 4, "Benchmark")
+// against one throwaway PostgreSQL server that it starts itself (initdb
+// into a temporary directory; as the postgres OS user when run as root):
+//
+//   - snapshot: rows/s of an initial_only snapshot of a table of ~200-byte
+//     rows, beside COPY (SELECT …) TO STDOUT of the same table (the limit),
+//     with the peak RSS of this process.
+//   - stream: -txns small transactions (one ~200-byte row each, -clients
+//     connections) are written first; then pg_recvlogical (pgoutput, the
+//     same protocol options) streams them from its own slot to /dev/null
+//     (the limit), and the source streams them from another slot through
+//     Read and Ack, as the worker would, without a log. It reports
+//     changes/s of both and the source's CPU-seconds per million changes.
+//
+// Commit-to-log latency at a fixed rate is not measured yet.
+//
+//	go run ./bench/postgres -rows 200000 -txns 50000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/postgres"
+)
+
+func main() {
+	rows := flag.Int("rows", 200000, "rows of the snapshot table")
+	txns := flag.Int("txns", 50000, "small transactions of the streaming workload")
+	clients := flag.Int("clients", 4, "connections writing the streaming workload")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err := run(*rows, *txns, *clients); err != nil {
+		fmt.Fprintln(os.Stderr, "pgbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rows, txns, clients int) error {
+	ctx := context.Background()
+	dsn, stop, err := startServer()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		"CREATE TABLE snap (id bigint PRIMARY KEY, payload text)",
+		fmt.Sprintf("INSERT INTO snap SELECT g, repeat(md5(g::text), 6) FROM generate_series(1, %d) g", rows),
+		"VACUUM ANALYZE snap",
+		"CREATE TABLE stream (id bigserial PRIMARY KEY, payload text)",
+		"CREATE PUBLICATION bench_pub FOR TABLE stream",
+		"SELECT pg_create_logical_replication_slot('bench_recv', 'pgoutput')",
+		"SELECT pg_create_logical_replication_slot('bench_ours', 'pgoutput')",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+
+	// Snapshot: COPY, then the source.
+	start := time.Now()
+	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, "COPY (SELECT * FROM snap ORDER BY id) TO STDOUT"); err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	copyTook := time.Since(start)
+	cpu0 := cpuSeconds()
+	start = time.Now()
+	n, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"}, rows, 0)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	snapTook := time.Since(start)
+	snapCPU := cpuSeconds() - cpu0
+
+	// Streaming: write the workload, then read it back.
+	start = time.Now()
+	if err := writeWorkload(ctx, dsn, txns, clients); err != nil {
+		return err
+	}
+	writeTook := time.Since(start)
+	var end string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&end); err != nil {
+		return err
+	}
+	recv, err := exec.LookPath("pg_recvlogical")
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	out, err := exec.Command(recv, "-d", dsn, "-S", "bench_recv", "--start", "--no-loop", "-E", end,
+		"-o", "proto_version=1", "-o", "publication_names=bench_pub", "-f", "/dev/null").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_recvlogical: %v\n%s", err, out)
+	}
+	recvTook := time.Since(start)
+	cpu0 = cpuSeconds()
+	start = time.Now()
+	endLSN, err := parseLSN(end)
+	if err != nil {
+		return err
+	}
+	streamed, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.stream", "snapshot.mode": "never",
+		"slot": "bench_ours", "publication": "bench_pub", "heartbeat.interval": "0"}, txns, endLSN)
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	streamTook := time.Since(start)
+	streamCPU := cpuSeconds() - cpu0
+
+	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  COPY %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
+		n, rate(n, snapTook), rate(rows, copyTook), copyTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
+	fmt.Printf("stream    changes=%d (written at %.0f txn/s)  source %.0f changes/s  pg_recvlogical %.0f changes/s  ratio %.2f (target 0.85)  cpu %.1f s per million changes\n",
+		streamed, rate(txns, writeTook), rate(streamed, streamTook), rate(txns, recvTook), recvTook.Seconds()/streamTook.Seconds(), streamCPU/float64(streamed)*1e6)
+	return nil
+}
+
+// readSource opens a source and reads (acking as a worker would) until it
+// has want records and, when endLSN is set, a position at or after it.
+func readSource(ctx context.Context, values map[string]string, want int, endLSN uint64) (int, error) {
+	c := postgres.Connector()
+	s := c.NewSource()
+	cfg := connect.Config{Pipeline: "bench", Connector: "bench", Values: values, Spec: c.Spec}
+	if err := s.Open(ctx, cfg); err != nil {
+		return 0, err
+	}
+	defer s.Close(context.Background())
+	n := 0
+	for {
+		recs, err := s.Read(ctx)
+		if err != nil {
+			return n, err
+		}
+		var last connect.Position
+		for _, r := range recs {
+			if r.Value != nil {
+				n++
+			}
+			if r.Position != nil {
+				last = r.Position
+			}
+		}
+		if last != nil {
+			if err := s.Ack(ctx, last); err != nil {
+				return n, err
+			}
+			if n >= want && (endLSN == 0 || lsnOf(last) >= endLSN) {
+				return n, nil
+			}
+		}
+	}
+}
+
+func lsnOf(p connect.Position) uint64 {
+	s := string(p)
+	i := strings.Index(s, `"lsn":`)
+	if i < 0 {
+		return 0
+	}
+	s = s[i+6:]
+	j := strings.IndexAny(s, ",}")
+	v, _ := strconv.ParseUint(s[:j], 10, 64)
+	return v
+}
+
+func parseLSN(s string) (uint64, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("bad LSN %q", s)
+	}
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("bad LSN %q", s)
+	}
+	return h<<32 | l, nil
+}
+
+// writeWorkload commits txns single-row inserts of ~200 bytes over clients
+// connections.
+func writeWorkload(ctx context.Context, dsn string, txns, clients int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close(ctx)
+			for i := c; i < txns; i += clients {
+				if _, err := conn.Exec(ctx, "INSERT INTO stream (payload) VALUES (repeat(md5($1::bigint::text), 6))", int64(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// startServer runs initdb into a temporary directory and starts postgres
+// with wal_level=logical on a free port.
+func startServer() (dsn string, stop func(), err error) {
+	root, err := os.MkdirTemp("", "tributary-pgbench-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(root) }
+	os.Chmod(root, 0o755)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("running as root needs a postgres OS user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		os.Chown(root, uid, gid)
+	}
+	bin := func(name string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+		if len(m) > 0 {
+			return m[len(m)-1]
+		}
+		return name
+	}
+	command := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.Command(bin(name), args...)
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		return cmd
+	}
+	dir := filepath.Join(root, "data")
+	if out, err := command("initdb", "-D", dir, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C").CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := command("postgres", "-D", dir, "-p", strconv.Itoa(port), "-c", "wal_level=logical",
+		"-c", "max_wal_senders=10", "-c", "max_replication_slots=10", "-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+dir, "-c", "shared_buffers=128MB", "-c", "synchronous_commit=off")
+	if err := cmd.Start(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		cleanup()
+	}
+	dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			conn.Close(context.Background())
+			return dsn, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("postgres did not start: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func peakRSSMB() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

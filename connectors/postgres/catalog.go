@@ -1,0 +1,196 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// catalog resolves types and keys from the system catalogue and builds the
+// relations events are made from. It is used by one goroutine at a time.
+type catalog struct {
+	conn   *pgx.Conn
+	set    *settings
+	mapper *mapper
+	types  map[uint32]*pgType
+	log    *slog.Logger
+}
+
+func newCatalog(conn *pgx.Conn, set *settings, m *mapper, log *slog.Logger) *catalog {
+	return &catalog{conn: conn, set: set, mapper: m, types: map[uint32]*pgType{}, log: log}
+}
+
+// typ resolves a type OID: built-ins from a table, others from pg_type
+// (domains to their base type, arrays to their element type, enums with
+// their labels).
+func (c *catalog) typ(ctx context.Context, oid uint32) (*pgType, error) {
+	if t, ok := c.types[oid]; ok {
+		return t, nil
+	}
+	if b, ok := builtinKinds[oid]; ok {
+		t := &pgType{oid: oid, name: b.name, kind: b.kind, typmod: -1}
+		c.types[oid] = t
+		return t, nil
+	}
+	var name, typtype, category, delim string
+	var base, elem uint32
+	var typmod int32
+	var labels []string
+	err := c.conn.QueryRow(ctx, `
+SELECT t.typname, t.typtype::text, t.typcategory::text, t.typdelim::text, t.typbasetype, t.typelem, t.typtypmod,
+       COALESCE((SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid), '{}')
+FROM pg_type t WHERE t.oid = $1`, oid).Scan(&name, &typtype, &category, &delim, &base, &elem, &typmod, &labels)
+	if err != nil {
+		return nil, fmt.Errorf("look up type %d: %w", oid, err)
+	}
+	t := &pgType{oid: oid, name: name, kind: kindText, typmod: -1}
+	switch {
+	case typtype == "d":
+		bt, err := c.typ(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		cp := *bt
+		cp.oid, cp.name, cp.typmod = oid, name, typmod
+		t = &cp
+	case typtype == "e":
+		t.kind, t.labels = kindEnum, labels
+	case category == "A" && elem != 0:
+		et, err := c.typ(ctx, elem)
+		if err != nil {
+			return nil, err
+		}
+		t.kind, t.elem, t.delim = kindArray, et, ','
+		if delim != "" {
+			t.delim = delim[0]
+		}
+		if et.kind == kindArray || et.kind == kindUnknown && et.elem != nil {
+			t.kind = kindText
+		}
+	case typtype == "b" && oid >= 16384:
+		// An extension's base type (citext, hstore, ltree, PostGIS, ...).
+		t.kind = kindUnknown
+		c.log.Warn("postgres: unknown column type mapped to text", "type", name, "oid", oid)
+	}
+	c.types[oid] = t
+	return t, nil
+}
+
+// relation is a captured table as the events describe it.
+type relation struct {
+	ref     tableRef
+	columns []column
+	keyIdx  []int // indices of the key columns, in key order
+	ident   byte  // replica identity: 'd', 'f', 'i' or 'n'
+	topic   string
+	schema  *connect.EventSchema // nil unless schemas are embedded
+	skip    bool                 // not a captured table (a publication FOR ALL TABLES sends every table)
+}
+
+// colDef is a column as the stream or the catalogue describes it.
+type colDef struct {
+	name   string
+	oid    uint32
+	typmod int32
+}
+
+// relation builds the relation of a table from its columns: types, key
+// columns (the primary key, or the replica identity index) and schemas.
+func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ident byte) (*relation, error) {
+	rel := &relation{ref: ref, ident: ident, topic: c.set.topicFor(ref.schema, ref.name)}
+	if !matchAny(c.set.tables, ref.String()) {
+		rel.skip = true
+		return rel, nil
+	}
+	keys, err := c.keyColumns(ctx, ref, ident)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range cols {
+		t, err := c.typ(ctx, d.oid)
+		if err != nil {
+			return nil, fmt.Errorf("table %s, column %s: %w", ref, d.name, err)
+		}
+		rel.columns = append(rel.columns, column{name: d.name, typ: t, typmod: d.typmod})
+	}
+	for _, k := range keys {
+		for i := range rel.columns {
+			if rel.columns[i].name == k {
+				rel.columns[i].key = true
+				rel.keyIdx = append(rel.keyIdx, i)
+			}
+		}
+	}
+	if c.set.schemas {
+		fields := make([]connect.Schema, len(rel.columns))
+		names := make([]string, len(rel.keyIdx))
+		for i := range rel.columns {
+			fields[i] = c.mapper.schema(&rel.columns[i])
+		}
+		for i, k := range rel.keyIdx {
+			names[i] = rel.columns[k].name
+		}
+		if rel.schema, err = connect.NewEventSchema(rel.topic, fields, names); err != nil {
+			return nil, fmt.Errorf("table %s: %w", ref, err)
+		}
+	}
+	return rel, nil
+}
+
+// keyColumns returns the record key columns of a table: those of its
+// replica identity index under REPLICA IDENTITY USING INDEX, else those of
+// its primary key; none for a table without (REPLICA IDENTITY FULL).
+func (c *catalog) keyColumns(ctx context.Context, ref tableRef, ident byte) ([]string, error) {
+	cond := "i.indisprimary"
+	if ident == 'i' {
+		cond = "i.indisreplident"
+	}
+	rows, err := c.conn.Query(ctx, `
+SELECT a.attname::text
+FROM pg_index i
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = $1::regclass AND `+cond+`
+ORDER BY k.ord`, ref.quoted())
+	if err != nil {
+		return nil, fmt.Errorf("read the key of %s: %w", ref, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the key of %s: %w", ref, err)
+	}
+	return keys, nil
+}
+
+// tableColumns reads the published columns of a table and its replica
+// identity, for the snapshot.
+func (c *catalog) tableColumns(ctx context.Context, ref tableRef) ([]colDef, byte, error) {
+	rows, err := c.conn.Query(ctx, `
+SELECT a.attname::text, a.atttypid, a.atttypmod
+FROM pg_attribute a
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+ORDER BY a.attnum`, ref.quoted())
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the columns of %s: %w", ref, err)
+	}
+	var cols []colDef
+	for rows.Next() {
+		var d colDef
+		if err := rows.Scan(&d.name, &d.oid, &d.typmod); err != nil {
+			return nil, 0, fmt.Errorf("read the columns of %s: %w", ref, err)
+		}
+		cols = append(cols, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read the columns of %s: %w", ref, err)
+	}
+	var ident string
+	if err := c.conn.QueryRow(ctx, "SELECT relreplident::text FROM pg_class WHERE oid = $1::regclass", ref.quoted()).Scan(&ident); err != nil {
+		return nil, 0, fmt.Errorf("read the replica identity of %s: %w", ref, err)
+	}
+	return cols, ident[0], nil
+}

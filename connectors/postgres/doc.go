@@ -1,0 +1,50 @@
+// Package postgres is the Postgres change-data-capture source: it captures
+// row changes with logical replication (the built-in pgoutput plugin) and
+// emits them as Debezium change events (see connect.ChangeEvent and
+// docs/connectors/postgres.md), after an optional snapshot consistent with
+// the replication slot.
+//
+// # Setup
+//
+// Open checks what logical replication needs and stops with an error that
+// says what to run when something is missing: wal_level=logical, a user
+// with REPLICATION, tables with a primary key or a replica identity, a
+// publication that covers the tables, a slot nobody else uses and that has
+// not moved past the stored position. It creates the publication and the
+// slot when they are missing.
+//
+// # Goroutines and connections
+//
+// After Open, one goroutine (the runner) owns the two connections: an
+// ordinary one for the catalogue and heartbeats, and the replication
+// connection. It takes the snapshot (with snapshot.workers more
+// connections, each in a transaction on the same exported snapshot), then
+// streams from the slot, and hands batches to Read over a channel. Close
+// cancels the runner, waits for it and closes the connections.
+//
+// # Positions and acknowledgements
+//
+// The position is JSON in Debezium's shape, {"lsn":…,"txId":…,"ts_usec":…},
+// where lsn is the end of the last transaction emitted (or of the last
+// heartbeat). Only the last record of a transaction carries it; records in
+// the middle of a transaction have none. Ack stores the LSN, and the runner
+// sends it to the server as the write, flush and apply positions of a
+// standby status update (never zero), so the slot keeps every change that
+// is not yet durable in the log. On restart, streaming resumes from the
+// stored LSN; a slot that is gone, lost WAL, or confirmed beyond the stored
+// LSN is an error, never a silent gap. During a snapshot the position also
+// holds its progress (tables done, the last key of each table's last
+// emitted chunk), so that a restart resumes each table after it.
+//
+// Heartbeats (heartbeat.interval) write a logical decoding message into the
+// WAL with pg_logical_emit_message; it comes back through the slot as a
+// record on __debezium-heartbeat.<prefix> whose position lets the slot
+// advance while the captured tables are idle but the database is not.
+//
+// # Values
+//
+// All values travel in PostgreSQL's text format, in the stream and in the
+// snapshot alike, with the session settings pinned (DateStyle ISO,
+// IntervalStyle iso_8601, TimeZone UTC, shortest exact floats), and one
+// set of parsers maps them to Debezium's JSON forms (types.go).
+package postgres

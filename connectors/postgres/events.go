@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// encoder turns rows into Debezium change-event records.
+type encoder struct {
+	set    *settings
+	db     string // database name, source.db
+	codec  connect.DebeziumJSON
+	mapper *mapper
+}
+
+// source returns the source block of an event of rel.
+func (e *encoder) source(rel *relation, snapshot string, commit time.Time, txID uint32, lsn, lastCommit uint64) connect.SourceInfo {
+	var tx, l any
+	if txID != 0 {
+		tx = int64(txID)
+	}
+	if lsn != 0 {
+		l = int64(lsn)
+	}
+	si := connect.SourceInfo{
+		Version:   version,
+		Connector: connect.ConnectorPostgres,
+		Name:      e.set.prefix,
+		Snapshot:  snapshot,
+		DB:        e.db,
+		Extra: connect.Row{
+			{Name: "schema", Value: rel.ref.schema},
+			{Name: "table", Value: rel.ref.name},
+			{Name: "txId", Value: tx},
+			{Name: "lsn", Value: l},
+			{Name: "xmin", Value: nil},
+		},
+	}
+	if lsn != 0 {
+		si.Sequence = `["` + strconv.FormatUint(lastCommit, 10) + `","` + strconv.FormatUint(lsn, 10) + `"]`
+	}
+	si.SetTime(commit)
+	return si
+}
+
+// key returns the key columns of row, or nil for a table without a key.
+func (rel *relation) key(row connect.Row) connect.Row {
+	if len(rel.keyIdx) == 0 || row == nil {
+		return nil
+	}
+	k := make(connect.Row, len(rel.keyIdx))
+	for i, idx := range rel.keyIdx {
+		k[i] = row[idx]
+	}
+	return k
+}
+
+// record encodes one event of rel.
+func (e *encoder) record(rel *relation, ev *connect.ChangeEvent) (connect.Record, error) {
+	if e.set.schemas {
+		ev.Schema = schemaFor(rel, ev)
+	}
+	r, err := e.codec.Record(rel.topic, ev)
+	if err != nil {
+		return r, fmt.Errorf("encode the %s event of %s: %w", ev.Op, rel.ref, err)
+	}
+	return r, nil
+}
+
+// schemaFor returns rel's event schema, adjusted for an event that holds a
+// non-finite float ("NaN", "Infinity"): Kafka Connect's float schemas
+// cannot carry those, so such a column is described as a string in that
+// event.
+func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
+	es := rel.schema
+	var fix []int
+	for i := range rel.columns {
+		k := rel.columns[i].typ.kind
+		if k != kindFloat32 && k != kindFloat64 && k != kindNumeric && k != kindMoney {
+			continue
+		}
+		for _, row := range []connect.Row{ev.Before, ev.After} {
+			if i < len(row) {
+				if _, ok := row[i].Value.(string); ok && es.Row.Fields[i].Type != connect.SchemaString {
+					fix = append(fix, i)
+					break
+				}
+			}
+		}
+	}
+	if len(fix) == 0 {
+		return es
+	}
+	cp := *es
+	row := *es.Row
+	row.Fields = append([]connect.Schema(nil), es.Row.Fields...)
+	for _, i := range fix {
+		row.Fields[i] = connect.Schema{Type: connect.SchemaString, Optional: true, Field: row.Fields[i].Field}
+	}
+	cp.Row = &row
+	return &cp
+}
+
+// heartbeat returns a heartbeat record as Debezium writes them: topic
+// __debezium-heartbeat.<prefix>, key {"serverName":prefix}, value
+// {"ts_ms":now}.
+func (e *encoder) heartbeat(now time.Time, pos connect.Position) connect.Record {
+	var key, value []byte
+	if e.set.schemas {
+		key = fmt.Appendf(nil, `{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"serverName"}],"optional":false,"name":"io.debezium.connector.common.ServerNameKey"},"payload":{"serverName":%s}}`, jsonString(e.set.prefix))
+		value = fmt.Appendf(nil, `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"ts_ms"}],"optional":false,"name":"io.debezium.connector.common.Heartbeat"},"payload":{"ts_ms":%d}}`, now.UnixMilli())
+	} else {
+		key = fmt.Appendf(nil, `{"serverName":%s}`, jsonString(e.set.prefix))
+		value = fmt.Appendf(nil, `{"ts_ms":%d}`, now.UnixMilli())
+	}
+	return connect.Record{Topic: "__debezium-heartbeat." + e.set.prefix, Key: key, Value: value, Position: pos}
+}
+
+// txCount is the number of events of one table in a transaction.
+type txCount struct {
+	table string
+	n     int64
+}
+
+const txValueSchema = `{"type":"struct","fields":[{"type":"string","optional":false,"field":"status"},{"type":"string","optional":false,"field":"id"},{"type":"int64","optional":true,"field":"event_count"},{"type":"array","items":{"type":"struct","fields":[{"type":"string","optional":false,"field":"data_collection"},{"type":"int64","optional":false,"field":"event_count"}],"optional":false},"optional":true,"field":"data_collections"},{"type":"int64","optional":false,"field":"ts_ms"}],"optional":false,"name":"io.debezium.connector.common.TransactionMetadataValue","version":1}`
+const txKeySchema = `{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"}],"optional":false,"name":"io.debezium.connector.common.TransactionMetadataKey","version":1}`
+
+// txRecord returns a BEGIN (counts nil) or END record for the transaction
+// topic <prefix>.transaction, as Debezium writes them.
+func (e *encoder) txRecord(id string, commit time.Time, end bool, total int64, counts []txCount) connect.Record {
+	var v bytes.Buffer
+	v.WriteString(`{"status":`)
+	if end {
+		v.WriteString(`"END"`)
+	} else {
+		v.WriteString(`"BEGIN"`)
+	}
+	v.WriteString(`,"id":` + jsonString(id))
+	if end {
+		fmt.Fprintf(&v, `,"event_count":%d,"data_collections":[`, total)
+		for i, c := range counts {
+			if i > 0 {
+				v.WriteByte(',')
+			}
+			fmt.Fprintf(&v, `{"data_collection":%s,"event_count":%d}`, jsonString(c.table), c.n)
+		}
+		v.WriteByte(']')
+	} else {
+		v.WriteString(`,"event_count":null,"data_collections":null`)
+	}
+	fmt.Fprintf(&v, `,"ts_ms":%d}`, commit.UnixMilli())
+	key := []byte(`{"id":` + jsonString(id) + `}`)
+	value := v.Bytes()
+	if e.set.schemas {
+		key = []byte(`{"schema":` + txKeySchema + `,"payload":` + string(key) + `}`)
+		value = []byte(`{"schema":` + txValueSchema + `,"payload":` + string(value) + `}`)
+	}
+	return connect.Record{Topic: e.set.prefix + ".transaction", Key: key, Value: value}
+}
+
+// jsonString quotes s as a JSON string.
+func jsonString(s string) string {
+	b, _ := connect.Row{{Name: "s", Value: s}}.MarshalJSON()
+	return string(b[5 : len(b)-1])
+}
+
+// usec returns t in microseconds since the epoch, 0 for the zero time.
+func usec(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}

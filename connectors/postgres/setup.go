@@ -1,0 +1,277 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// connectSQL opens an ordinary connection with the connector's session
+// settings.
+func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %s", redactErr(err, dsn))
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %s", redactDSN(dsn), redactErr(err, dsn))
+	}
+	return conn, nil
+}
+
+// connectReplication opens a logical replication connection
+// (replication=database) with the connector's session settings.
+func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %s", redactErr(err, dsn))
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open a replication connection to %s: %s", redactDSN(dsn), redactErr(err, dsn))
+	}
+	return conn, nil
+}
+
+// tableRef is a captured table.
+type tableRef struct {
+	schema, name string
+}
+
+func (t tableRef) String() string { return t.schema + "." + t.name }
+
+// quoted returns the table as a quoted SQL identifier.
+func (t tableRef) quoted() string { return pgx.Identifier{t.schema, t.name}.Sanitize() }
+
+// checkServer checks what logical replication needs from the server and
+// the user, and says what to run when something is missing.
+func checkServer(ctx context.Context, conn *pgx.Conn) error {
+	var walLevel string
+	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
+		return fmt.Errorf("read wal_level: %w", err)
+	}
+	if walLevel != "logical" {
+		return fmt.Errorf("wal_level is %q, but logical replication needs %q; run: ALTER SYSTEM SET wal_level = logical; then restart the PostgreSQL server", walLevel, "logical")
+	}
+	var user string
+	var ok bool
+	err := conn.QueryRow(ctx, "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&user, &ok)
+	if err != nil {
+		return fmt.Errorf("read the privileges of the current user: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("user %q lacks the REPLICATION attribute that logical replication needs; run as a superuser: ALTER ROLE %s WITH REPLICATION;", user, pgx.Identifier{user}.Sanitize())
+	}
+	return nil
+}
+
+// resolveTables lists the tables matching the patterns (every user table
+// when there are none) and checks that each can be captured: it needs a
+// primary key or a replica identity that identifies rows.
+func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]tableRef, error) {
+	rows, err := conn.Query(ctx, `
+SELECT n.nspname, c.relname, c.relreplident::text,
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	type info struct {
+		ref           tableRef
+		ident         string
+		hasPK, hasIdx bool
+	}
+	var all []info
+	for rows.Next() {
+		var i info
+		if err := rows.Scan(&i.ref.schema, &i.ref.name, &i.ident, &i.hasPK, &i.hasIdx); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		all = append(all, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	var out []tableRef
+	var errs []error
+	for _, p := range patterns {
+		if strings.ContainsAny(p, "*?[") {
+			continue
+		}
+		found := false
+		for _, i := range all {
+			if i.ref.String() == p {
+				found = true
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("table %s (in tables) does not exist, or is not an ordinary table", p))
+		}
+	}
+	for _, i := range all {
+		if !matchAny(patterns, i.ref.String()) {
+			continue
+		}
+		q := i.ref.quoted()
+		switch {
+		case i.ident == "n":
+			errs = append(errs, fmt.Errorf("table %s has REPLICA IDENTITY NOTHING, so its updates and deletes cannot be captured; run: ALTER TABLE %s REPLICA IDENTITY DEFAULT; (it has a primary key) or ALTER TABLE %s REPLICA IDENTITY FULL;", i.ref, q, q))
+		case i.ident == "d" && !i.hasPK:
+			errs = append(errs, fmt.Errorf("table %s has no primary key, so its updates and deletes cannot be captured; add one (ALTER TABLE %s ADD PRIMARY KEY (…);) or run: ALTER TABLE %s REPLICA IDENTITY FULL;", i.ref, q, q))
+		case i.ident == "i" && !i.hasIdx:
+			errs = append(errs, fmt.Errorf("table %s has REPLICA IDENTITY USING INDEX, but the index is gone; run: ALTER TABLE %s REPLICA IDENTITY DEFAULT; or ALTER TABLE %s REPLICA IDENTITY FULL;", i.ref, q, q))
+		}
+		out = append(out, i.ref)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no table matches tables=%s; create the tables first, or fix the patterns", strings.Join(patterns, ","))
+	}
+	return out, nil
+}
+
+func matchAny(patterns []string, name string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	schema, table, _ := strings.Cut(name, ".")
+	for _, p := range patterns {
+		ps, pt, _ := strings.Cut(p, ".")
+		if ok1, _ := path.Match(ps, schema); ok1 {
+			if ok2, _ := path.Match(pt, table); ok2 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ensurePublication creates the publication for the tables when it is
+// missing, and checks that an existing one covers them.
+func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []tableRef) error {
+	var allTables bool
+	err := conn.QueryRow(ctx, "SELECT puballtables FROM pg_publication WHERE pubname = $1", name).Scan(&allTables)
+	list := make([]string, len(tables))
+	for i, t := range tables {
+		list[i] = t.quoted()
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	if errors.Is(err, pgx.ErrNoRows) {
+		create := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", ident, strings.Join(list, ", "))
+		if _, err := conn.Exec(ctx, create); err != nil {
+			return fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s;", name, err, create)
+		}
+		slog.Info("postgres: created publication", "publication", name, "tables", len(tables))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read publication %s: %w", name, err)
+	}
+	if allTables {
+		return nil
+	}
+	rows, err := conn.Query(ctx, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1", name)
+	if err != nil {
+		return fmt.Errorf("read the tables of publication %s: %w", name, err)
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var t tableRef
+		if err := rows.Scan(&t.schema, &t.name); err != nil {
+			return fmt.Errorf("read the tables of publication %s: %w", name, err)
+		}
+		have[t.String()] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the tables of publication %s: %w", name, err)
+	}
+	var missing []string
+	for i, t := range tables {
+		if !have[t.String()] {
+			missing = append(missing, list[i])
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("publication %s does not publish %s; run: ALTER PUBLICATION %s ADD TABLE %s;", name, strings.Join(missing, ", "), ident, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// slotInfo is a row of pg_replication_slots.
+type slotInfo struct {
+	plugin, database string
+	active           bool
+	activePID        *int32
+	confirmed        pglogrepl.LSN
+	walStatus        *string
+}
+
+// readSlot returns the slot called name, or nil when there is none.
+func readSlot(ctx context.Context, conn *pgx.Conn, name string) (*slotInfo, error) {
+	var s slotInfo
+	var plugin, db, confirmed *string
+	err := conn.QueryRow(ctx, `
+SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text, wal_status
+FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&plugin, &db, &s.active, &s.activePID, &confirmed, &s.walStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read replication slot %s: %w", name, err)
+	}
+	if plugin != nil {
+		s.plugin = *plugin
+	}
+	if db != nil {
+		s.database = *db
+	}
+	if confirmed != nil {
+		if s.confirmed, err = pglogrepl.ParseLSN(*confirmed); err != nil {
+			return nil, fmt.Errorf("read replication slot %s: %w", name, err)
+		}
+	}
+	return &s, nil
+}
+
+// checkSlot checks that an existing slot can be used by this source.
+func checkSlot(s *slotInfo, name, db string) error {
+	if s.plugin != "pgoutput" {
+		return fmt.Errorf("replication slot %s uses the output plugin %q, not pgoutput; choose another slot name, or drop it: SELECT pg_drop_replication_slot('%s');", name, s.plugin, name)
+	}
+	if s.database != db {
+		return fmt.Errorf("replication slot %s belongs to database %q, not %q; choose another slot name", name, s.database, db)
+	}
+	if s.active {
+		pid := "another process"
+		if s.activePID != nil {
+			pid = fmt.Sprintf("the process with pid %d", *s.activePID)
+		}
+		return fmt.Errorf("replication slot %s is in use by %s; stop the other consumer (is this source running twice?) or end it with: SELECT pg_terminate_backend(%s);", name, pid, strings.TrimPrefix(pid, "the process with pid "))
+	}
+	if s.walStatus != nil && *s.walStatus == "lost" {
+		return fmt.Errorf("replication slot %s has lost WAL it needed (wal_status lost): changes are missing. Drop it (SELECT pg_drop_replication_slot('%s');) and start again with a snapshot (delete the source's stored offsets, or set snapshot.mode=always)", name, name)
+	}
+	return nil
+}

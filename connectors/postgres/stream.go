@@ -1,0 +1,470 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Timing of the stream loop.
+const (
+	receiveWait    = 200 * time.Millisecond // longest wait for a message before looking at acks, heartbeats and pending records
+	statusInterval = 10 * time.Second       // standby status updates at least this often (wal_sender_timeout is 60s by default)
+	statusMinGap   = 20 * time.Millisecond  // and acknowledgements at most this often, unless the server asks
+)
+
+// heartbeatPrefix is the prefix of the logical decoding messages the
+// connector writes as heartbeats; the slot name follows it, so that every
+// source reacts to its own heartbeats only.
+const heartbeatPrefix = "__tributary_heartbeat:"
+
+// streamer reads pgoutput from the slot and turns it into records. It runs
+// on the runner goroutine and owns the replication connection meanwhile.
+type streamer struct {
+	src  *Source
+	cat  *catalog
+	enc  *encoder
+	rels map[uint32]*relation
+
+	pending []connect.Record // records not yet handed to Read
+
+	// The transaction being received.
+	inTx       bool
+	xid        uint32
+	txLSN      uint64 // the commit LSN, from BEGIN
+	commitTime time.Time
+	txID       string // "xid:lsn", the transaction block's id
+	total      int64
+	counts     []txCount
+	txStart    int // index in pending of the transaction's first record
+
+	lastCommit uint64 // end LSN of the last transaction received
+
+	sent       pglogrepl.LSN // the last LSN confirmed to the server
+	lastStatus time.Time     // when it was sent
+	nextStatus time.Time
+	nextBeat   time.Time
+}
+
+func (st *streamer) run(ctx context.Context) error {
+	s := st.src
+	args := []string{"proto_version '1'", "publication_names '" + strings.ReplaceAll(s.set.publication, "'", "''") + "'", "messages 'true'"}
+	err := pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
+			return fmt.Errorf("start replication from slot %s: %w; stop the other consumer (is this source running twice?) or end it with SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '%s';", s.set.slot, err, s.set.slot)
+		}
+		return fmt.Errorf("start replication from slot %s at %s: %w", s.set.slot, s.plan.startLSN, err)
+	}
+	s.log.Info("postgres: streaming", "slot", s.set.slot, "publication", s.set.publication, "from", s.plan.startLSN)
+	st.sent = s.plan.startLSN
+	st.lastCommit = uint64(s.plan.startLSN)
+	st.nextStatus = time.Now().Add(statusInterval)
+	if s.set.heartbeat > 0 {
+		st.nextBeat = time.Now().Add(s.set.heartbeat)
+	}
+	for {
+		if err := st.status(false); err != nil {
+			return err
+		}
+		if err := st.maybeHeartbeat(ctx); err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, receiveWait)
+		msg, err := s.repl.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) {
+				if err := st.flush(ctx, false); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
+		}
+		switch msg := msg.(type) {
+		case *pgproto3.CopyData:
+			if len(msg.Data) == 0 {
+				continue
+			}
+			switch msg.Data[0] {
+			case pglogrepl.PrimaryKeepaliveMessageByteID:
+				ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg.Data[1:])
+				if err != nil {
+					return fmt.Errorf("parse keepalive: %w", err)
+				}
+				if ka.ReplyRequested {
+					if err := st.status(true); err != nil {
+						return err
+					}
+				}
+			case pglogrepl.XLogDataByteID:
+				xld, err := pglogrepl.ParseXLogData(msg.Data[1:])
+				if err != nil {
+					return fmt.Errorf("parse XLogData: %w", err)
+				}
+				if err := st.handle(ctx, uint64(xld.WALStart), xld.WALData); err != nil {
+					return err
+				}
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("replication from slot %s: %w", s.set.slot, pgconn.ErrorResponseToPgError(msg))
+		case *pgproto3.CopyDone:
+			return fmt.Errorf("replication from slot %s: the server ended the stream", s.set.slot)
+		}
+	}
+}
+
+// status sends a standby status update when the worker acknowledged more
+// than was confirmed, when one is due, or when forced. Write, flush and
+// apply are all the acknowledged LSN, never zero: at worst the position
+// streaming started from, which the slot has already confirmed.
+func (st *streamer) status(force bool) error {
+	ack := max(pglogrepl.LSN(st.src.acked.Load()), st.src.plan.startLSN)
+	now := time.Now()
+	due := !now.Before(st.nextStatus) || ack > st.sent && now.Sub(st.lastStatus) >= statusMinGap
+	if !force && !due {
+		return nil
+	}
+	ack = max(ack, st.sent)
+	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), st.src.repl, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: ack, WALFlushPosition: ack, WALApplyPosition: ack,
+	})
+	if err != nil {
+		return fmt.Errorf("send standby status update (lsn %s): %w", ack, err)
+	}
+	st.sent = ack
+	st.lastStatus = now
+	st.nextStatus = now.Add(statusInterval)
+	return nil
+}
+
+// maybeHeartbeat writes a heartbeat message into the WAL when one is due;
+// it comes back through the slot and becomes a heartbeat record whose
+// position lets the slot advance even when the captured tables are idle.
+func (st *streamer) maybeHeartbeat(ctx context.Context) error {
+	if st.nextBeat.IsZero() || time.Now().Before(st.nextBeat) {
+		return nil
+	}
+	st.nextBeat = time.Now().Add(st.src.set.heartbeat)
+	_, err := st.cat.conn.Exec(ctx, "SELECT pg_logical_emit_message(false, $1, '')", heartbeatPrefix+st.src.set.slot)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("write heartbeat (pg_logical_emit_message): %w", err)
+	}
+	return nil
+}
+
+// flush hands the pending records to Read. Unless force, it does so only
+// when Read is keeping up (the channel has room) or the batch is full, so
+// that records of small transactions travel together under load. Inside a
+// transaction it keeps the last record back: the commit gives it the
+// transaction's position.
+func (st *streamer) flush(ctx context.Context, atCommit bool) error {
+	n := len(st.pending)
+	if st.inTx {
+		n--
+	}
+	if n <= 0 {
+		return nil
+	}
+	full := n >= st.src.set.batchSize
+	if atCommit && !full && len(st.src.out) > 0 {
+		return nil // Read has a batch to take already: let this one grow
+	}
+	batch := st.pending[:n:n]
+	rest := st.pending[n:]
+	st.pending = append(make([]connect.Record, 0, max(len(rest), 64)), rest...)
+	if st.inTx {
+		st.txStart = 0
+	}
+	return st.src.push(ctx, batch, func() error { return st.status(true) })
+}
+
+// handle processes one pgoutput message at lsn.
+func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
+	msg, err := pglogrepl.Parse(data)
+	if err != nil {
+		return fmt.Errorf("parse pgoutput message at %s: %w", pglogrepl.LSN(lsn), err)
+	}
+	switch m := msg.(type) {
+	case *pglogrepl.RelationMessage:
+		cols := make([]colDef, len(m.Columns))
+		for i, c := range m.Columns {
+			cols[i] = colDef{name: c.Name, oid: c.DataType, typmod: c.TypeModifier}
+		}
+		rel, err := st.cat.relation(ctx, tableRef{m.Namespace, m.RelationName}, cols, m.ReplicaIdentity)
+		if err != nil {
+			return err
+		}
+		st.rels[m.RelationID] = rel
+	case *pglogrepl.BeginMessage:
+		st.inTx, st.xid, st.txLSN, st.commitTime = true, m.Xid, uint64(m.FinalLSN), m.CommitTime
+		st.txID = strconv.FormatUint(uint64(m.Xid), 10) + ":" + strconv.FormatUint(uint64(m.FinalLSN), 10)
+		st.total, st.counts, st.txStart = 0, st.counts[:0], len(st.pending)
+		if st.src.set.txMetadata {
+			st.pending = append(st.pending, st.enc.txRecord(st.txID, st.commitTime, false, 0, nil))
+		}
+	case *pglogrepl.InsertMessage:
+		rel, err := st.rel(m.RelationID)
+		if err != nil || rel == nil {
+			return err
+		}
+		after, err := st.tuple(rel, m.Tuple, nil)
+		if err != nil {
+			return err
+		}
+		return st.change(ctx, rel, connect.OpCreate, nil, after, lsn)
+	case *pglogrepl.UpdateMessage:
+		rel, err := st.rel(m.RelationID)
+		if err != nil || rel == nil {
+			return err
+		}
+		var before connect.Row
+		if m.OldTuple != nil {
+			if before, err = st.tuple(rel, m.OldTuple, nil); err != nil {
+				return err
+			}
+		}
+		after, err := st.tuple(rel, m.NewTuple, before)
+		if err != nil {
+			return err
+		}
+		if before != nil && !rowKeyEqual(rel, before, after) {
+			return st.keyChange(ctx, rel, before, after, lsn)
+		}
+		if m.OldTupleType == pglogrepl.UpdateMessageTupleTypeKey {
+			before = nil // only the old key came: before is null, as under REPLICA IDENTITY DEFAULT
+		}
+		return st.change(ctx, rel, connect.OpUpdate, before, after, lsn)
+	case *pglogrepl.DeleteMessage:
+		rel, err := st.rel(m.RelationID)
+		if err != nil || rel == nil {
+			return err
+		}
+		before, err := st.tuple(rel, m.OldTuple, nil)
+		if err != nil {
+			return err
+		}
+		return st.change(ctx, rel, connect.OpDelete, before, nil, lsn)
+	case *pglogrepl.TruncateMessage:
+		for _, id := range m.RelationIDs {
+			rel, err := st.rel(id)
+			if err != nil {
+				return err
+			}
+			if rel == nil {
+				continue
+			}
+			if err := st.change(ctx, rel, connect.OpTruncate, nil, nil, lsn); err != nil {
+				return err
+			}
+		}
+	case *pglogrepl.LogicalDecodingMessage:
+		return st.message(ctx, m, lsn)
+	case *pglogrepl.CommitMessage:
+		return st.commit(ctx, m)
+	}
+	return nil
+}
+
+func (st *streamer) rel(id uint32) (*relation, error) {
+	rel, ok := st.rels[id]
+	if !ok {
+		return nil, fmt.Errorf("pgoutput sent a change of relation %d before describing it", id)
+	}
+	if rel.skip {
+		return nil, nil
+	}
+	return rel, nil
+}
+
+// tuple decodes a tuple of rel; unchanged TOASTed values are taken from
+// old when it has them (REPLICA IDENTITY FULL), else replaced with the
+// placeholder.
+func (st *streamer) tuple(rel *relation, t *pglogrepl.TupleData, old connect.Row) (connect.Row, error) {
+	if t == nil {
+		return nil, nil
+	}
+	if len(t.Columns) != len(rel.columns) {
+		return nil, fmt.Errorf("table %s: a tuple has %d columns, the relation %d", rel.ref, len(t.Columns), len(rel.columns))
+	}
+	row := make(connect.Row, len(rel.columns))
+	for i, c := range t.Columns {
+		col := &rel.columns[i]
+		row[i].Name = col.name
+		switch c.DataType {
+		case pglogrepl.TupleDataTypeNull:
+		case pglogrepl.TupleDataTypeToast:
+			if old != nil && i < len(old) {
+				if _, isText := old[i].Value.(string); old[i].Value != nil && !(isText && old[i].Value == st.enc.mapper.placeholder) {
+					row[i].Value = old[i].Value
+					continue
+				}
+			}
+			row[i].Value = st.enc.mapper.unavailable(col)
+		case pglogrepl.TupleDataTypeText:
+			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), string(c.Data))
+			if err != nil {
+				st.src.log.Warn("postgres: value not understood, written as null", "table", rel.ref.String(), "column", col.name, "type", col.typ.name, "err", err)
+				v = nil
+			}
+			row[i].Value = v
+		default:
+			return nil, fmt.Errorf("table %s, column %s: tuple data of kind %q", rel.ref, col.name, c.DataType)
+		}
+	}
+	return row, nil
+}
+
+// rowKeyEqual reports whether two rows of rel have the same key.
+func rowKeyEqual(rel *relation, a, b connect.Row) bool {
+	if len(rel.keyIdx) == 0 || a == nil || b == nil {
+		return true
+	}
+	ka, err1 := rel.key(a).MarshalJSON()
+	kb, err2 := rel.key(b).MarshalJSON()
+	return err1 == nil && err2 == nil && bytes.Equal(ka, kb)
+}
+
+// event builds one change event of the current transaction.
+func (st *streamer) event(rel *relation, op connect.Op, before, after connect.Row, lsn uint64) *connect.ChangeEvent {
+	ev := &connect.ChangeEvent{Op: op, Before: before, After: after,
+		Source: st.enc.source(rel, connect.SnapshotFalse, st.commitTime, st.xid, lsn, st.lastCommit)}
+	if op != connect.OpTruncate {
+		if after != nil {
+			ev.Key = rel.key(after)
+		} else {
+			ev.Key = rel.key(before)
+		}
+	}
+	ev.SetTime(time.Now())
+	if st.src.set.txMetadata {
+		st.total++
+		name := rel.ref.String()
+		var n int64
+		for i := range st.counts {
+			if st.counts[i].table == name {
+				st.counts[i].n++
+				n = st.counts[i].n
+			}
+		}
+		if n == 0 {
+			st.counts = append(st.counts, txCount{table: name, n: 1})
+			n = 1
+		}
+		ev.Transaction = &connect.Transaction{ID: st.txID, TotalOrder: st.total, DataCollectionOrder: n}
+	}
+	return ev
+}
+
+// change emits one change event (and the tombstone after a delete).
+func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, before, after connect.Row, lsn uint64) error {
+	rec, err := st.enc.record(rel, st.event(rel, op, before, after, lsn))
+	if err != nil {
+		return err
+	}
+	st.pending = append(st.pending, rec)
+	if op == connect.OpDelete && st.src.set.tombstones && rec.Key != nil {
+		st.pending = append(st.pending, connect.Tombstone(rec))
+	}
+	return st.maybeFlush(ctx)
+}
+
+// keyChange emits an update that changed the key as Debezium does: a
+// delete of the old key (header __debezium.newkey), its tombstone, and a
+// create of the new key (header __debezium.oldkey).
+func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after connect.Row, lsn uint64) error {
+	del, err := st.enc.record(rel, st.event(rel, connect.OpDelete, before, nil, lsn))
+	if err != nil {
+		return err
+	}
+	cre, err := st.enc.record(rel, st.event(rel, connect.OpCreate, nil, after, lsn))
+	if err != nil {
+		return err
+	}
+	del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
+	cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
+	st.pending = append(st.pending, del)
+	if st.src.set.tombstones {
+		st.pending = append(st.pending, connect.Tombstone(del))
+	}
+	st.pending = append(st.pending, cre)
+	return st.maybeFlush(ctx)
+}
+
+func (st *streamer) maybeFlush(ctx context.Context) error {
+	if len(st.pending) > st.src.set.batchSize {
+		return st.flush(ctx, false)
+	}
+	return nil
+}
+
+// message handles a logical decoding message: our heartbeat, or a user's
+// message (an op m event on <prefix>.message).
+func (st *streamer) message(ctx context.Context, m *pglogrepl.LogicalDecodingMessage, lsn uint64) error {
+	if strings.HasPrefix(m.Prefix, heartbeatPrefix) {
+		if m.Prefix != heartbeatPrefix+st.src.set.slot || m.Transactional {
+			return nil
+		}
+		pos := position{LSN: uint64(m.LSN)}.encode()
+		st.pending = append(st.pending, st.enc.heartbeat(time.Now(), pos))
+		return st.flush(ctx, true)
+	}
+	ev := &connect.ChangeEvent{Op: connect.OpMessage, Key: connect.Row{{Name: "prefix", Value: m.Prefix}},
+		Message: &connect.Message{Prefix: m.Prefix, Content: m.Content}}
+	ev.Source = connect.SourceInfo{Version: version, Connector: connect.ConnectorPostgres, Name: st.src.set.prefix,
+		Snapshot: connect.SnapshotFalse, DB: st.src.plan.db,
+		Extra: connect.Row{{Name: "schema", Value: ""}, {Name: "table", Value: ""}, {Name: "txId", Value: nil}, {Name: "lsn", Value: int64(m.LSN)}, {Name: "xmin", Value: nil}}}
+	if m.Transactional {
+		ev.Source.SetTime(st.commitTime)
+		ev.Source.Extra[2].Value = int64(st.xid)
+	} else {
+		ev.Source.SetTime(time.Now())
+	}
+	ev.TsMs = time.Now().UnixMilli()
+	rec, err := st.enc.codec.Record(st.src.set.prefix+".message", ev)
+	if err != nil {
+		return fmt.Errorf("encode logical decoding message: %w", err)
+	}
+	if !m.Transactional {
+		rec.Position = position{LSN: uint64(m.LSN)}.encode()
+		st.pending = append(st.pending, rec)
+		return st.flush(ctx, true)
+	}
+	st.pending = append(st.pending, rec)
+	return st.maybeFlush(ctx)
+}
+
+// commit ends the transaction: its last record gets the position, and
+// with transaction metadata the END record follows.
+func (st *streamer) commit(ctx context.Context, m *pglogrepl.CommitMessage) error {
+	end := uint64(m.TransactionEndLSN)
+	pos := position{LSN: end, TxID: st.xid, TsUsec: usec(m.CommitTime)}.encode()
+	if st.src.set.txMetadata {
+		rec := st.enc.txRecord(st.txID, st.commitTime, true, st.total, st.counts)
+		st.pending = append(st.pending, rec)
+	}
+	if len(st.pending) > st.txStart {
+		st.pending[len(st.pending)-1].Position = pos
+	}
+	st.inTx = false
+	st.lastCommit = end
+	return st.flush(ctx, true)
+}

@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+func TestStream_InsertUpdateDelete(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE items (id int PRIMARY KEY, name text, qty int)",
+		"CREATE TABLE audit (id int PRIMARY KEY, note text)",
+		"ALTER TABLE audit REPLICA IDENTITY FULL",
+	)
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "topic.prefix": "shop"}, nil)
+	db.exec(t, "INSERT INTO items VALUES (1, 'apple', 3)")
+	db.exec(t, "UPDATE items SET qty = 4 WHERE id = 1")
+	db.exec(t, "DELETE FROM items WHERE id = 1")
+	db.exec(t, "INSERT INTO audit VALUES (7, 'a')")
+	db.exec(t, "UPDATE audit SET note = 'b' WHERE id = 7")
+	db.exec(t, "DELETE FROM audit WHERE id = 7")
+	recs := readRecords(t, s, 8, 30*time.Second)
+	evs := decode(t, recs)
+	type want struct {
+		topic, op, key, before, after string
+	}
+	wants := []want{
+		{"shop.public.items", "c", `{"id":1}`, `null`, `{"id":1,"name":"apple","qty":3}`},
+		{"shop.public.items", "u", `{"id":1}`, `null`, `{"id":1,"name":"apple","qty":4}`},
+		{"shop.public.items", "d", `{"id":1}`, `{"id":1,"name":null,"qty":null}`, `null`},
+		{"shop.public.items", "", `{"id":1}`, "", ""},
+		{"shop.public.audit", "c", `{"id":7}`, `null`, `{"id":7,"note":"a"}`},
+		{"shop.public.audit", "u", `{"id":7}`, `{"id":7,"note":"a"}`, `{"id":7,"note":"b"}`},
+		{"shop.public.audit", "d", `{"id":7}`, `{"id":7,"note":"b"}`, `null`},
+		{"shop.public.audit", "", `{"id":7}`, "", ""},
+	}
+	if len(evs) != len(wants) {
+		t.Fatalf("got %d records, want %d:\n%s", len(evs), len(wants), dump(recs))
+	}
+	for i, w := range wants {
+		e := evs[i]
+		if e.rec.Topic != w.topic || string(e.rec.Key) != w.key {
+			t.Errorf("record %d: topic %s key %s, want %s %s", i, e.rec.Topic, e.rec.Key, w.topic, w.key)
+		}
+		if w.op == "" {
+			if e.ev != nil {
+				t.Errorf("record %d: want a tombstone, got %s", i, e.rec.Value)
+			}
+			continue
+		}
+		if e.ev == nil {
+			t.Fatalf("record %d: unexpected tombstone", i)
+		}
+		if string(e.ev.Op) != w.op || e.ev.Before.String() != w.before || e.ev.After.String() != w.after {
+			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.ev.Op, e.ev.Before, e.ev.After, w.op, w.before, w.after)
+		}
+		src := e.ev.Source
+		if src.Connector != "postgresql" || src.Name != "shop" || src.DB != db.name || src.Snapshot != "false" || src.TsMs == 0 {
+			t.Errorf("record %d: source %+v", i, src)
+		}
+		if lsn, _ := src.Extra.Get("lsn"); lsn == nil {
+			t.Errorf("record %d: source has no lsn", i)
+		}
+	}
+	// Every transaction here has one change; the position is on its last
+	// record (the tombstone for deletes), and positions grow.
+	var last uint64
+	for i, r := range recs {
+		isLast := i == len(recs)-1 || recs[i+1].Value != nil || r.Value == nil
+		if strings.Contains(string(r.Value), `"op":"d"`) {
+			isLast = false
+		}
+		if (r.Position != nil) != isLast {
+			t.Errorf("record %d: position %s, want one only at a transaction's end", i, r.Position)
+		}
+		if r.Position != nil {
+			p, err := decodePosition(r.Position)
+			if err != nil || p.LSN <= last || p.TxID == 0 || p.TsUsec == 0 {
+				t.Errorf("record %d: position %s after lsn %d", i, r.Position, last)
+			}
+			last = p.LSN
+		}
+	}
+}
+
+func TestStream_TransactionAcrossTables(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE a (id int PRIMARY KEY)",
+		"CREATE TABLE b (id int PRIMARY KEY)",
+	)
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "provide.transaction.metadata": "true", "tombstones.on.delete": "false"}, nil)
+	db.exec(t, "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1); INSERT INTO a VALUES (2); DELETE FROM b WHERE id = 1; COMMIT")
+	recs := readRecords(t, s, 6, 30*time.Second)
+	if len(recs) != 6 {
+		t.Fatalf("got %d records:\n%s", len(recs), dump(recs))
+	}
+	if recs[0].Topic != "src.transaction" || !strings.Contains(string(recs[0].Value), `"status":"BEGIN"`) {
+		t.Errorf("first record %s %s, want BEGIN on src.transaction", recs[0].Topic, recs[0].Value)
+	}
+	end := recs[5]
+	if end.Topic != "src.transaction" || !strings.Contains(string(end.Value), `"status":"END"`) ||
+		!strings.Contains(string(end.Value), `"event_count":4,"data_collections":[{"data_collection":"public.a","event_count":2},{"data_collection":"public.b","event_count":2}]`) {
+		t.Errorf("last record %s %s, want END with counts", end.Topic, end.Value)
+	}
+	if end.Position == nil {
+		t.Errorf("END has no position")
+	}
+	evs := decode(t, recs)
+	var id string
+	wantOrder := [][2]int64{{1, 1}, {2, 1}, {3, 2}, {4, 2}}
+	for i, e := range evs {
+		tx := e.ev.Transaction
+		if tx == nil {
+			t.Fatalf("event %d has no transaction block", i)
+		}
+		if id == "" {
+			id = tx.ID
+		}
+		if tx.ID != id || tx.TotalOrder != wantOrder[i][0] || tx.DataCollectionOrder != wantOrder[i][1] {
+			t.Errorf("event %d: transaction %+v, want id %s order %v", i, tx, id, wantOrder[i])
+		}
+		if recs[i+1].Position != nil {
+			t.Errorf("event %d in the middle of the transaction has a position", i)
+		}
+	}
+	if !strings.Contains(string(recs[0].Value), `"id":"`+id+`"`) {
+		t.Errorf("BEGIN %s does not carry id %s", recs[0].Value, id)
+	}
+}
+
+func TestStream_ToastTruncateAndSchemaChange(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE docs (id int PRIMARY KEY, title text, body text)",
+		"CREATE TABLE docs_full (id int PRIMARY KEY, title text, body text)",
+		"ALTER TABLE docs_full REPLICA IDENTITY FULL",
+		// Store bodies out of line, uncompressed, so they are TOASTed.
+		"ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL",
+		"ALTER TABLE docs_full ALTER COLUMN body SET STORAGE EXTERNAL",
+	)
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}, nil)
+	big := strings.Repeat("x", 10000)
+	db.exec(t, "INSERT INTO docs VALUES (1, 't', $1)", big)
+	db.exec(t, "INSERT INTO docs_full VALUES (1, 't', $1)", big)
+	db.exec(t, "UPDATE docs SET title = 'u' WHERE id = 1")
+	db.exec(t, "UPDATE docs_full SET title = 'u' WHERE id = 1")
+	db.exec(t, "TRUNCATE docs")
+	db.exec(t, "ALTER TABLE docs ADD COLUMN tags text[]")
+	db.exec(t, "INSERT INTO docs VALUES (2, 'n', 'short', '{a,b}')")
+	db.exec(t, "ALTER TABLE docs DROP COLUMN title")
+	db.exec(t, "INSERT INTO docs VALUES (3, 'short', '{c}')")
+	evs := decode(t, readRecords(t, s, 7, 30*time.Second))
+	if len(evs) != 7 {
+		t.Fatalf("got %d events", len(evs))
+	}
+	body := func(e event) any { v, _ := e.ev.After.Get("body"); return v }
+	if got := body(evs[0]); got != big {
+		t.Errorf("insert body has %d chars, want the full value", len(got.(string)))
+	}
+	if got := body(evs[2]); got != connect.UnavailableValue {
+		t.Errorf("unchanged TOAST under REPLICA IDENTITY DEFAULT = %.40v, want the placeholder", got)
+	}
+	if got := body(evs[3]); got != big {
+		t.Errorf("unchanged TOAST under REPLICA IDENTITY FULL = %.40v, want the value from before", got)
+	}
+	if e := evs[4]; e.ev.Op != connect.OpTruncate || e.rec.Key != nil || e.ev.Before != nil || e.ev.After != nil || e.rec.Topic != "src.public.docs" {
+		t.Errorf("truncate event: %s key=%s %s", e.rec.Topic, e.rec.Key, e.rec.Value)
+	}
+	if got := evs[5].ev.After.String(); got != `{"id":2,"title":"n","body":"short","tags":["a","b"]}` {
+		t.Errorf("after ADD COLUMN: %s", got)
+	}
+	if got := evs[6].ev.After.String(); got != `{"id":3,"body":"short","tags":["c"]}` {
+		t.Errorf("after DROP COLUMN: %s", got)
+	}
+}
+
+func TestStream_PrimaryKeyChange(t *testing.T) {
+	db := newDB(t, "CREATE TABLE k (id int PRIMARY KEY, v text)")
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never"}, nil)
+	db.exec(t, "INSERT INTO k VALUES (1, 'a')")
+	db.exec(t, "UPDATE k SET id = 2 WHERE id = 1")
+	evs := decode(t, readRecords(t, s, 4, 30*time.Second))
+	if len(evs) != 4 || evs[1].ev.Op != connect.OpDelete || evs[2].ev != nil || evs[3].ev.Op != connect.OpCreate {
+		t.Fatalf("want c, d, tombstone, c; got %d events", len(evs))
+	}
+	if h, _ := evs[1].rec.Header("__debezium.newkey"); string(h) != `{"id":2}` {
+		t.Errorf("newkey header %s", h)
+	}
+	if h, _ := evs[3].rec.Header("__debezium.oldkey"); string(h) != `{"id":1}` {
+		t.Errorf("oldkey header %s", h)
+	}
+	if evs[3].rec.Position == nil || evs[1].rec.Position != nil {
+		t.Errorf("the position belongs on the last record of the transaction")
+	}
+}
+
+func TestStream_SchemasEmbedded(t *testing.T) {
+	db := newDB(t, "CREATE TABLE e (id bigint PRIMARY KEY, f float8, n numeric(10,2))")
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "schemas": "true"}, nil)
+	db.exec(t, "INSERT INTO e VALUES (1, 1.5, 12.34), (2, 'NaN', 'NaN')")
+	recs := readRecords(t, s, 2, 30*time.Second)
+	if !strings.HasPrefix(string(recs[0].Key), `{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"}],"optional":false,"name":"src.public.e.Key"},"payload":{"id":1}}`) {
+		t.Errorf("key %s", recs[0].Key)
+	}
+	for _, r := range recs {
+		e, err := connect.DebeziumJSON{}.Decode(r.Key, r.Value)
+		if err != nil {
+			t.Fatalf("decode %s: %v", r.Value, err)
+		}
+		if e.Schema == nil || e.Schema.Row == nil || e.Schema.Row.Name != "src.public.e.Value" {
+			t.Errorf("no row schema in %s", r.Value)
+		}
+	}
+	if !strings.Contains(string(recs[1].Value), `"f":"NaN"`) {
+		t.Errorf("NaN not written as \"NaN\": %s", recs[1].Value)
+	}
+}

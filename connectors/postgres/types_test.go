@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// TestTypes_RoundTrip writes one row of every mapped type, reads it by
+// snapshot and by streaming, and checks both against the documented
+// mapping (docs/connectors/postgres.md).
+func TestTypes_RoundTrip(t *testing.T) {
+	db := newDB(t,
+		"CREATE TYPE mood AS ENUM ('sad', 'happy')",
+		"CREATE DOMAIN posint AS int CHECK (VALUE > 0)",
+		`CREATE TABLE types (
+			id int PRIMARY KEY,
+			i2 smallint, i4 integer, i8 bigint, o oid,
+			n numeric(10,2), nv numeric, m money,
+			f4 real, f8 double precision, fnan double precision, finf real,
+			b bool, t text, vc varchar(10), c char(3), by bytea, u uuid,
+			j json, jb jsonb, x xml,
+			d date, tm time, tm3 time(3), ttz timetz,
+			ts timestamp, ts3 timestamp(3), tstz timestamptz, iv interval,
+			ai int[], at text[], mo mood, dom posint, r int4range,
+			pt point, ip inet, cidr cidr, mac macaddr, bits bit(4),
+			dinf date, tsinf timestamp)`,
+		`INSERT INTO types VALUES (1,
+			-32768, 2147483647, 9007199254740993, 4000000000,
+			12.3, 3.14159265358979323846264338327950288, 1234.56,
+			1.5, 0.1, 'NaN', '-Infinity',
+			true, 'héllo "q"', 'v', 'ab', '\xdeadbeef', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+			'{"b": 1, "a": [1,2]}', '{"b": 1, "a": [1,2]}', '<a>1</a>',
+			'2024-02-29', '12:34:56.789012', '12:34:56.789', '12:34:56+02',
+			'2024-01-02 03:04:05.123456', '2024-01-02 03:04:05.123', '2024-01-02 03:04:05.5+01', '1 year 2 mons 3 days 04:05:06.5',
+			'{1,NULL,3}', '{"a b","c,d",NULL}', 'happy', 5, '[1,5)',
+			'(1,2)', '192.168.0.1/24', '10.0.0.0/8', '08:00:2b:01:02:03', B'1010',
+			'infinity', '-infinity')`,
+	)
+	day := func(y int, m time.Month, d int) int64 { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400 }
+	want := `{"id":1,"i2":-32768,"i4":2147483647,"i8":9007199254740993,"o":4000000000,` +
+		`"n":"12.30","nv":"3.14159265358979323846264338327950288","m":"1234.56",` +
+		`"f4":1.5,"f8":0.1,"fnan":"NaN","finf":"-Infinity",` +
+		`"b":true,"t":"héllo \"q\"","vc":"v","c":"ab ","by":"3q2+7w==","u":"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",` +
+		`"j":"{\"b\": 1, \"a\": [1,2]}","jb":"{\"a\": [1, 2], \"b\": 1}","x":"<a>1</a>",` +
+		`"d":` + itoa(day(2024, 2, 29)) + `,"tm":45296789012,"tm3":45296789,"ttz":"10:34:56Z",` +
+		`"ts":` + itoa(time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC).UnixMicro()) +
+		`,"ts3":` + itoa(time.Date(2024, 1, 2, 3, 4, 5, 123000000, time.UTC).UnixMilli()) +
+		`,"tstz":"2024-01-02T02:04:05.5Z","iv":` + itoa(usPerYear+2*usPerMonth+3*usPerDay+(4*3600+5*60+6)*1e6+500000) + `,` +
+		`"ai":[1,null,3],"at":["a b","c,d",null],"mo":"happy","dom":5,"r":"[1,5)",` +
+		`"pt":"(1,2)","ip":"192.168.0.1/24","cidr":"10.0.0.0/8","mac":"08:00:2b:01:02:03","bits":"1010",` +
+		`"dinf":` + itoa(math.MaxInt32) + `,"tsinf":` + itoa(math.MinInt64) + `}`
+
+	s := openSource(t, db, map[string]string{"schemas": "true"}, nil)
+	snap := decode(t, readRecords(t, s, 1, 30*time.Second))
+	db.exec(t, "INSERT INTO types SELECT 2, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
+	stream := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if got := snap[0].ev.After.String(); got != want {
+		t.Errorf("snapshot row:\n got %s\nwant %s", got, want)
+	}
+	if got := stream[0].ev.After.String(); got != strings.Replace(want, `{"id":1,`, `{"id":2,`, 1) {
+		t.Errorf("streamed row:\n got %s\nwant %s", got, want)
+	}
+	// The embedded schema names the logical types.
+	es := stream[0].ev.Schema
+	for field, name := range map[string]string{"d": connect.LogicalDate, "tm": connect.LogicalMicroTime, "tm3": connect.LogicalTime,
+		"ts": connect.LogicalMicroTimestamp, "ts3": connect.LogicalTimestamp, "tstz": connect.LogicalZonedTimestamp,
+		"iv": connect.LogicalMicroDuration, "u": connect.LogicalUUID, "jb": connect.LogicalJSON, "mo": connect.LogicalEnum, "ttz": connect.LogicalZonedTime} {
+		if fs, ok := es.Row.FieldSchema(field); !ok || fs.Name != name {
+			t.Errorf("schema of %s: %+v, want name %s", field, fs, name)
+		}
+	}
+	if fs, _ := es.Row.FieldSchema("mo"); fs != nil {
+		if v, _ := fs.Param("allowed"); v != "sad,happy" {
+			t.Errorf("enum allowed = %q", v)
+		}
+	}
+
+	// decimal.handling.mode precise and double.
+	for mode, want := range map[string]string{
+		"precise": `"n":"BM4=","nv":{"scale":35,"value":"`,
+		"double":  `"n":12.3,"nv":3.141592653589793,"m":1234.56`,
+	} {
+		s := openSource(t, db, map[string]string{"snapshot.mode": "initial_only", "tables": "public.types", "decimal.handling.mode": mode}, nil)
+		evs := decode(t, readRecords(t, s, 2, 30*time.Second))
+		if got := evs[0].ev.After.String(); !strings.Contains(got, want) {
+			t.Errorf("decimal.handling.mode=%s: %s does not contain %s", mode, got, want)
+		}
+		if mode == "precise" && !strings.Contains(evs[0].ev.After.String(), `"m":"AeJA"`) {
+			t.Errorf("precise money: %s", evs[0].ev.After)
+		}
+	}
+}
+
+func itoa(n int64) string { return jsonOf(n) }
+
+func TestParseInterval(t *testing.T) {
+	for in, want := range map[string]int64{
+		"PT0S":                0,
+		"P1Y2M3DT4H5M6.5S":    usPerYear + 2*usPerMonth + 3*usPerDay + 14706500000,
+		"P-1DT2H":             -usPerDay + 7200e6,
+		"PT-0.000001S":        -1,
+		"P-1Y-2M3DT-4H-5M-6S": -usPerYear - 2*usPerMonth + 3*usPerDay - 14706e6,
+	} {
+		got, err := parseInterval(in)
+		if err != nil || got != want {
+			t.Errorf("parseInterval(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "1 day", "P1", "PT1Y", "P1X"} {
+		if _, err := parseInterval(bad); err == nil {
+			t.Errorf("parseInterval(%q): no error", bad)
+		}
+	}
+}
+
+func TestParseArray(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`:                         `[]`,
+		`{1,2,NULL}`:                 `["1","2",null]`,
+		`{"a b","c\"d","NULL",x\,y}`: `["a b","c\"d","NULL","x,y"]`,
+		`{{1,2},{3,4}}`:              `[["1","2"],["3","4"]]`,
+		`[0:1]={7,8}`:                `["7","8"]`,
+	} {
+		got, err := parseArray(in, ',')
+		if err != nil || jsonOf(got) != want {
+			t.Errorf("parseArray(%s) = %s, %v; want %s", in, jsonOf(got), err, want)
+		}
+	}
+	for _, bad := range []string{`{`, `{1,2`, `{"a}`, `{1}x`, `1`} {
+		if _, err := parseArray(bad, ','); err == nil {
+			t.Errorf("parseArray(%s): no error", bad)
+		}
+	}
+}
+
+func TestTwosComplement(t *testing.T) {
+	for in, want := range map[string]string{"0": "00", "127": "7f", "128": "0080", "-1": "ff", "-128": "80", "-129": "ff7f", "1230": "04ce"} {
+		n, _, _ := parseDecimal(in)
+		if got := jsonOf(twosComplement(n)); got != jsonOf(mustHex(want)) {
+			t.Errorf("twosComplement(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func mustHex(s string) []byte {
+	b := make([]byte, len(s)/2)
+	for i := range b {
+		var v byte
+		for _, c := range s[2*i : 2*i+2] {
+			v <<= 4
+			if c >= 'a' {
+				v |= byte(c-'a') + 10
+			} else {
+				v |= byte(c - '0')
+			}
+		}
+		b[i] = v
+	}
+	return b
+}
+
+func FuzzParsers(f *testing.F) {
+	for _, s := range []string{`{1,"a",NULL}`, "P1Y2M3DT4H5M6.5S", "2024-01-02 03:04:05.5+01", "12:34:56+02", "0044-03-15 BC"} {
+		f.Add(s)
+	}
+	m := &mapper{decimals: decimalPrecise, placeholder: connect.UnavailableValue}
+	f.Fuzz(func(t *testing.T, s string) {
+		parseArray(s, ',')
+		parseInterval(s)
+		parseTimestampTZ(s)
+		parseTimeTZ(s)
+		parseDate(s)
+		m.decode(&pgType{kind: kindNumeric}, -1, s)
+		m.decode(&pgType{kind: kindBytea}, -1, s)
+	})
+}
