@@ -461,7 +461,6 @@ func TestDebeziumJSON_EncodeErrors(t *testing.T) {
 		{"unknown op", false, func(e *ChangeEvent) { e.Op = "x" }, `unknown op "x"`},
 		{"message without content", false, func(e *ChangeEvent) { e.Op = OpMessage }, "needs a Message"},
 		{"unsupported value", false, func(e *ChangeEvent) { e.After = Row{{"when", time.Now()}} }, "after.when: unsupported value type time.Time"},
-		{"NaN", false, func(e *ChangeEvent) { e.After = Row{{"x", []any{1.0, nanValue()}}} }, "after.x[1]: NaN cannot be represented"},
 		{"duplicate field", false, func(e *ChangeEvent) { e.After = Row{{"a", 1}, {"a", 2}} }, `after: duplicate field "a"`},
 		{"field not in schema", true, func(e *ChangeEvent) { e.After.Set("extra", 1) }, `after: field "extra" is not in the schema`},
 		{"wrong type for schema", true, func(e *ChangeEvent) { e.After.Set("id", "1001") }, "after.id: want an integer for int32, have string"},
@@ -483,11 +482,6 @@ func TestDebeziumJSON_EncodeErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func nanValue() float64 {
-	zero := 0.0
-	return zero / zero
 }
 
 func TestDebeziumJSON_NullKey(t *testing.T) {

@@ -481,8 +481,15 @@ func appendString(b []byte, s string) []byte {
 // one fractional digit for 1e-3 <= |f| < 1e7 ("12.5", "100.0", "0.001"),
 // and computerized scientific notation otherwise ("1.0E7", "1.25E-5").
 func appendJavaFloat(b []byte, f float64, bits int) ([]byte, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return b, fmt.Errorf("%v cannot be represented in JSON", f)
+	// JSON has no NaN or infinities: Jackson, and so Kafka Connect's
+	// JsonConverter and Debezium, write them as these strings.
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...), nil
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...), nil
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...), nil
 	}
 	if math.Signbit(f) {
 		b = append(b, '-')

@@ -48,10 +48,14 @@ func TestAppendJavaFloat(t *testing.T) {
 			t.Errorf("appendJavaFloat(%v, %d) = %s, want %s", tt.f, tt.bits, got, tt.want)
 		}
 	}
-	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		if _, err := appendJavaFloat(nil, f, 64); err == nil {
-			t.Errorf("appendJavaFloat(%v): no error", f)
+	// JSON lacks these; Jackson (Kafka Connect, Debezium) writes strings.
+	for f, want := range map[float64]string{math.Inf(1): `"Infinity"`, math.Inf(-1): `"-Infinity"`} {
+		if got, err := appendJavaFloat(nil, f, 64); err != nil || string(got) != want {
+			t.Errorf("appendJavaFloat(%v) = %s, %v; want %s", f, got, err, want)
 		}
+	}
+	if got, err := appendJavaFloat(nil, math.NaN(), 64); err != nil || string(got) != `"NaN"` {
+		t.Errorf("appendJavaFloat(NaN) = %s, %v; want \"NaN\"", got, err)
 	}
 }
 

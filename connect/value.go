@@ -379,6 +379,17 @@ func decodeValue(v any, s *Schema) (any, error) {
 			if f, err = strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
 				return nil, valueErrorf("%s is out of range for %s", string(n), s.Type)
 			}
+		case string:
+			// Jackson's spelling of the values JSON lacks.
+			switch n {
+			case "NaN":
+				return math.NaN(), nil
+			case "Infinity":
+				return math.Inf(1), nil
+			case "-Infinity":
+				return math.Inf(-1), nil
+			}
+			return nil, valueErrorf("want a number for %s, have string %q", s.Type, n)
 		default:
 			return nil, valueErrorf("want a number for %s, have %s", s.Type, jsonKind(v))
 		}
