@@ -66,6 +66,13 @@ func (s *countSource) Ack(ctx context.Context, pos connect.Position) error {
 
 func (s *countSource) Close(ctx context.Context) error { return nil }
 
+func (s *countSource) Report() connect.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return connect.Report{Phase: "counting", Progress: []connect.Progress{{Name: "numbers", Done: int64(len(*s.acked)), Total: int64(s.max), Unit: "batches"}},
+		Gauges: map[string]float64{"backlog_records": 3}}
+}
+
 // memSink collects values; values containing "poison" fail as bad records.
 type memSink struct {
 	mu   *sync.Mutex
@@ -191,6 +198,24 @@ func TestWorker_SourceToSink_EndToEnd(t *testing.T) {
 	st, _ := h.worker.Status("dst")
 	if st.State != StateRunning || len(st.Tasks) != 1 || st.Tasks[0].State != StateRunning {
 		t.Fatalf("status = %+v", st)
+	}
+	// The source reports progress: in its status and on /metrics.
+	st, _ = h.worker.Status("src")
+	if rep := st.Tasks[0].Report; rep == nil || rep.Phase != "counting" || len(rep.Progress) != 1 || rep.Progress[0].Total != 200 {
+		t.Fatalf("source report = %+v", st.Tasks[0].Report)
+	}
+	mfs, err := h.worker.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, mf := range mfs {
+		found[mf.GetName()] = true
+	}
+	for _, name := range []string{"tributary_connector_progress_done", "tributary_connector_progress_total", "tributary_connector_backlog_records", "tributary_connector_records_written_total"} {
+		if !found[name] {
+			t.Errorf("metric %s missing from /metrics", name)
+		}
 	}
 }
 

@@ -86,3 +86,54 @@ func (m *Metrics) observeDelivery(connector string, recs []connect.Record) {
 		}
 	}
 }
+
+// reportCollector exports what connectors report (connect.Reporter) as
+// gauges: progress per unit of work and the connector's own readings. It
+// is an unchecked collector: the gauges come and go with the connectors.
+type reportCollector struct{ w *Worker }
+
+var (
+	progressDone  = prometheus.NewDesc("tributary_connector_progress_done", "Work done of one unit a connector reports (e.g. rows of a table snapshot).", []string{"connector", "name", "unit"}, nil)
+	progressTotal = prometheus.NewDesc("tributary_connector_progress_total", "Estimated size of that unit of work; 0 when unknown.", []string{"connector", "name", "unit"}, nil)
+	warningsDesc  = prometheus.NewDesc("tributary_connector_warnings", "Warnings a connector reports now.", []string{"connector"}, nil)
+)
+
+func (reportCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, name := range c.w.Connectors() {
+		r, err := c.w.runner(name)
+		if err != nil {
+			continue
+		}
+		rep := r.report()
+		if rep == nil {
+			continue
+		}
+		for _, p := range rep.Progress {
+			ch <- prometheus.MustNewConstMetric(progressDone, prometheus.GaugeValue, float64(p.Done), name, p.Name, p.Unit)
+			ch <- prometheus.MustNewConstMetric(progressTotal, prometheus.GaugeValue, float64(p.Total), name, p.Name, p.Unit)
+		}
+		ch <- prometheus.MustNewConstMetric(warningsDesc, prometheus.GaugeValue, float64(len(rep.Warnings)), name)
+		for g, v := range rep.Gauges {
+			if !validMetricName(g) {
+				continue
+			}
+			d := prometheus.NewDesc("tributary_connector_"+g, "Reported by the connector.", []string{"connector"}, nil)
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
+		}
+	}
+}
+
+func validMetricName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -32,6 +32,31 @@ type runner struct {
 	restartReq  bool
 	softCancel  context.CancelFunc // ends the running task after its batch
 	changed     chan struct{}      // closed and replaced on every change
+	reporter    connect.Reporter   // the running instance, when it reports
+}
+
+// setReporter records the running connector instance when it implements
+// connect.Reporter (nil clears it).
+func (r *runner) setReporter(inst any) {
+	rep, _ := inst.(connect.Reporter)
+	r.mu.Lock()
+	r.reporter = rep
+	r.mu.Unlock()
+}
+
+// report asks the running instance for its report, outside the lock.
+func (r *runner) report() *connect.Report {
+	r.mu.Lock()
+	rep := r.reporter
+	r.mu.Unlock()
+	if rep == nil {
+		return nil
+	}
+	rp := rep.Report()
+	if rp.Phase == "" && len(rp.Progress) == 0 && len(rp.Warnings) == 0 && len(rp.Gauges) == 0 {
+		return nil
+	}
+	return &rp
 }
 
 func newRunner(w *Worker, spec ConnectorSpec, conn connect.Connector) *runner {
@@ -316,6 +341,7 @@ func maskValues(cfg map[string]string, secrets []string, spec connect.Spec) map[
 }
 
 func (r *runner) status() ConnectorStatus {
+	report := r.report()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ConnectorStatus{Name: r.spec.Name, Type: r.spec.Kind, WorkerID: r.w.opts.WorkerID}
@@ -335,6 +361,9 @@ func (r *runner) status() ConnectorStatus {
 	}
 	if ts.State == StateStopped {
 		ts.State = StateUnassigned
+	}
+	if ts.State == StateRunning || ts.State == StatePaused {
+		ts.Report = report
 	}
 	st.Tasks = []TaskStatus{ts}
 	return st

@@ -36,7 +36,9 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 		}
 		return fmt.Errorf("open sink %s: %w", r.spec.Name, err)
 	}
+	r.setReporter(sink)
 	defer func() {
+		r.setReporter(nil)
 		if err := sink.Close(context.WithoutCancel(hard)); err != nil {
 			r.logger.Warn("close sink", "error", err)
 		}

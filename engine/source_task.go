@@ -31,7 +31,9 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		}
 		return fmt.Errorf("open source %s: %w", r.spec.Name, err)
 	}
+	r.setReporter(src)
 	defer func() {
+		r.setReporter(nil)
 		if err := src.Close(context.WithoutCancel(hard)); err != nil {
 			r.logger.Warn("close source", "error", err)
 		}

@@ -25,6 +25,9 @@ type TaskStatus struct {
 	State    State
 	WorkerID string
 	Trace    string // the error that failed the task, when FAILED
+	// Report is what the connector says about its progress and warnings
+	// (connect.Reporter); nil when it says nothing.
+	Report *connect.Report
 }
 
 // ConnectorStatus is the status of a connector and its tasks.

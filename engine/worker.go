@@ -81,7 +81,11 @@ func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{opts: opts, logger: opts.Logger, offsets: offsets, metrics: opts.Metrics, connectors: map[string]*runner{}}, nil
+	w := &Worker{opts: opts, logger: opts.Logger, offsets: offsets, metrics: opts.Metrics, connectors: map[string]*runner{}}
+	if err := opts.Metrics.Registry.Register(reportCollector{w}); err != nil {
+		return nil, fmt.Errorf("register connector report metrics: %w", err)
+	}
+	return w, nil
 }
 
 // Metrics returns the worker's metrics.

@@ -80,6 +80,14 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 			return err
 		}
 	}
+	progressDone := make(chan struct{})
+	pctx, stopProgress := context.WithCancel(ctx)
+	go func() {
+		defer close(progressDone)
+		if isTerminal(a.stderr) {
+			showProgress(pctx, w, a.stderr, 500*time.Millisecond)
+		}
+	}()
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
@@ -87,6 +95,8 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 			a.logger.Error("REST API stopped", "error", err)
 		}
 	}
+	stopProgress()
+	<-progressDone
 	fmt.Fprintln(a.stderr, "% draining: tasks finish their batch and commit")
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()

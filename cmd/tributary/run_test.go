@@ -114,3 +114,19 @@ func TestValidate_ReportsEveryErrorWithPosition(t *testing.T) {
 	err := mustFail(t, dir, "", "validate", file)
 	wantContains(t, "validate errors", err.Error(), "bad.yaml:4:", "generator", "bad.yaml:9:", "path")
 }
+
+func TestProgressBar(t *testing.T) {
+	tests := []struct {
+		done, total int64
+		want        string
+	}{
+		{12345, 100000, "public.orders [##------------------] 12,345/100,000 rows  12%"},
+		{5, 0, "public.orders 5 rows"},
+		{200, 100, "public.orders [####################] 200/100 rows 100%"},
+	}
+	for _, tt := range tests {
+		if got := progressBar("public.orders", tt.done, tt.total, "rows"); got != tt.want {
+			t.Errorf("progressBar(%d, %d) = %q, want %q", tt.done, tt.total, got, tt.want)
+		}
+	}
+}

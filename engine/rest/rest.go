@@ -174,6 +174,9 @@ type taskState struct {
 	State    engine.State `json:"state"`
 	WorkerID string       `json:"worker_id"`
 	Trace    string       `json:"trace,omitempty"`
+	// Report is ours, not Kafka Connect's: a connector's progress and
+	// warnings (e.g. a snapshot's rows per table), when it reports any.
+	Report *connect.Report `json:"report,omitempty"`
 }
 
 type statusBody struct {
@@ -186,7 +189,7 @@ type statusBody struct {
 func toStatus(st engine.ConnectorStatus) statusBody {
 	out := statusBody{Name: st.Name, Connector: stateInfo{State: st.State, WorkerID: st.WorkerID, Trace: st.Trace}, Tasks: []taskState{}, Type: st.Type}
 	for _, t := range st.Tasks {
-		out.Tasks = append(out.Tasks, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace})
+		out.Tasks = append(out.Tasks, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace, Report: t.Report})
 	}
 	return out
 }
@@ -417,7 +420,7 @@ func (s *Server) getTaskStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := st.Tasks[id]
-	writeJSON(w, 200, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace})
+	writeJSON(w, 200, taskState{ID: t.ID, State: t.State, WorkerID: t.WorkerID, Trace: t.Trace, Report: t.Report})
 }
 
 func (s *Server) restartTask(w http.ResponseWriter, r *http.Request) {
