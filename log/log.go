@@ -660,6 +660,15 @@ func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, 
 		return 0, err
 	}
 	b := append([]byte(nil), batch...)
+	// Validate the records too, as a Kafka broker does: a batch whose CRC
+	// holds but whose records do not decode would fail every later read.
+	kb, _, reason := checkBatch(b)
+	if reason != "" {
+		return 0, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
+	}
+	if _, err := decodeRecords(nil, &kb, 0); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
+	}
 	bases, err := p.appendBatches(ctx, [][]byte{b})
 	if err != nil {
 		return 0, err

@@ -161,3 +161,21 @@ func TestLog_ReadWaitsForData(t *testing.T) {
 		t.Fatalf("read with cancelled ctx: %v", err)
 	}
 }
+
+func TestLog_AppendRaw_RefusesUndecodableRecords(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	good := encodeBatch([]Record{{Value: []byte("a")}, {Value: []byte("b")}}, time.Now(), "none", noProducer)
+	if _, err := l.AppendRaw(t.Context(), "raw", 0, good); err != nil {
+		t.Fatalf("AppendRaw(valid batch): %v", err)
+	}
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-3] = 0x7f // a record length past the end
+	setBatchCRC(bad)       // the CRC holds; the records do not
+	if _, err := l.AppendRaw(t.Context(), "raw", 0, bad); !errors.Is(err, ErrUnsupportedBatch) {
+		t.Fatalf("AppendRaw(bad records) = %v, want ErrUnsupportedBatch", err)
+	}
+	if got := readAll(t, l, "raw", 0, 0); len(got) != 2 {
+		t.Fatalf("read %d records, want the 2 of the good batch", len(got))
+	}
+}

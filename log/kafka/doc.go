@@ -1,0 +1,53 @@
+// Package kafka serves the built-in log over the Kafka wire protocol, so
+// that Kafka clients (franz-go, librdkafka and kcat, kafkajs, the Java
+// clients) produce to it, consume from it and manage it unchanged.
+//
+// Listen starts a listener on a *log.Log; Close stops it. Every request and
+// response is encoded and decoded with franz-go's kmsg. The listener is one
+// broker (node id 0) that leads every partition with one replica.
+//
+// # What is served
+//
+//	ApiVersions            v0-4   the versions below (KIP-511 downgrade for newer asks)
+//	Metadata               v0-12  one broker; auto-creates topics when the client allows
+//	Produce                v3-11  record batches appended as sent (Log.AppendRaw); acks 0/1/all;
+//	                              idempotent producers (sequence checks in the log)
+//	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)
+//	ListOffsets            v1-6   earliest (-2), latest (-1), by timestamp
+//	CreateTopics           v0-7   replication factor 1 (or -1)
+//	DeleteTopics           v0-6   by name or topic id
+//	CreatePartitions       v0-3
+//	DescribeConfigs        v0-4   topic configs with their sources
+//	AlterConfigs           v0-2   topic configs
+//	IncrementalAlterConfigs v0-1  topic configs: SET, DELETE, APPEND, SUBTRACT
+//	InitProducerId         v0-4   idempotent producers; transactional ids refused
+//	FindCoordinator        v0-4   groups (transactions refused)
+//	JoinGroup              v0-9   the classic group protocol, see groups.go
+//	SyncGroup              v0-5
+//	Heartbeat              v0-4
+//	LeaveGroup             v0-5
+//	OffsetCommit           v0-8   generation checked; stored by log.Groups
+//	OffsetFetch            v0-8
+//	DescribeGroups         v0-5
+//	ListGroups             v0-4
+//	DeleteGroups           v0-2
+//	OffsetDelete           v0
+//	SaslHandshake          v0-1   PLAIN, when Options.SASLPlain is set
+//	SaslAuthenticate       v0-2
+//
+// Any other request, or a version outside these, is answered with its own
+// response kind carrying UNSUPPORTED_VERSION. A frame that does not decode
+// closes the connection (as Kafka does); it never panics the process.
+//
+// # Differences from Apache Kafka
+//
+//   - One node: replication factor 1, leader epoch -1, no follower fetching.
+//   - No transactions: transactional producers are refused with
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message.
+//   - acks=1 waits for the fsync like acks=all: the log acknowledges nothing
+//     it could lose.
+//   - Fetch re-encodes the stored records into one uncompressed batch per
+//     partition (the log has no exported raw-batch read yet).
+//   - Group members are known to this listener only: the log's own group
+//     commands (tributary groups describe / reset-offsets) do not see them.
+package kafka

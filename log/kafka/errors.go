@@ -1,0 +1,63 @@
+package kafka
+
+import (
+	"errors"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// errorCode maps an error of the log to the Kafka error code a client
+// understands. Unknown errors become UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Code
+	case errors.Is(err, tlog.ErrUnknownTopic), errors.Is(err, tlog.ErrUnknownPartition):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, tlog.ErrTopicExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, tlog.ErrInvalidTopicName):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, tlog.ErrInvalidPartitions):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, tlog.ErrInvalidConfig):
+		return kerr.InvalidConfig.Code
+	case errors.Is(err, tlog.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, tlog.ErrRecordTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, tlog.ErrUnsupportedBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, tlog.ErrCompactedTopicNilKey):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, tlog.ErrProducerFenced):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, tlog.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, tlog.ErrUnknownProducerID):
+		return kerr.UnknownProducerID.Code
+	case errors.Is(err, tlog.ErrUnknownGroup):
+		return kerr.GroupIDNotFound.Code
+	case errors.Is(err, tlog.ErrGroupNotEmpty):
+		return kerr.NonEmptyGroup.Code
+	case errors.Is(err, tlog.ErrClosed):
+		return kerr.NotLeaderForPartition.Code // retriable: the client comes back
+	case tlog.IsCorruption(err):
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage is the message Kafka's newer responses carry beside a code.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

@@ -1,0 +1,268 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"sync"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetch answers a Fetch request: data from every requested partition, at
+// most MaxBytes in all and PartitionMaxBytes per partition (but always the
+// first batch, KIP-74), waiting up to MaxWaitMillis until MinBytes are
+// there. Fetch sessions (KIP-227) are not kept: the answer carries session
+// id 0, which tells clients to send full requests.
+func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	deadline := time.Now().Add(wait)
+	minBytes := max(int(req.MinBytes), 1)
+	for {
+		resp, n, idle, failed := s.fetchOnce(ctx, req)
+		left := time.Until(deadline)
+		if n >= minBytes || failed || left <= 0 || len(idle) == 0 || ctx.Err() != nil {
+			return resp
+		}
+		if !s.waitForData(ctx, idle, left) {
+			return resp
+		}
+	}
+}
+
+// fetchPos names a partition at the offset a fetch waits at.
+type fetchPos struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// fetchOnce reads every partition once without waiting. It returns the
+// response, its record bytes, the partitions that had no data (to wait on)
+// and whether any partition failed (which answers at once, as Kafka does).
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []fetchPos, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = 50 << 20
+	}
+	total := 0
+	var idle []fetchPos
+	failed := false
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			limit := min(int(p.PartitionMaxBytes), budget-total)
+			if limit <= 0 && total > 0 {
+				// Out of budget: report the bounds only.
+				if start, end, err := s.log.Offsets(t.Topic, p.Partition); err == nil {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start
+				} else {
+					rp.ErrorCode = errorCode(err)
+					failed = true
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			limit = max(limit, 1)
+			res, err := s.log.Read(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			switch {
+			case err != nil:
+				rp.ErrorCode = errorCode(err)
+				if errors.Is(err, tlog.ErrUnknownTopic) || errors.Is(err, tlog.ErrUnknownPartition) {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				}
+				failed = true
+			case res.NextOffset > p.FetchOffset:
+				rp.RecordBatches = encodeFetchBatch(p.FetchOffset, res)
+				total += len(rp.RecordBatches)
+			default:
+				idle = append(idle, fetchPos{t.Topic, p.Partition, p.FetchOffset})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, idle, failed
+}
+
+// waitForData waits until one of the partitions has data past its offset,
+// ctx ends or wait passes. It reports whether data arrived.
+//
+// The log has no exported wait over several partitions, so one goroutine
+// per partition long-polls Log.Read; the first to see data cancels the
+// others, and all are gone when waitForData returns.
+func (s *Server) waitForData(ctx context.Context, parts []fetchPos, wait time.Duration) bool {
+	if len(parts) == 1 {
+		p := parts[0]
+		res, err := s.log.Read(ctx, p.topic, p.partition, p.offset, tlog.ReadOptions{MaxBytes: 1, MaxWait: wait})
+		return err != nil || res.NextOffset > p.offset
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan bool, len(parts))
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.log.Read(wctx, p.topic, p.partition, p.offset, tlog.ReadOptions{MaxBytes: 1, MaxWait: wait})
+			got <- (err != nil && wctx.Err() == nil) || res.NextOffset > p.offset
+		}()
+	}
+	arrived := false
+	for range parts {
+		if <-got {
+			arrived = true
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+	return arrived
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeFetchBatch encodes the records of one read as one v2 record batch
+// with kmsg. The batch's last offset is the read's next offset - 1, so a
+// client moves past offsets that hold no records (compacted away, control
+// batches) even when the batch has none.
+//
+// This re-encodes decoded records because the log exports no raw-batch
+// read yet; the stored batches themselves (with their compression and
+// producer ids) are what a later version serves.
+func encodeFetchBatch(offset int64, res tlog.ReadResult) []byte {
+	recs := res.Records
+	base := offset
+	if len(recs) > 0 {
+		base = recs[0].Offset
+	}
+	var firstTs, maxTs int64 = -1, -1
+	if len(recs) > 0 {
+		firstTs = recs[0].Timestamp.UnixMilli()
+		maxTs = firstTs
+	}
+	size := 61
+	for i := range recs {
+		size += len(recs[i].Key) + len(recs[i].Value) + 24
+		for _, h := range recs[i].Headers {
+			size += len(h.Key) + len(h.Value) + 10
+		}
+	}
+	buf := make([]byte, 61, size)
+	for i := range recs {
+		r := &recs[i]
+		ts := r.Timestamp.UnixMilli()
+		maxTs = max(maxTs, ts)
+		kr := kmsg.Record{
+			TimestampDelta64: ts - firstTs,
+			OffsetDelta:      int32(r.Offset - base),
+			Key:              r.Key,
+			Value:            r.Value,
+		}
+		if len(r.Headers) > 0 {
+			kr.Headers = make([]kmsg.Header, len(r.Headers))
+			for j, h := range r.Headers {
+				kr.Headers[j] = kmsg.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		buf = appendRecord(buf, &kr)
+	}
+	b := kmsg.RecordBatch{
+		FirstOffset:          base,
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(res.NextOffset - 1 - base),
+		FirstTimestamp:       firstTs,
+		MaxTimestamp:         maxTs,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(recs)),
+	}
+	b.AppendTo(buf[:0]) // the header only: Records is empty
+	binary.BigEndian.PutUint32(buf[8:], uint32(len(buf)-12))
+	binary.BigEndian.PutUint32(buf[17:], crc32.Checksum(buf[21:], castagnoli))
+	return buf
+}
+
+// appendRecord appends one record in its varint framing: kmsg writes the
+// length it is given, so the record is written with length 0 (one byte)
+// and moved up once its real length is known.
+func appendRecord(dst []byte, r *kmsg.Record) []byte {
+	r.Length = 0
+	start := len(dst)
+	dst = r.AppendTo(dst)
+	var lb [binary.MaxVarintLen64]byte
+	n := binary.PutVarint(lb[:], int64(len(dst)-start-1))
+	if n > 1 {
+		end := len(dst)
+		dst = append(dst, lb[:n-1]...)
+		copy(dst[start+n:], dst[start+1:end])
+	}
+	copy(dst[start:], lb[:n])
+	return dst
+}
+
+// listOffsets answers ListOffsets: -2 the log start, -1 the end (the high
+// watermark), a timestamp the first offset at or after it (-1 when no
+// record is that new, as Kafka answers).
+func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.LeaderEpoch = -1
+			off, ts, err := s.offsetFor(ctx, t.Topic, p.Partition, p.Timestamp)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+			}
+			rp.Offset, rp.Timestamp = off, ts
+			if req.Version == 0 && err == nil {
+				rp.OldStyleOffsets = []int64{off}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) offsetFor(ctx context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+	start, end, err := s.log.Offsets(topic, partition)
+	if err != nil {
+		return -1, -1, err
+	}
+	switch {
+	case ts == -2:
+		return start, -1, nil
+	case ts == -1:
+		return end, -1, nil
+	case ts < 0:
+		return -1, -1, kerr.UnsupportedVersion
+	}
+	off, found, err := s.log.OffsetForTime(topic, partition, time.UnixMilli(ts))
+	if err != nil {
+		return -1, -1, err
+	}
+	if !found {
+		return -1, -1, nil
+	}
+	res, err := s.log.Read(ctx, topic, partition, off, tlog.ReadOptions{MaxBytes: 1})
+	if err != nil || len(res.Records) == 0 {
+		return off, ts, nil
+	}
+	return off, res.Records[0].Timestamp.UnixMilli(), nil
+}

@@ -1,0 +1,412 @@
+package kafka
+
+// The group coordinator: Kafka's classic consumer group protocol
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) on top of the log's
+// committed offsets (log.Groups).
+//
+// # State machine (as Kafka's GroupCoordinator)
+//
+//	Empty ──join──▶ PreparingRebalance ──all joined / timeout──▶ CompletingRebalance
+//	  ▲                  ▲      ▲                                     │ leader's SyncGroup
+//	  │ last member      │      └──────── join, leave, expiry ────────┤
+//	  └─ leaves/expires ─┴──────────────── join, leave, expiry ─── Stable
+//
+// A rebalance completes when every known member has rejoined, or when the
+// rebalance timeout (the largest of the members') passes; members that did
+// not rejoin by then are removed. The first rebalance of an empty group
+// waits Options.InitialRebalanceDelay for more members (Kafka's
+// group.initial.rebalance.delay.ms). Completing bumps the generation and
+// answers every waiting JoinGroup; the leader gets the members' metadata,
+// computes the assignment and sends it in its SyncGroup, which answers
+// every waiting SyncGroup. Members that miss their session timeout (no
+// heartbeat, sync or commit) are removed and the group rebalances.
+//
+// Offset commits from members are checked against the generation: only a
+// current member of the current generation may commit, and not while the
+// group completes a rebalance; commits from outside (generation -1, no
+// member id) only while the group has no members.
+//
+// # Concurrency
+//
+// coordinator.mu guards the groups map only; group.mu guards one group.
+// Lock order: coordinator.mu, then group.mu. group.mu is held across the
+// durable append of an offset commit, so that a commit and a rebalance of
+// the same group never interleave; nothing else calls into the log under
+// it. Blocked JoinGroup and SyncGroup requests wait on a channel of their
+// member, never under a lock.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type groupState int
+
+const (
+	stateEmpty groupState = iota
+	statePreparingRebalance
+	stateCompletingRebalance
+	stateStable
+	stateDead
+)
+
+func (s groupState) String() string {
+	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}[s]
+}
+
+// Session timeout bounds, Kafka's group.min/max.session.timeout.ms.
+const (
+	minSessionTimeout = 6 * time.Second
+	maxSessionTimeout = 30 * time.Minute
+	reapInterval      = 100 * time.Millisecond
+)
+
+type coordinator struct {
+	s *Server
+
+	mu     sync.Mutex // guards groups; taken before any group.mu
+	groups map[string]*group
+}
+
+type group struct {
+	mu sync.Mutex // guards every field below
+
+	name         string
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	members      map[string]*member
+	// pending are member ids handed out with MEMBER_ID_REQUIRED (JoinGroup
+	// v4+) whose join has not come yet, with the time they expire.
+	pending map[string]time.Time
+	// rebalanceDeadline ends PreparingRebalance; delayed is set while the
+	// first rebalance of an empty group waits for more members.
+	rebalanceDeadline time.Time
+	delayed           bool
+	joinSeq           int
+}
+
+type member struct {
+	id, instanceID, clientID, host string
+	sessionTimeout                 time.Duration
+	rebalanceTimeout               time.Duration
+	protocols                      []kmsg.JoinGroupRequestProtocol
+	assignment                     []byte
+	deadline                       time.Time // session expiry
+	joinSeq                        int       // order of first join: the leader is the oldest member
+	// join and sync are set while a JoinGroup or SyncGroup of the member
+	// waits; each is answered exactly once (buffered, never blocks).
+	join chan *kmsg.JoinGroupResponse
+	sync chan syncResult
+}
+
+type syncResult struct {
+	code       int16
+	assignment []byte
+}
+
+func newCoordinator(s *Server) *coordinator {
+	return &coordinator{s: s, groups: map[string]*group{}}
+}
+
+func (c *coordinator) now() time.Time { return c.s.opts.Now() }
+
+// group returns a group's state, creating it when create is set.
+func (c *coordinator) group(name string, create bool) *group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[name]
+	if !ok && create {
+		g = &group{name: name, members: map[string]*member{}, pending: map[string]time.Time{}}
+		c.groups[name] = g
+	}
+	return g
+}
+
+// reapLoop expires members and ends rebalances whose time is up, until ctx
+// ends. The Server owns it.
+func (c *coordinator) reapLoop(ctx context.Context) {
+	t := time.NewTicker(reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.abortAll()
+			return
+		case <-t.C:
+			c.reap()
+		}
+	}
+}
+
+func (c *coordinator) reap() {
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	now := c.now()
+	for _, g := range groups {
+		g.mu.Lock()
+		for id, m := range g.members {
+			if m.join == nil && now.After(m.deadline) {
+				c.s.logger.Info("kafka group member session expired", "group", g.name, "member", id, "session_timeout", m.sessionTimeout)
+				c.removeMember(g, m, "session timeout")
+			}
+		}
+		for id, exp := range g.pending {
+			if now.After(exp) {
+				delete(g.pending, id)
+				c.tryCompleteJoin(g)
+			}
+		}
+		if g.state == statePreparingRebalance && !now.Before(g.rebalanceDeadline) {
+			c.completeJoin(g)
+		}
+		g.mu.Unlock()
+	}
+	// Forget idle groups: their committed offsets live in the log.
+	c.mu.Lock()
+	for name, g := range c.groups {
+		g.mu.Lock()
+		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 {
+			g.state = stateDead
+			delete(c.groups, name)
+		}
+		g.mu.Unlock()
+	}
+	c.mu.Unlock()
+}
+
+// abortAll answers every waiting request when the server closes.
+func (c *coordinator) abortAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		g.mu.Lock()
+		for _, m := range g.members {
+			if m.join != nil {
+				m.join <- joinError(m.id, codeCoordinatorNotAvailable)
+				m.join = nil
+			}
+			if m.sync != nil {
+				m.sync <- syncResult{code: codeCoordinatorNotAvailable}
+				m.sync = nil
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// prepareRebalance moves the group to PreparingRebalance: members waiting
+// for their assignment are told to rejoin, and the rebalance gets its
+// deadline.
+func (c *coordinator) prepareRebalance(g *group, reason string) {
+	if g.state == stateCompletingRebalance {
+		for _, m := range g.members {
+			if m.sync != nil {
+				m.sync <- syncResult{code: codeRebalanceInProgress}
+				m.sync = nil
+			}
+		}
+	}
+	wasEmpty := g.state == stateEmpty
+	g.state = statePreparingRebalance
+	var timeout time.Duration
+	for _, m := range g.members {
+		timeout = max(timeout, m.rebalanceTimeout)
+	}
+	g.delayed = wasEmpty && c.s.opts.InitialRebalanceDelay > 0
+	if g.delayed {
+		timeout = min(timeout, c.s.opts.InitialRebalanceDelay)
+	}
+	g.rebalanceDeadline = c.now().Add(timeout)
+	c.s.logger.Debug("kafka group rebalancing", "group", g.name, "generation", g.generation, "reason", reason)
+}
+
+// tryCompleteJoin completes the rebalance when every member has rejoined.
+func (c *coordinator) tryCompleteJoin(g *group) {
+	if g.state != statePreparingRebalance || g.delayed || len(g.pending) > 0 {
+		return
+	}
+	for _, m := range g.members {
+		if m.join == nil {
+			return
+		}
+	}
+	c.completeJoin(g)
+}
+
+// completeJoin ends PreparingRebalance: members that did not rejoin go, the
+// generation is bumped, a protocol and a leader are chosen, and every
+// waiting JoinGroup is answered.
+func (c *coordinator) completeJoin(g *group) {
+	for id, m := range g.members {
+		if m.join == nil {
+			c.s.logger.Info("kafka group member removed: did not rejoin in time", "group", g.name, "member", id)
+			delete(g.members, id)
+		}
+	}
+	clear(g.pending)
+	g.delayed = false
+	g.generation++
+	if len(g.members) == 0 {
+		g.state = stateEmpty
+		g.protocol, g.leader = "", ""
+		return
+	}
+	g.protocol = selectProtocol(g.members)
+	if _, ok := g.members[g.leader]; !ok {
+		g.leader = ""
+		for _, m := range g.members {
+			if g.leader == "" || m.joinSeq < g.members[g.leader].joinSeq {
+				g.leader = m.id
+			}
+		}
+	}
+	g.state = stateCompletingRebalance
+	now := c.now()
+	var all []kmsg.JoinGroupResponseMember
+	for _, m := range sortedMembers(g.members) {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.ProtocolMetadata = m.id, m.metadata(g.protocol)
+		if m.instanceID != "" {
+			jm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		all = append(all, jm)
+	}
+	for _, m := range g.members {
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.Generation = g.generation
+		resp.ProtocolType = kmsg.StringPtr(g.protocolType)
+		resp.Protocol = kmsg.StringPtr(g.protocol)
+		resp.LeaderID = g.leader
+		resp.MemberID = m.id
+		if m.id == g.leader {
+			resp.Members = all
+		}
+		m.join <- resp
+		m.join = nil
+		m.deadline = now.Add(m.sessionTimeout)
+	}
+	c.s.logger.Info("kafka group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
+}
+
+// removeMember takes a member out of the group and rebalances the rest.
+func (c *coordinator) removeMember(g *group, m *member, reason string) {
+	if m.join != nil {
+		m.join <- joinError(m.id, codeUnknownMemberID)
+	}
+	if m.sync != nil {
+		m.sync <- syncResult{code: codeUnknownMemberID}
+	}
+	delete(g.members, m.id)
+	switch g.state {
+	case stateStable, stateCompletingRebalance:
+		c.prepareRebalance(g, reason)
+		c.tryCompleteJoin(g)
+	case statePreparingRebalance:
+		c.tryCompleteJoin(g)
+	}
+}
+
+func (m *member) metadata(protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == protocol {
+			return p.Metadata
+		}
+	}
+	return nil
+}
+
+func sortedMembers(ms map[string]*member) []*member {
+	out := make([]*member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].joinSeq < out[j].joinSeq })
+	return out
+}
+
+// selectProtocol picks the protocol every member supports that most
+// members prefer, as Kafka does: each member votes for the first of its
+// protocols that all support.
+func selectProtocol(ms map[string]*member) string {
+	counts := map[string]int{}
+	for _, m := range ms {
+		seen := map[string]bool{}
+		for _, p := range m.protocols {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				counts[p.Name]++
+			}
+		}
+	}
+	votes := map[string]int{}
+	for _, m := range ms {
+		for _, p := range m.protocols {
+			if counts[p.Name] == len(ms) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	best := ""
+	for name, n := range votes {
+		if best == "" || n > votes[best] || (n == votes[best] && name < best) {
+			best = name
+		}
+	}
+	return best
+}
+
+// supportsProtocols reports whether a joining member can be in the group:
+// same protocol type and at least one protocol every member supports.
+func (g *group) supportsProtocols(protocolType string, protocols []kmsg.JoinGroupRequestProtocol, self string) bool {
+	if len(g.members) == 0 || (len(g.members) == 1 && g.members[self] != nil) {
+		return true
+	}
+	if protocolType != g.protocolType {
+		return false
+	}
+	for _, p := range protocols {
+		all := true
+		for id, m := range g.members {
+			if id != self && m.metadata(p.Name) == nil && !hasProtocol(m, p.Name) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func hasProtocol(m *member, name string) bool {
+	for _, p := range m.protocols {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	if clientID == "" {
+		clientID = "member"
+	}
+	return clientID + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,594 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var (
+	codeCoordinatorNotAvailable   = kerr.CoordinatorNotAvailable.Code
+	codeRebalanceInProgress       = kerr.RebalanceInProgress.Code
+	codeUnknownMemberID           = kerr.UnknownMemberID.Code
+	codeIllegalGeneration         = kerr.IllegalGeneration.Code
+	codeInconsistentGroupProtocol = kerr.InconsistentGroupProtocol.Code
+	codeInvalidGroupID            = kerr.InvalidGroupID.Code
+)
+
+func joinError(memberID string, code int16) *kmsg.JoinGroupResponse {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.ErrorCode, resp.MemberID, resp.Generation = code, memberID, -1
+	return resp
+}
+
+// joinGroup answers JoinGroup, once the rebalance it starts or joins
+// completes (or at once with an error).
+func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	rebalance := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	if req.Version == 0 {
+		rebalance = session
+	}
+	switch {
+	case req.Group == "":
+		return joinError(req.MemberID, codeInvalidGroupID)
+	case session < c.minSession() || session > maxSessionTimeout:
+		return joinError(req.MemberID, kerr.InvalidSessionTimeout.Code)
+	case req.ProtocolType == "" || len(req.Protocols) == 0:
+		return joinError(req.MemberID, codeInconsistentGroupProtocol)
+	}
+	g := c.group(req.Group, true)
+	g.mu.Lock()
+	if g.state == stateDead {
+		g.mu.Unlock()
+		return joinError(req.MemberID, codeCoordinatorNotAvailable)
+	}
+	if !g.supportsProtocols(req.ProtocolType, req.Protocols, req.MemberID) {
+		g.mu.Unlock()
+		return joinError(req.MemberID, codeInconsistentGroupProtocol)
+	}
+	id := req.MemberID
+	m := g.members[id]
+	if id == "" {
+		id = newMemberID(clientID)
+		if req.Version >= 4 {
+			// KIP-394: hand out the id first; the member joins with it.
+			g.pending[id] = c.now().Add(session)
+			g.mu.Unlock()
+			return joinError(id, kerr.MemberIDRequired.Code)
+		}
+	} else if m == nil {
+		if _, ok := g.pending[id]; !ok {
+			g.mu.Unlock()
+			return joinError(id, codeUnknownMemberID)
+		}
+		delete(g.pending, id)
+	}
+	if m == nil {
+		g.joinSeq++
+		m = &member{id: id, joinSeq: g.joinSeq}
+		g.members[id] = m
+	}
+	if len(g.members) == 1 {
+		g.protocolType = req.ProtocolType
+	}
+	m.clientID, m.host = clientID, cc.host
+	if req.InstanceID != nil {
+		m.instanceID = *req.InstanceID
+	}
+	m.sessionTimeout, m.rebalanceTimeout = session, rebalance
+	m.protocols = append([]kmsg.JoinGroupRequestProtocol(nil), req.Protocols...)
+	m.deadline = c.now().Add(session)
+	if m.join != nil { // a retried join replaces the one waiting
+		m.join <- joinError(id, codeRebalanceInProgress)
+	}
+	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	m.join = ch
+	if g.state != statePreparingRebalance {
+		c.prepareRebalance(g, "member "+id+" joined")
+	}
+	c.tryCompleteJoin(g)
+	g.mu.Unlock()
+
+	select {
+	case resp := <-ch:
+		return resp
+	case <-ctx.Done():
+		return joinError(id, codeCoordinatorNotAvailable)
+	}
+}
+
+func (c *coordinator) minSession() time.Duration {
+	if c.s.opts.GroupMinSessionTimeout > 0 {
+		return c.s.opts.GroupMinSessionTimeout
+	}
+	return minSessionTimeout
+}
+
+// syncGroup answers SyncGroup: followers wait for the leader's assignment.
+func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	g := c.group(req.Group, false)
+	if g == nil {
+		resp.ErrorCode = codeUnknownMemberID
+		return resp
+	}
+	g.mu.Lock()
+	m := g.members[req.MemberID]
+	switch {
+	case m == nil:
+		resp.ErrorCode = codeUnknownMemberID
+	case req.Generation != g.generation:
+		resp.ErrorCode = codeIllegalGeneration
+	case (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) || (req.Protocol != nil && *req.Protocol != g.protocol):
+		resp.ErrorCode = codeInconsistentGroupProtocol
+	case g.state == statePreparingRebalance:
+		resp.ErrorCode = codeRebalanceInProgress
+	case g.state == stateStable:
+		resp.MemberAssignment = m.assignment
+	case g.state == stateCompletingRebalance:
+		ch := make(chan syncResult, 1)
+		if m.sync != nil {
+			m.sync <- syncResult{code: codeRebalanceInProgress}
+		}
+		m.sync = ch
+		m.deadline = c.now().Add(m.sessionTimeout)
+		if m.id == g.leader {
+			assigned := map[string][]byte{}
+			for _, a := range req.GroupAssignment {
+				assigned[a.MemberID] = a.MemberAssignment
+			}
+			for id, mm := range g.members {
+				mm.assignment = assigned[id]
+				if mm.sync != nil {
+					mm.sync <- syncResult{assignment: mm.assignment}
+					mm.sync = nil
+				}
+			}
+			g.state = stateStable
+		}
+		g.mu.Unlock()
+		var r syncResult
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			r = syncResult{code: codeCoordinatorNotAvailable}
+		}
+		resp.ErrorCode, resp.MemberAssignment = r.code, r.assignment
+		c.setSyncProtocol(g, resp)
+		return resp
+	default:
+		resp.ErrorCode = codeUnknownMemberID
+	}
+	g.mu.Unlock()
+	c.setSyncProtocol(g, resp)
+	return resp
+}
+
+func (c *coordinator) setSyncProtocol(g *group, resp *kmsg.SyncGroupResponse) {
+	g.mu.Lock()
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	g.mu.Unlock()
+}
+
+// heartbeat answers Heartbeat and keeps the member's session alive.
+func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	g := c.group(req.Group, false)
+	if g == nil {
+		resp.ErrorCode = codeUnknownMemberID
+		return resp
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.members[req.MemberID]
+	switch {
+	case m == nil:
+		resp.ErrorCode = codeUnknownMemberID
+	case req.Generation != g.generation:
+		resp.ErrorCode = codeIllegalGeneration
+	case g.state == statePreparingRebalance:
+		m.deadline = c.now().Add(m.sessionTimeout)
+		resp.ErrorCode = codeRebalanceInProgress
+	default:
+		m.deadline = c.now().Add(m.sessionTimeout)
+	}
+	return resp
+}
+
+// leaveGroup answers LeaveGroup (v3+: several members, by member or
+// instance id) and rebalances the rest.
+func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	leaving := req.Members
+	if req.Version < 3 {
+		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	g := c.group(req.Group, false)
+	if g == nil {
+		resp.ErrorCode = codeUnknownMemberID
+		return resp
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range leaving {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID = l.MemberID, l.InstanceID
+		m := g.members[l.MemberID]
+		if m == nil && l.InstanceID != nil {
+			for _, mm := range g.members {
+				if mm.instanceID == *l.InstanceID {
+					m = mm
+				}
+			}
+		}
+		if m == nil {
+			rm.ErrorCode = codeUnknownMemberID
+			if req.Version < 3 {
+				resp.ErrorCode = codeUnknownMemberID
+			}
+		} else {
+			c.removeMember(g, m, "member "+m.id+" left")
+		}
+		if req.Version >= 3 {
+			resp.Members = append(resp.Members, rm)
+		}
+	}
+	return resp
+}
+
+// offsetCommit answers OffsetCommit, checking the member and generation.
+// The group's lock is held across the durable append.
+func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	code := int16(0)
+	var g *group
+	if req.Group == "" {
+		code = codeInvalidGroupID
+	} else {
+		g = c.group(req.Group, false)
+	}
+	if g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		code = c.checkCommit(g, req)
+	} else if code == 0 && (req.Generation >= 0 || req.MemberID != "") {
+		code = codeIllegalGeneration
+	}
+	var commits []tlog.OffsetCommit
+	type at struct{ t, p int }
+	var where []at
+	now := c.now()
+	for ti, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = code
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			switch {
+			case code != 0:
+			case len(md) > 4096:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			case tlog.ValidateTopicName(t.Topic) != nil:
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+			case p.Partition < 0 || p.Offset < 0:
+				rp.ErrorCode = kerr.InvalidCommitOffsetSize.Code
+			default:
+				ts := now
+				if p.Timestamp > 0 {
+					ts = time.UnixMilli(p.Timestamp)
+				}
+				commits = append(commits, tlog.OffsetCommit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, Metadata: md, CommitTime: ts})
+				where = append(where, at{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(commits) > 0 {
+		if err := c.s.log.Groups().Commit(ctx, req.Group, commits); err != nil {
+			ec := errorCode(err)
+			if errors.Is(err, context.Canceled) {
+				ec = codeCoordinatorNotAvailable
+			}
+			for _, w := range where {
+				resp.Topics[w.t].Partitions[w.p].ErrorCode = ec
+			}
+			c.s.logger.Warn("kafka offset commit failed", "group", req.Group, "error", err)
+		}
+	}
+	return resp
+}
+
+// checkCommit decides whether a commit may go ahead, as Kafka's
+// coordinator does. It runs under g.mu and refreshes the member's session.
+func (c *coordinator) checkCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
+	if req.Generation < 0 && req.MemberID == "" {
+		if len(g.members) > 0 {
+			return codeUnknownMemberID
+		}
+		return 0
+	}
+	m := g.members[req.MemberID]
+	switch {
+	case g.state == stateCompletingRebalance && m != nil && req.Generation == g.generation:
+		return codeRebalanceInProgress
+	case m == nil:
+		return codeUnknownMemberID
+	case req.Generation != g.generation:
+		return codeIllegalGeneration
+	}
+	m.deadline = c.now().Add(m.sessionTimeout)
+	return 0
+}
+
+// offsetFetch answers OffsetFetch for one group (v0-7) or several (v8).
+// Partitions without a commit get offset -1; a null topic list means every
+// committed partition.
+func (c *coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	type want struct {
+		topic string
+		parts []int32
+	}
+	lookup := func(group string, wants []want, all bool) map[string][]kmsg.OffsetFetchResponseTopicPartition {
+		committed := map[tlog.TopicPartition]tlog.OffsetCommit{}
+		var order []tlog.TopicPartition
+		for _, oc := range c.s.log.Groups().Committed(group) {
+			tp := tlog.TopicPartition{Topic: oc.Topic, Partition: oc.Partition}
+			committed[tp] = oc
+			order = append(order, tp)
+		}
+		out := map[string][]kmsg.OffsetFetchResponseTopicPartition{}
+		add := func(tp tlog.TopicPartition) {
+			p := kmsg.NewOffsetFetchResponseTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, -1, -1
+			p.Metadata = kmsg.StringPtr("")
+			if oc, ok := committed[tp]; ok {
+				p.Offset, p.Metadata = oc.Offset, kmsg.StringPtr(oc.Metadata)
+			}
+			out[tp.Topic] = append(out[tp.Topic], p)
+		}
+		if all {
+			for _, tp := range order {
+				add(tp)
+			}
+			return out
+		}
+		for _, w := range wants {
+			if _, ok := out[w.topic]; !ok {
+				out[w.topic] = nil
+			}
+			for _, p := range w.parts {
+				add(tlog.TopicPartition{Topic: w.topic, Partition: p})
+			}
+		}
+		return out
+	}
+	sortedTopics := func(m map[string][]kmsg.OffsetFetchResponseTopicPartition) []string {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return names
+	}
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			gr := kmsg.NewOffsetFetchResponseGroup()
+			gr.Group = rg.Group
+			var wants []want
+			for _, t := range rg.Topics {
+				wants = append(wants, want{t.Topic, t.Partitions})
+			}
+			res := lookup(rg.Group, wants, rg.Topics == nil)
+			for _, n := range sortedTopics(res) {
+				t := kmsg.NewOffsetFetchResponseGroupTopic()
+				t.Topic = n
+				for _, p := range res[n] {
+					t.Partitions = append(t.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
+						Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata,
+					})
+				}
+				gr.Topics = append(gr.Topics, t)
+			}
+			resp.Groups = append(resp.Groups, gr)
+		}
+		return resp
+	}
+	var wants []want
+	for _, t := range req.Topics {
+		wants = append(wants, want{t.Topic, t.Partitions})
+	}
+	res := lookup(req.Group, wants, req.Topics == nil)
+	for _, n := range sortedTopics(res) {
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic, t.Partitions = n, res[n]
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// groupView is what ListGroups and DescribeGroups show of a group.
+type groupView struct {
+	state, protocolType, protocol string
+	members                       []kmsg.DescribeGroupsResponseGroupMember
+}
+
+// view describes a group: the coordinator's state when it has one, else
+// Empty for a group with committed offsets, else Dead.
+func (c *coordinator) view(name string, committed map[string]bool) groupView {
+	if g := c.group(name, false); g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.state != stateDead && (len(g.members) > 0 || g.state != stateEmpty) {
+			v := groupView{state: g.state.String(), protocolType: g.protocolType, protocol: g.protocol}
+			for _, m := range sortedMembers(g.members) {
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, "/"+m.host
+				if m.instanceID != "" {
+					dm.InstanceID = kmsg.StringPtr(m.instanceID)
+				}
+				dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.protocol), m.assignment
+				v.members = append(v.members, dm)
+			}
+			return v
+		}
+	}
+	if committed[name] {
+		return groupView{state: stateEmpty.String()}
+	}
+	return groupView{state: stateDead.String()}
+}
+
+func (c *coordinator) committedGroups() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range c.s.log.Groups().List() {
+		out[n] = true
+	}
+	return out
+}
+
+// listGroups answers ListGroups: groups with members or committed offsets.
+func (c *coordinator) listGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	committed := c.committedGroups()
+	names := map[string]bool{}
+	for n := range committed {
+		names[n] = true
+	}
+	c.mu.Lock()
+	for n := range c.groups {
+		names[n] = true
+	}
+	c.mu.Unlock()
+	states := map[string]bool{}
+	for _, s := range req.StatesFilter {
+		states[s] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		v := c.view(n, committed)
+		if v.state == stateDead.String() || (len(states) > 0 && !states[v.state]) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = n, v.protocolType, v.state, "classic"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}
+
+// describeGroups answers DescribeGroups. Unknown groups are Dead, without
+// an error, as Kafka answers.
+func (c *coordinator) describeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	committed := c.committedGroups()
+	for _, n := range req.Groups {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group = n
+		if n == "" {
+			dg.ErrorCode = codeInvalidGroupID
+		} else {
+			v := c.view(n, committed)
+			dg.State, dg.ProtocolType, dg.Protocol, dg.Members = v.state, v.protocolType, v.protocol, v.members
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+// deleteGroups answers DeleteGroups: only groups without members.
+func (c *coordinator) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, n := range req.Groups {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group = n
+		dg.ErrorCode = c.deleteGroup(ctx, n)
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp
+}
+
+func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
+	if name == "" {
+		return codeInvalidGroupID
+	}
+	known := false
+	if g := c.group(name, false); g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.members) > 0 || g.state != stateEmpty {
+			return kerr.NonEmptyGroup.Code
+		}
+		known = true
+	}
+	err := c.s.log.Groups().Delete(ctx, name)
+	if errors.Is(err, tlog.ErrUnknownGroup) {
+		if known {
+			return 0
+		}
+		return kerr.GroupIDNotFound.Code
+	}
+	return errorCode(err)
+}
+
+// offsetDelete answers OffsetDelete. Partitions of topics the group's
+// members subscribe to are refused (GROUP_SUBSCRIBED_TO_TOPIC).
+func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	subscribed := map[string]bool{}
+	if g := c.group(req.Group, false); g != nil {
+		g.mu.Lock()
+		for _, m := range g.members {
+			var md kmsg.ConsumerMemberMetadata
+			if g.protocolType == "consumer" && md.ReadFrom(m.metadata(g.protocol)) == nil {
+				for _, t := range md.Topics {
+					subscribed[t] = true
+				}
+			}
+		}
+		g.mu.Unlock()
+	}
+	committed := c.committedGroups()
+	if !committed[req.Group] {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	var tps []tlog.TopicPartition
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if subscribed[t.Topic] {
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			} else {
+				tps = append(tps, tlog.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(tps) > 0 {
+		if err := c.s.log.Groups().DeleteOffsets(ctx, req.Group, tps); err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
+			resp.ErrorCode = errorCode(err)
+		}
+	}
+	return resp
+}

@@ -1,0 +1,432 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Options configure a Server. The zero value serves plaintext without
+// authentication.
+type Options struct {
+	// AdvertisedAddr is the host:port clients are told to connect to in
+	// Metadata and FindCoordinator answers. Default: the local address of
+	// the connection the request came on, which is right unless clients
+	// reach the listener through a proxy or NAT.
+	AdvertisedAddr string
+	// TLS, when set, makes the listener speak TLS (Kafka's SSL listener).
+	TLS *tls.Config
+	// SASLPlain, when set, requires SASL/PLAIN authentication before any
+	// request but ApiVersions: it is called with the user name and password
+	// and returns whether they are valid.
+	SASLPlain func(user, password string) bool
+	// DisableAutoCreate answers Metadata requests for unknown topics with
+	// UNKNOWN_TOPIC_OR_PARTITION even when the client allows auto-creation.
+	// (Produce requests follow the log's own auto-create setting.)
+	DisableAutoCreate bool
+	// MaxRequestBytes bounds one request frame (Kafka's
+	// socket.request.max.bytes). Default 100 MiB.
+	MaxRequestBytes int
+	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms: how
+	// long the first rebalance of an empty group waits for more members.
+	// Default 3 s; negative means none.
+	InitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout is Kafka's group.min.session.timeout.ms: joins
+	// asking for a shorter session timeout are refused. Default 6 s.
+	GroupMinSessionTimeout time.Duration
+	// Logger receives connection and group events. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// nodeID is the one broker's id in Metadata and FindCoordinator answers.
+const nodeID = 0
+
+// Server is a Kafka listener over a log. Close stops it.
+type Server struct {
+	log    *tlog.Log
+	opts   Options
+	logger *slog.Logger
+	ln     net.Listener
+	groups *coordinator
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// Listen starts a Kafka listener on addr (host:port; port 0 picks a free
+// one) serving l. The caller closes the server before the log.
+func Listen(ctx context.Context, addr string, l *tlog.Log, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 100 << 20
+	}
+	if opts.InitialRebalanceDelay == 0 {
+		opts.InitialRebalanceDelay = 3 * time.Second
+	} else if opts.InitialRebalanceDelay < 0 {
+		opts.InitialRebalanceDelay = 0
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka listener on %s: %w (is another broker running there? set log.kafka.listen to another address)", addr, err)
+	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &Server{log: l, opts: opts, logger: opts.Logger, ln: ln, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	s.groups = newCoordinator(s)
+	s.wg.Add(2)
+	go s.acceptLoop(sctx)
+	go func() { defer s.wg.Done(); s.groups.reapLoop(sctx) }()
+	s.logger.Info("kafka listener started", "addr", ln.Addr().String(), "tls", opts.TLS != nil, "sasl", opts.SASLPlain != nil)
+	return s, nil
+}
+
+// Addr returns the address the listener is bound to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting, closes every connection (requests in flight are
+// abandoned; a client retries them) and waits for every goroutine.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.ln.Close()
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) acceptLoop(ctx context.Context) {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary failures (out of file descriptors): back off as
+			// net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logger.Warn("kafka listener accept", "error", err, "retry_in", delay)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(ctx, c)
+	}
+}
+
+// conn is one client connection. Kafka answers the requests of one
+// connection in order, one at a time; so does this server.
+type conn struct {
+	s       *Server
+	c       net.Conn
+	host    string
+	authed  bool // SASL done (or not required)
+	saslMec string
+	// rawAuthNext: a v0 SaslHandshake was answered, so the next frame is
+	// a bare SASL token.
+	rawAuthNext bool
+}
+
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	cc := &conn{s: s, c: c, host: host, authed: s.opts.SASLPlain == nil}
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	for {
+		frame, err := readFrame(r, s.opts.MaxRequestBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				s.logger.Debug("kafka connection closed", "remote", c.RemoteAddr().String(), "error", err)
+			}
+			return
+		}
+		out, err := cc.handleFrame(ctx, frame)
+		if err != nil {
+			s.logger.Debug("kafka connection dropped", "remote", c.RemoteAddr().String(), "error", err)
+			return
+		}
+		if out == nil { // acks=0 produce: no answer
+			continue
+		}
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readFrame reads one size-prefixed request.
+func readFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 || int(n) > maxBytes {
+		return nil, fmt.Errorf("request of %d bytes exceeds the limit of %d", n, maxBytes)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// requestHeader is the part of a request before its body.
+type requestHeader struct {
+	key, version int16
+	corr         int32
+	clientID     string
+}
+
+var errMalformed = errors.New("malformed request")
+
+// parseHeader reads a request header (v1, or v2 with tagged fields when the
+// request is flexible) and returns the body.
+func parseHeader(frame []byte) (requestHeader, []byte, error) {
+	var h requestHeader
+	if len(frame) < 10 {
+		return h, nil, fmt.Errorf("%w: frame of %d bytes is shorter than a request header", errMalformed, len(frame))
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	n := int16(binary.BigEndian.Uint16(frame[8:]))
+	rest := frame[10:]
+	if n > 0 {
+		if int(n) > len(rest) {
+			return h, nil, fmt.Errorf("%w: client id of %d bytes runs past the frame", errMalformed, n)
+		}
+		h.clientID, rest = string(rest[:n]), rest[n:]
+	} else if n < -1 {
+		return h, nil, fmt.Errorf("%w: client id length %d", errMalformed, n)
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(b []byte) ([]byte, error) {
+	n, sz := binary.Uvarint(b)
+	if sz <= 0 {
+		return nil, fmt.Errorf("%w: bad tag count", errMalformed)
+	}
+	b = b[sz:]
+	for i := uint64(0); i < n; i++ {
+		_, sz := binary.Uvarint(b)
+		if sz <= 0 {
+			return nil, fmt.Errorf("%w: bad tag", errMalformed)
+		}
+		b = b[sz:]
+		l, sz := binary.Uvarint(b)
+		if sz <= 0 || l > uint64(len(b)-sz) {
+			return nil, fmt.Errorf("%w: bad tag length", errMalformed)
+		}
+		b = b[sz+int(l):]
+	}
+	return b, nil
+}
+
+// handleFrame decodes one request, answers it and returns the framed
+// response (nil when none is due). An error closes the connection: Kafka
+// does the same for frames it cannot parse.
+func (cc *conn) handleFrame(ctx context.Context, frame []byte) (out []byte, err error) {
+	if cc.rawAuthNext {
+		return cc.rawAuth(frame)
+	}
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// kmsg decodes untrusted input; a bug there must cost one
+		// connection, never the process.
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: %s v%d: panic while decoding: %v", errMalformed, kmsg.NameForKey(h.key), h.version, r)
+		}
+	}()
+	if h.key == 18 { // ApiVersions: answered whatever the version, in v0 when too new
+		return cc.apiVersions(h, body)
+	}
+	if !cc.authed && h.key != 17 && h.key != 36 {
+		return nil, fmt.Errorf("%s before SASL authentication", kmsg.NameForKey(h.key))
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return nil, fmt.Errorf("%w: unknown api key %d", errMalformed, h.key)
+	}
+	v, ok := supported(h.key, cc.s.opts.SASLPlain != nil)
+	if !ok || h.version < v.min || h.version > v.max {
+		return cc.unsupported(h, req), nil
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if body, err = skipTags(body); err != nil {
+			return nil, err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+	}
+	resp, err := cc.dispatch(ctx, h, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	resp.SetVersion(h.version)
+	return frameResponse(h.corr, resp), nil
+}
+
+// frameResponse encodes a response with its size and header. Flexible
+// responses have a tagged-field section after the correlation id, except
+// ApiVersions, whose header is always v0.
+func frameResponse(corr int32, resp kmsg.Response) []byte {
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
+	if resp.IsFlexible() && resp.Key() != 18 {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+// dispatch runs the handler of one decoded request.
+func (cc *conn) dispatch(ctx context.Context, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
+	s := cc.s
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		resp := s.produce(ctx, r)
+		if r.Acks == 0 {
+			return nil, nil
+		}
+		return resp, nil
+	case *kmsg.FetchRequest:
+		return s.fetch(ctx, r), nil
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(ctx, r), nil
+	case *kmsg.MetadataRequest:
+		return s.metadata(cc, r), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.groups.offsetCommit(ctx, r), nil
+	case *kmsg.OffsetFetchRequest:
+		return s.groups.offsetFetch(r), nil
+	case *kmsg.FindCoordinatorRequest:
+		return s.findCoordinator(cc, r), nil
+	case *kmsg.JoinGroupRequest:
+		return s.groups.joinGroup(ctx, cc, h.clientID, r), nil
+	case *kmsg.HeartbeatRequest:
+		return s.groups.heartbeat(r), nil
+	case *kmsg.LeaveGroupRequest:
+		return s.groups.leaveGroup(r), nil
+	case *kmsg.SyncGroupRequest:
+		return s.groups.syncGroup(ctx, r), nil
+	case *kmsg.DescribeGroupsRequest:
+		return s.groups.describeGroups(r), nil
+	case *kmsg.ListGroupsRequest:
+		return s.groups.listGroups(r), nil
+	case *kmsg.SASLHandshakeRequest:
+		return cc.saslHandshake(r), nil
+	case *kmsg.SASLAuthenticateRequest:
+		return cc.saslAuthenticate(r)
+	case *kmsg.CreateTopicsRequest:
+		return s.createTopics(r), nil
+	case *kmsg.DeleteTopicsRequest:
+		return s.deleteTopics(r), nil
+	case *kmsg.InitProducerIDRequest:
+		return s.initProducerID(r), nil
+	case *kmsg.DescribeConfigsRequest:
+		return s.describeConfigs(r), nil
+	case *kmsg.AlterConfigsRequest:
+		return s.alterConfigs(r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return s.incrementalAlterConfigs(r), nil
+	case *kmsg.CreatePartitionsRequest:
+		return s.createPartitions(r), nil
+	case *kmsg.DeleteGroupsRequest:
+		return s.groups.deleteGroups(ctx, r), nil
+	case *kmsg.OffsetDeleteRequest:
+		return s.groups.offsetDelete(ctx, r), nil
+	}
+	return cc.unsupportedResponse(h, req), nil
+}
+
+// advertised returns the host and port to tell clients.
+func (s *Server) advertised(cc *conn) (string, int32) {
+	addr := s.opts.AdvertisedAddr
+	if addr == "" && cc != nil {
+		addr = cc.c.LocalAddr().String()
+	}
+	if addr == "" {
+		addr = s.ln.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 9092
+	}
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}
