@@ -133,6 +133,11 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		return errors.New("file sink: write to a sink that is not open")
 	}
 	s.buf.Reset()
+	need := 0
+	for i := range records {
+		need += len(records[i].Value) + 1
+	}
+	s.buf.Grow(need)
 	for i := range records {
 		if records[i].IsTombstone() {
 			continue

@@ -9,12 +9,13 @@ import (
 // compact appends data, a JSON value, with insignificant space removed, and
 // reports whether data was valid JSON; when not, b is left as it was.
 func compact(b *bytes.Buffer, data []byte) bool {
-	// Most values hold no whitespace at all and are already compact:
-	// then checking is enough, and cheaper than rewriting.
-	if !bytes.ContainsAny(data, " \t\n\r") {
-		if !json.Valid(data) {
-			return false
-		}
+	valid, isCompact := scanJSON(data)
+	switch {
+	case !valid:
+		return false
+	case isCompact:
+		// Most values are: then checking is enough, and much cheaper
+		// than rewriting.
 		b.Write(data)
 		return true
 	}

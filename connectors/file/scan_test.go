@@ -1,0 +1,78 @@
+package file
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestScanJSON(t *testing.T) {
+	tests := []struct {
+		in             string
+		valid, compact bool
+	}{
+		{`{"a":1,"b":[true,false,null],"c":"x\"y\\u00e9"}`, true, true},
+		{` {"a": 1} `, true, false},
+		{"{\n\"a\":1}", true, false},
+		{`-0.5e+10`, true, true},
+		{`"plain"`, true, true},
+		{`{"a":1,}`, false, false},
+		{`[1 2]`, false, false},
+		{`01`, false, false},
+		{`1.`, false, false},
+		{`"\x"`, false, false},
+		{"\"a\tb\"", false, false},
+		{`{"a":1}{"b":2}`, false, false},
+		{`tru`, false, false},
+		{``, false, false},
+		{`{"a":"\ud83d"}`, true, true},
+	}
+	for _, tt := range tests {
+		valid, compact := scanJSON([]byte(tt.in))
+		if valid != tt.valid || (valid && compact != tt.compact) {
+			t.Errorf("scanJSON(%q) = %v, %v; want %v, %v", tt.in, valid, compact, tt.valid, tt.compact)
+		}
+		if valid != json.Valid([]byte(tt.in)) {
+			t.Errorf("scanJSON(%q) valid = %v, encoding/json says %v", tt.in, valid, !valid)
+		}
+	}
+}
+
+// FuzzScanJSON checks scanJSON against encoding/json: same validity, and
+// "compact" exactly when json.Compact would change nothing.
+func FuzzScanJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `[1,2,{"b":"c"}]`, ` 1 `, `"\u0041"`, `{"a":[]}`, `-1.5E-3`, `nul`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, compact := scanJSON(data)
+		if want := json.Valid(data); valid != want {
+			t.Fatalf("scanJSON(%q) valid = %v, encoding/json says %v", data, valid, want)
+		}
+		if !valid {
+			return
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, data); err != nil {
+			t.Fatal(err)
+		}
+		if isCompact := bytes.Equal(b.Bytes(), data); compact != isCompact {
+			t.Fatalf("scanJSON(%q) compact = %v, json.Compact gives %q", data, compact, b.Bytes())
+		}
+	})
+}
+
+func BenchmarkScanJSON(b *testing.B) {
+	v := []byte(`{"seq":1683,"user_id":"user-313","event":"page_view","properties":{"path":"/about","referrer":"https://example.com"},"timestamp":"2026-11-29T08:28:15.848973532Z","pad":"` + string(bytes.Repeat([]byte("x"), 800)) + `"}`)
+	b.SetBytes(int64(len(v)))
+	b.Run("scanJSON", func(b *testing.B) {
+		for b.Loop() {
+			scanJSON(v)
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		for b.Loop() {
+			json.Valid(v)
+		}
+	})
+}
