@@ -1,0 +1,397 @@
+// Package kafkabackend is the engine's `kafka` log backend: engine.Backend
+// on an Apache Kafka (or Redpanda, or any Kafka-API) cluster, spoken to with
+// franz-go (kgo for records, kadm for administration).
+//
+// Records are produced with acks=all by an idempotent producer, partitioned
+// as the built-in log does (murmur2 of the key, sticky for records without
+// one), so a pipeline lands its records on the same partitions with either
+// backend. Sinks are real consumer-group members: several workers reading
+// the same sink share its partitions through Kafka's own rebalancing, and
+// each commits offsets explicitly, only after its sink confirmed the write.
+// Source offsets go, as with the embedded backend, to the compacted topic
+// the engine keeps them in.
+package kafkabackend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// SASL mechanisms.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Options configure the backend.
+type Options struct {
+	// Brokers are the seed brokers, host:port.
+	Brokers []string
+	// TLS, when set, connects with TLS.
+	TLS *tls.Config
+	// SASLMechanism is "", PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with
+	// SASLUser and SASLPassword.
+	SASLMechanism, SASLUser, SASLPassword string
+	// ClientID names the worker to the brokers. Default "tributary".
+	ClientID string
+	// ReplicationFactor of the topics the backend creates; -1 (the default
+	// when 0) leaves it to the cluster's default.replication.factor.
+	ReplicationFactor int16
+	// SessionTimeout and HeartbeatInterval of sink consumer groups.
+	// Defaults: kgo's (45 s, 3 s).
+	SessionTimeout, HeartbeatInterval time.Duration
+	// Logger receives rebalance and commit events. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Backend is engine.Backend on a Kafka cluster. Close it when done.
+type Backend struct {
+	opts   Options
+	logger *slog.Logger
+	base   []kgo.Opt
+	client *kgo.Client // producer and admin requests
+	adm    *kadm.Client
+}
+
+var _ engine.Backend = (*Backend)(nil)
+
+// New connects to the cluster and checks it answers.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	if len(opts.Brokers) == 0 {
+		return nil, errors.New("kafka backend: no brokers given (set log.kafka.brokers)")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ClientID == "" {
+		opts.ClientID = "tributary"
+	}
+	if opts.ReplicationFactor == 0 {
+		opts.ReplicationFactor = -1
+	}
+	base := []kgo.Opt{kgo.SeedBrokers(opts.Brokers...), kgo.ClientID(opts.ClientID)}
+	if opts.TLS != nil {
+		base = append(base, kgo.DialTLSConfig(opts.TLS.Clone()))
+	}
+	if opts.SASLMechanism != "" {
+		m, err := mechanism(opts)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, kgo.SASL(m))
+	}
+	client, err := kgo.NewClient(append(base,
+		kgo.RequiredAcks(kgo.AllISRAcks()), // durable before acknowledged
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), // murmur2, as the built-in log
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka backend: %w", err)
+	}
+	if err := client.Ping(ctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka backend: reach brokers %s: %w", strings.Join(opts.Brokers, ","), err)
+	}
+	return &Backend{opts: opts, logger: opts.Logger, base: base, client: client, adm: kadm.NewClient(client)}, nil
+}
+
+func mechanism(o Options) (sasl.Mechanism, error) {
+	switch strings.ToUpper(o.SASLMechanism) {
+	case SASLPlain:
+		return plain.Auth{User: o.SASLUser, Pass: o.SASLPassword}.AsMechanism(), nil
+	case SASLScramSHA256:
+		return scram.Auth{User: o.SASLUser, Pass: o.SASLPassword}.AsSha256Mechanism(), nil
+	case SASLScramSHA512:
+		return scram.Auth{User: o.SASLUser, Pass: o.SASLPassword}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("kafka backend: unknown SASL mechanism %q (valid: %s, %s, %s)", o.SASLMechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
+}
+
+// Close closes the producer; records in flight are finished first.
+func (b *Backend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := b.client.Flush(ctx)
+	b.client.Close()
+	return err
+}
+
+// EnsureTopic implements engine.Backend. partitions <= 0 takes the
+// cluster's num.partitions.
+func (b *Backend) EnsureTopic(ctx context.Context, name string, partitions int, config map[string]string) error {
+	p := int32(partitions)
+	if p <= 0 {
+		p = -1
+	}
+	cfg := map[string]*string{}
+	for k, v := range config {
+		cfg[k] = &v
+	}
+	resp, err := b.adm.CreateTopic(ctx, p, b.opts.ReplicationFactor, cfg, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// Produce implements engine.Backend.
+func (b *Backend) Produce(ctx context.Context, records []connect.Record) error {
+	wait, err := b.Append(ctx, records)
+	if wait != nil {
+		if werr := wait(ctx); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+// Append implements engine.Backend. kgo keeps the call order of records of
+// one partition, so the order is fixed when Append returns; wait returns
+// once the cluster acknowledged every record with acks=all, and sets their
+// Partition and Offset.
+func (b *Backend) Append(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
+	for i, r := range records {
+		if r.Topic == "" {
+			return nil, fmt.Errorf("produce: record %d has no topic", i)
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	wg.Add(len(records))
+	for i := range records {
+		kr := toKgo(records[i])
+		b.client.Produce(ctx, kr, func(kr *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("produce to %s: %w", kr.Topic, err)
+				}
+				mu.Unlock()
+				return
+			}
+			records[i].Partition, records[i].Offset = kr.Partition, kr.Offset
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }() // ends when every callback ran
+	return func(ctx context.Context) error {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for produce acknowledgements: %w", ctx.Err())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr
+	}, nil
+}
+
+func toKgo(r connect.Record) *kgo.Record {
+	kr := &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return kr
+}
+
+func fromKgo(r *kgo.Record) connect.Record {
+	cr := connect.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	for _, h := range r.Headers {
+		cr.Headers = append(cr.Headers, connect.Header{Key: h.Key, Value: h.Value})
+	}
+	return cr
+}
+
+// ReadAll implements engine.Backend: partition by partition, from the start
+// to the end each had when ReadAll was called.
+func (b *Backend) ReadAll(ctx context.Context, topic string, fn func(connect.Record) error) error {
+	bounds, err := b.EndOffsets(ctx, topic)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, pb := range bounds {
+		if pb.Start >= pb.End {
+			continue
+		}
+		if err := b.readPartition(ctx, topic, pb, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) readPartition(ctx context.Context, topic string, pb engine.PartitionBounds, fn func(connect.Record) error) error {
+	c, err := kgo.NewClient(append(b.base[:len(b.base):len(b.base)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {pb.Partition: kgo.NewOffset().At(pb.Start)}}),
+	)...)
+	if err != nil {
+		return fmt.Errorf("read %s/%d: %w", topic, pb.Partition, err)
+	}
+	defer c.Close()
+	next := pb.Start
+	for next < pb.End {
+		fs := c.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("read %s/%d at %d: %w", t, p, next, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		for _, r := range fs.Records() {
+			if r.Offset >= pb.End {
+				return nil
+			}
+			if err := fn(fromKgo(r)); err != nil {
+				return err
+			}
+			next = r.Offset + 1
+		}
+	}
+	return nil
+}
+
+// GroupOffsets implements engine.Backend.
+func (b *Backend) GroupOffsets(ctx context.Context, group string) ([]engine.PartitionOffset, error) {
+	resp, err := b.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+	}
+	var out []engine.PartitionOffset
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 {
+			out = append(out, engine.PartitionOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.At})
+		}
+	})
+	sortOffsets(out)
+	return out, resp.Error()
+}
+
+func sortOffsets(out []engine.PartitionOffset) {
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+}
+
+// CommitGroupOffsets implements engine.Backend: a commit from outside the
+// group, which Kafka refuses while the group has members.
+func (b *Backend) CommitGroupOffsets(ctx context.Context, group string, offsets []engine.PartitionOffset) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	os := kadm.Offsets{}
+	for _, o := range offsets {
+		os.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+	}
+	resp, err := b.adm.CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("commit offsets of group %s: %w", group, err)
+	}
+	return nil
+}
+
+// DeleteGroup implements engine.Backend.
+func (b *Backend) DeleteGroup(ctx context.Context, group string) error {
+	resp, err := b.adm.DeleteGroup(ctx, group)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("delete group %s: %w", group, err)
+	}
+	return nil
+}
+
+// ListTopics implements engine.Backend: every topic, internal ones
+// included (as the embedded backend lists them), sorted.
+func (b *Backend) ListTopics(ctx context.Context) ([]string, error) {
+	td, err := b.adm.ListTopicsWithInternal(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	names := td.Names()
+	sort.Strings(names)
+	return names, nil
+}
+
+// EndOffsets implements engine.Backend.
+func (b *Backend) EndOffsets(ctx context.Context, topic string) ([]engine.PartitionBounds, error) {
+	starts, err := b.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %s: %w", topic, err)
+	}
+	ends, err := b.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	var out []engine.PartitionBounds
+	var ferr error
+	ends.Each(func(e kadm.ListedOffset) {
+		if e.Err != nil {
+			if ferr == nil {
+				ferr = fmt.Errorf("end offset of %s/%d: %w", topic, e.Partition, e.Err)
+			}
+			return
+		}
+		s, ok := starts.Lookup(topic, e.Partition)
+		if !ok || s.Err != nil {
+			if ferr == nil {
+				ferr = fmt.Errorf("start offset of %s/%d: %w", topic, e.Partition, s.Err)
+			}
+			return
+		}
+		out = append(out, engine.PartitionBounds{Partition: e.Partition, Start: s.Offset, End: e.Offset})
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, kerr.UnknownTopicOrPartition)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out, nil
+}
