@@ -1,0 +1,27 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/tributary-io/tributary/pipelines"
+)
+
+// TestExamples_Validate loads every example pipeline with the binary's
+// catalog, so an example never drifts from the connectors it names.
+func TestExamples_Validate(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*/pipeline.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example pipelines found: %v", err)
+	}
+	env := map[string]string{"TRACKING_WRITE_KEY": "example-key"}
+	for _, f := range files {
+		_, err := pipelines.LoadFile(f, pipelines.Options{Catalog: newCatalog(), LookupEnv: func(k string) (string, bool) {
+			v, ok := env[k]
+			return v, ok
+		}})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
