@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -50,6 +51,11 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 			return fmt.Errorf("pipelines %s and %s use different data directories (%s, %s); one worker runs one log", ps[0].Name, p.Name, dir, p.Log.Dir)
 		}
 	}
+	// Connectors log through slog's default logger: make it the worker's,
+	// so --log-level applies to them too.
+	prev := slog.Default()
+	slog.SetDefault(a.logger)
+	defer slog.SetDefault(prev)
 	partitions := ps[0].Log.Defaults.Partitions
 	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: a.logger, NumPartitions: partitions})
 	if err != nil {
