@@ -59,6 +59,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
+			rp.RecordBatches = []byte{} // empty, not null: librdkafka rejects a null record set
 			limit := min(int(p.PartitionMaxBytes), budget-total)
 			if limit <= 0 && total > 0 {
 				// Out of budget: report the bounds only.

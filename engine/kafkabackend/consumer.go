@@ -1,0 +1,161 @@
+package kafkabackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxPollRecords bounds one Poll, as the embedded consumer does.
+const maxPollRecords = 4096
+
+// Consumer implements engine.Backend: a kgo group member. It starts at the
+// group's committed offsets (the earliest offset where there is none),
+// never commits on its own, and leaves the group on Close.
+func (b *Backend) Consumer(ctx context.Context, group string, topics []string) (engine.Consumer, error) {
+	c := &consumer{b: b, group: group, owned: map[string]map[int32]bool{}}
+	opts := append(b.base[:len(b.base):len(b.base)],
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topics...),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(c.assigned),
+		kgo.OnPartitionsRevoked(c.revoked),
+		kgo.OnPartitionsLost(c.revoked),
+	)
+	if b.opts.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(b.opts.SessionTimeout))
+	}
+	if b.opts.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(b.opts.HeartbeatInterval))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", group, err)
+	}
+	c.client = cl
+	return c, nil
+}
+
+type consumer struct {
+	b      *Backend
+	group  string
+	client *kgo.Client
+
+	mu    sync.Mutex // guards owned
+	owned map[string]map[int32]bool
+}
+
+func (c *consumer) assigned(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, ps := range a {
+		if c.owned[t] == nil {
+			c.owned[t] = map[int32]bool{}
+		}
+		for _, p := range ps {
+			c.owned[t][p] = true
+		}
+	}
+	c.b.logger.Info("sink group partitions assigned", "group", c.group, "partitions", a)
+}
+
+func (c *consumer) revoked(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for t, ps := range r {
+		for _, p := range ps {
+			delete(c.owned[t], p)
+		}
+	}
+	c.b.logger.Info("sink group partitions revoked", "group", c.group, "partitions", r)
+}
+
+// Poll implements engine.Consumer.
+func (c *consumer) Poll(ctx context.Context, maxWait time.Duration) ([]connect.Record, error) {
+	pctx, cancel := context.WithTimeout(ctx, maxWait)
+	defer cancel()
+	fs := c.client.PollRecords(pctx, maxPollRecords)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+		}
+	})
+	recs := fs.Records()
+	if len(recs) == 0 {
+		return nil, ferr
+	}
+	out := make([]connect.Record, len(recs))
+	for i, r := range recs {
+		out[i] = fromKgo(r)
+	}
+	return out, nil
+}
+
+// Commit implements engine.Consumer: the offsets of partitions this member
+// still owns are committed with its generation. Offsets of partitions a
+// rebalance took away are dropped (their new owner reads them again from
+// the last commit: at least once), and so is a commit the group refuses
+// because it is rebalancing.
+func (c *consumer) Commit(ctx context.Context, offsets []engine.PartitionOffset) error {
+	c.mu.Lock()
+	commit := map[string]map[int32]kgo.EpochOffset{}
+	dropped := 0
+	for _, o := range offsets {
+		if !c.owned[o.Topic][o.Partition] {
+			dropped++
+			continue
+		}
+		if commit[o.Topic] == nil {
+			commit[o.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		commit[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.Offset}
+	}
+	c.mu.Unlock()
+	if dropped > 0 {
+		c.b.logger.Info("offsets of partitions no longer owned not committed", "group", c.group, "partitions", dropped)
+	}
+	if len(commit) == 0 {
+		return nil
+	}
+	var cerr error
+	c.client.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); p.ErrorCode != 0 && cerr == nil {
+					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	switch {
+	case cerr == nil:
+		return nil
+	case errors.Is(cerr, kerr.RebalanceInProgress), errors.Is(cerr, kerr.IllegalGeneration), errors.Is(cerr, kerr.UnknownMemberID):
+		c.b.logger.Info("offset commit refused during a rebalance; the partitions' next owner reads from the last commit", "group", c.group, "error", cerr)
+		return nil
+	}
+	return fmt.Errorf("commit offsets of group %s: %w", c.group, cerr)
+}
+
+// Close implements engine.Consumer: leaves the group.
+func (c *consumer) Close() error {
+	c.client.Close()
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package kafkabackend_test runs the kafka-backend example pipeline end to
+// end: against the built-in log's Kafka listener, standing in for an
+// external cluster (a real Kafka wire implementation, started by the test).
+package kafkabackend_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/file"
+	"github.com/tributary-io/tributary/connectors/generator"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/kafkabackend"
+	"github.com/tributary-io/tributary/engine/transform"
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/tributary-io/tributary/log/kafka"
+	"github.com/tributary-io/tributary/pipelines"
+)
+
+func TestExample_RunsOnKafka(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv, err := kafka.Listen(t.Context(), "127.0.0.1:0", l, kafka.Options{Logger: quiet, InitialRebalanceDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	out := t.TempDir()
+	env := map[string]string{"KAFKA_BROKERS": srv.Addr().String(), "OUT_DIR": out, "MAX_EVENTS": "500"}
+	reg := connect.NewRegistry()
+	reg.MustRegister(generator.Connector())
+	reg.MustRegister(file.Connector())
+	transforms := transform.Builtin()
+	specs := pipelines.Specs{
+		pipelines.KindSource:    {"generator": generator.Connector().Spec},
+		pipelines.KindSink:      {"file": file.Connector().Spec},
+		pipelines.KindTransform: {},
+	}
+	data, err := os.ReadFile("pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipelines.Parse("pipeline.yaml", data, pipelines.Options{Catalog: specs, LookupEnv: func(n string) (string, bool) {
+		v, ok := env[n]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Log.Backend != pipelines.BackendKafka {
+		t.Fatalf("backend %q", p.Log.Backend)
+	}
+	b, err := kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: p.Log.Kafka.Brokers, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: b, Connectors: reg, Logger: quiet,
+		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w.Shutdown(ctx)
+	}()
+	if err := w.StartPipeline(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Partitions("web.tracking"); err != nil || n != 6 {
+		t.Fatalf("topic web.tracking: %d partitions, %v", n, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for lines(filepath.Join(out, "events.jsonl")) < 500 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 500 events in the file", lines(filepath.Join(out, "events.jsonl")))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,237 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawConn speaks the protocol by hand (kmsg framing), to send requests a
+// client library would not: wrong generations, duplicate batches,
+// unsupported versions.
+type rawConn struct {
+	t    *testing.T
+	c    net.Conn
+	corr int32
+}
+
+func (ts *testServer) raw(t *testing.T) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c}
+}
+
+func (rc *rawConn) send(req kmsg.Request, version int16) {
+	rc.t.Helper()
+	req.SetVersion(version)
+	rc.corr++
+	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, rc.corr)
+	if _, err := rc.c.Write(buf); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+func (rc *rawConn) recv(resp kmsg.Response, version int16) {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var sz [4]byte
+	if _, err := io.ReadFull(rc.c, sz[:]); err != nil {
+		rc.t.Fatalf("read response: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(sz[:]))
+	if _, err := io.ReadFull(rc.c, body); err != nil {
+		rc.t.Fatal(err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != rc.corr {
+		rc.t.Fatalf("correlation id %d, want %d", corr, rc.corr)
+	}
+	body = body[4:]
+	resp.SetVersion(version)
+	if resp.IsFlexible() && resp.Key() != 18 {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		rc.t.Fatalf("decode %T: %v", resp, err)
+	}
+}
+
+// do sends req at version and decodes its response.
+func do[R kmsg.Response](rc *rawConn, req kmsg.Request, version int16) R {
+	rc.t.Helper()
+	rc.send(req, version)
+	resp := req.ResponseKind().(R)
+	rc.recv(resp, version)
+	return resp
+}
+
+// testBatch encodes a v2 batch of values for an idempotent producer.
+func testBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+	buf := make([]byte, 61)
+	now := time.Now().UnixMilli()
+	for i, v := range values {
+		buf = appendRecord(buf, &kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)})
+	}
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(values) - 1),
+		FirstTimestamp: now, MaxTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
+		FirstSequence: seq, NumRecords: int32(len(values)),
+	}
+	b.AppendTo(buf[:0])
+	binary.BigEndian.PutUint32(buf[8:], uint32(len(buf)-12))
+	binary.BigEndian.PutUint32(buf[17:], crc32.Checksum(buf[21:], castagnoli))
+	return buf
+}
+
+func produceReq(topic string, batch []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func TestProduce_IdempotentRetryIsNotAppendedTwice(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("idem", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	ip := do[*kmsg.InitProducerIDResponse](rc, kmsg.NewPtrInitProducerIDRequest(), 4)
+	if ip.ErrorCode != 0 || ip.ProducerID < 0 {
+		t.Fatalf("init producer id: code %d id %d", ip.ErrorCode, ip.ProducerID)
+	}
+	batch := testBatch(ip.ProducerID, ip.ProducerEpoch, 0, "a", "b", "c")
+	for try := range 2 {
+		resp := do[*kmsg.ProduceResponse](rc, produceReq("idem", batch), 9)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.BaseOffset != 0 {
+			t.Fatalf("try %d: code %d base %d, want 0 0", try, p.ErrorCode, p.BaseOffset)
+		}
+	}
+	if _, end, _ := ts.log.Offsets("idem", 0); end != 3 {
+		t.Fatalf("end offset %d after a retried batch, want 3", end)
+	}
+	// A gap in the sequence is refused.
+	resp := do[*kmsg.ProduceResponse](rc, produceReq("idem", testBatch(ip.ProducerID, ip.ProducerEpoch, 7, "x")), 9)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("out of order batch: code %d, want %d", code, kerr.OutOfOrderSequenceNumber.Code)
+	}
+	// A corrupt batch is refused, and the connection stays usable.
+	bad := testBatch(-1, -1, -1, "y")
+	bad[len(bad)-1] ^= 0xff
+	resp = do[*kmsg.ProduceResponse](rc, produceReq("idem", bad), 9)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
+		t.Fatalf("corrupt batch: code %d, want %d", code, kerr.CorruptMessage.Code)
+	}
+	// Transactional producers are refused with a clear error.
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.TransactionalID = kmsg.StringPtr("tx")
+	if r := do[*kmsg.InitProducerIDResponse](rc, txn, 4); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional init: code %d", r.ErrorCode)
+	}
+}
+
+func TestUnsupported_AnsweredNotDropped(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.raw(t)
+	// DescribeAcls is not served: its response carries UNSUPPORTED_VERSION.
+	acl := do[*kmsg.DescribeACLsResponse](rc, kmsg.NewPtrDescribeACLsRequest(), 1)
+	if acl.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("DescribeAcls: code %d", acl.ErrorCode)
+	}
+	// Fetch v13 (topic ids) is past the served range.
+	f := kmsg.NewPtrFetchRequest()
+	if r := do[*kmsg.FetchResponse](rc, f, 13); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("Fetch v13: code %d", r.ErrorCode)
+	}
+	// ApiVersions newer than served: v0 answer with the list.
+	rc.send(kmsg.NewPtrApiVersionsRequest(), 9)
+	av := kmsg.NewPtrApiVersionsResponse()
+	rc.recv(av, 0)
+	if av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions v9: code %d, %d keys", av.ErrorCode, len(av.ApiKeys))
+	}
+	// The connection still works.
+	md := do[*kmsg.MetadataResponse](rc, kmsg.NewPtrMetadataRequest(), 12)
+	if len(md.Brokers) != 1 {
+		t.Fatalf("metadata after unsupported requests: %d brokers", len(md.Brokers))
+	}
+}
+
+func TestGroup_SessionTimeoutAndGenerationChecks(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.raw(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", 500, 1000
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+	r := do[*kmsg.JoinGroupResponse](rc, join, 5)
+	if r.ErrorCode != kerr.MemberIDRequired.Code || r.MemberID == "" {
+		t.Fatalf("first join: code %d member %q", r.ErrorCode, r.MemberID)
+	}
+	join.MemberID = r.MemberID
+	r = do[*kmsg.JoinGroupResponse](rc, join, 5)
+	if r.ErrorCode != 0 || r.Generation != 1 || r.LeaderID != join.MemberID || len(r.Members) != 1 {
+		t.Fatalf("join: code %d gen %d leader %q members %d", r.ErrorCode, r.Generation, r.LeaderID, len(r.Members))
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "g", 1, join.MemberID
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: join.MemberID, MemberAssignment: []byte("mine")}}
+	if s := do[*kmsg.SyncGroupResponse](rc, sync, 3); s.ErrorCode != 0 || string(s.MemberAssignment) != "mine" {
+		t.Fatalf("sync: code %d assignment %q", s.ErrorCode, s.MemberAssignment)
+	}
+	commit := func(gen int32, member string) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation, req.MemberID = "g", gen, member
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}}}}
+		return do[*kmsg.OffsetCommitResponse](rc, req, 7).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(0, join.MemberID); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("commit of an old generation: code %d", code)
+	}
+	if code := commit(1, "someone-else"); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("commit of an unknown member: code %d", code)
+	}
+	if code := commit(1, join.MemberID); code != 0 {
+		t.Fatalf("commit: code %d", code)
+	}
+	if off, ok := ts.log.Groups().CommittedOffset("g", "t", 0); !ok || off != 42 {
+		t.Fatalf("committed %d %v", off, ok)
+	}
+	// No heartbeats: the session expires and the group is empty.
+	time.Sleep(900 * time.Millisecond)
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.Generation, hb.MemberID = "g", 1, join.MemberID
+	if h := do[*kmsg.HeartbeatResponse](rc, hb, 3); h.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat after expiry: code %d", h.ErrorCode)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"g"}
+	if d := do[*kmsg.DescribeGroupsResponse](rc, dg, 5); d.Groups[0].State != "Empty" || len(d.Groups[0].Members) != 0 {
+		t.Fatalf("describe after expiry: %s with %d members", d.Groups[0].State, len(d.Groups[0].Members))
+	}
+	// Now a commit from outside the group is fine, and the group can go.
+	if code := commit(-1, ""); code != 0 {
+		t.Fatalf("simple commit to an empty group: code %d", code)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g", "nope"}
+	d := do[*kmsg.DeleteGroupsResponse](rc, del, 2)
+	if d.Groups[0].ErrorCode != 0 || d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete groups: codes %d %d", d.Groups[0].ErrorCode, d.Groups[1].ErrorCode)
+	}
+}
