@@ -268,6 +268,9 @@ func newID() string {
 // ClusterID returns the id this data directory was given when it was created.
 func (l *Log) ClusterID() string { return l.meta.ClusterID }
 
+// AutoCreate reports whether appends to unknown topics create them.
+func (l *Log) AutoCreate() bool { return !l.opts.DisableAutoCreate }
+
 // DefaultPartitions is the partition count of auto-created topics.
 func (l *Log) DefaultPartitions() int { return l.opts.NumPartitions }
 
@@ -666,8 +669,16 @@ func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, 
 	if reason != "" {
 		return 0, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 	}
-	if _, err := decodeRecords(nil, &kb, 0); err != nil {
+	recs, err := decodeRecords(nil, &kb, 0)
+	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
+	}
+	if p.cfg().Compact {
+		for _, r := range recs {
+			if r.Key == nil {
+				return 0, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
+			}
+		}
 	}
 	bases, err := p.appendBatches(ctx, [][]byte{b})
 	if err != nil {

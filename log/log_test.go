@@ -179,3 +179,40 @@ func TestLog_AppendRaw_RefusesUndecodableRecords(t *testing.T) {
 		t.Fatalf("read %d records, want the 2 of the good batch", len(got))
 	}
 }
+
+func TestLog_ReadBatches_ServesStoredBytes(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("t", 1, map[string]string{ConfigCompressionType: "zstd"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append(t.Context(), "t", 0, []Record{{Value: []byte(fmt.Sprint("a", i))}, {Value: []byte(fmt.Sprint("b", i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := l.ReadBatches(t.Context(), "t", 0, 3, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Offset 3 is in the second batch (2..3): it is served whole.
+	if len(res.Batches) != 2 || res.NextOffset != 6 || res.HighWatermark != 6 {
+		t.Fatalf("ReadBatches = %d batches, next %d, hw %d", len(res.Batches), res.NextOffset, res.HighWatermark)
+	}
+	kb, meta, reason := checkBatch(res.Batches[0])
+	if reason != "" || meta.BaseOffset != 2 || kb.Attributes&attrCompressionMask != 4 {
+		t.Fatalf("first batch: base %d, attrs %x, %s", meta.BaseOffset, kb.Attributes, reason)
+	}
+	start := time.Now()
+	res, err = l.ReadBatches(t.Context(), "t", 0, 6, ReadOptions{MaxWait: 50 * time.Millisecond})
+	if err != nil || len(res.Batches) != 0 || time.Since(start) < 40*time.Millisecond {
+		t.Fatalf("read at the end: %d batches, %v, after %v", len(res.Batches), err, time.Since(start))
+	}
+	if err := l.CreateTopic("c", 1, map[string]string{ConfigCleanupPolicy: "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	keyless := encodeBatch([]Record{{Value: []byte("x")}}, time.Now(), "none", noProducer)
+	if _, err := l.AppendRaw(t.Context(), "c", 0, keyless); !errors.Is(err, ErrCompactedTopicNilKey) {
+		t.Fatalf("AppendRaw(keyless, compacted) = %v, want ErrCompactedTopicNilKey", err)
+	}
+}

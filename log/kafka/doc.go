@@ -46,8 +46,6 @@
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message.
 //   - acks=1 waits for the fsync like acks=all: the log acknowledges nothing
 //     it could lose.
-//   - Fetch re-encodes the stored records into one uncompressed batch per
-//     partition (the log has no exported raw-batch read yet).
 //   - Group members are known to this listener only: the log's own group
 //     commands (tributary groups describe / reset-offsets) do not see them.
 package kafka

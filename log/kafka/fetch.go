@@ -73,7 +73,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 				continue
 			}
 			limit = max(limit, 1)
-			res, err := s.log.Read(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
+			res, err := s.log.ReadBatches(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			switch {
 			case err != nil:
@@ -82,9 +82,18 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 				}
 				failed = true
-			case res.NextOffset > p.FetchOffset:
-				rp.RecordBatches = encodeFetchBatch(p.FetchOffset, res)
-				total += len(rp.RecordBatches)
+			case len(res.Batches) > 0:
+				// The stored batches as they are: compression, producer
+				// ids and timestamps as the producer wrote them.
+				n := 0
+				for _, b := range res.Batches {
+					n += len(b)
+				}
+				rp.RecordBatches = make([]byte, 0, n)
+				for _, b := range res.Batches {
+					rp.RecordBatches = append(rp.RecordBatches, b...)
+				}
+				total += n
 			default:
 				idle = append(idle, fetchPos{t.Topic, p.Partition, p.FetchOffset})
 			}
@@ -132,69 +141,6 @@ func (s *Server) waitForData(ctx context.Context, parts []fetchPos, wait time.Du
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encodeFetchBatch encodes the records of one read as one v2 record batch
-// with kmsg. The batch's last offset is the read's next offset - 1, so a
-// client moves past offsets that hold no records (compacted away, control
-// batches) even when the batch has none.
-//
-// This re-encodes decoded records because the log exports no raw-batch
-// read yet; the stored batches themselves (with their compression and
-// producer ids) are what a later version serves.
-func encodeFetchBatch(offset int64, res tlog.ReadResult) []byte {
-	recs := res.Records
-	base := offset
-	if len(recs) > 0 {
-		base = recs[0].Offset
-	}
-	var firstTs, maxTs int64 = -1, -1
-	if len(recs) > 0 {
-		firstTs = recs[0].Timestamp.UnixMilli()
-		maxTs = firstTs
-	}
-	size := 61
-	for i := range recs {
-		size += len(recs[i].Key) + len(recs[i].Value) + 24
-		for _, h := range recs[i].Headers {
-			size += len(h.Key) + len(h.Value) + 10
-		}
-	}
-	buf := make([]byte, 61, size)
-	for i := range recs {
-		r := &recs[i]
-		ts := r.Timestamp.UnixMilli()
-		maxTs = max(maxTs, ts)
-		kr := kmsg.Record{
-			TimestampDelta64: ts - firstTs,
-			OffsetDelta:      int32(r.Offset - base),
-			Key:              r.Key,
-			Value:            r.Value,
-		}
-		if len(r.Headers) > 0 {
-			kr.Headers = make([]kmsg.Header, len(r.Headers))
-			for j, h := range r.Headers {
-				kr.Headers[j] = kmsg.Header{Key: h.Key, Value: h.Value}
-			}
-		}
-		buf = appendRecord(buf, &kr)
-	}
-	b := kmsg.RecordBatch{
-		FirstOffset:          base,
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(res.NextOffset - 1 - base),
-		FirstTimestamp:       firstTs,
-		MaxTimestamp:         maxTs,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-	}
-	b.AppendTo(buf[:0]) // the header only: Records is empty
-	binary.BigEndian.PutUint32(buf[8:], uint32(len(buf)-12))
-	binary.BigEndian.PutUint32(buf[17:], crc32.Checksum(buf[21:], castagnoli))
-	return buf
-}
 
 // appendRecord appends one record in its varint framing: kmsg writes the
 // length it is given, so the record is written with length 0 (one byte)

@@ -59,7 +59,7 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 			}
 		}
 	}
-	autoCreate := !s.opts.DisableAutoCreate && (req.Version < 4 || req.AllowAutoTopicCreation)
+	autoCreate := !s.opts.DisableAutoCreate && s.log.AutoCreate() && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, name := range names {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
