@@ -80,7 +80,7 @@ func crossCheck(files []*file) ErrorList {
 	for _, f := range files[min(1, len(files)):] {
 		first := files[0].p.Log
 		l := f.p.Log
-		if l.Backend != first.Backend || l.Dir != first.Dir || !slices.Equal(l.Kafka.Brokers, first.Kafka.Brokers) {
+		if l.Backend != first.Backend || l.Dir != first.Dir || !slices.Equal(l.Kafka.Brokers, first.Kafka.Brokers) || l.Kafka.Listen != first.Kafka.Listen {
 			errs = append(errs, &Error{
 				Pos:     f.log,
 				Path:    "log",

@@ -15,7 +15,7 @@ import (
 var (
 	topKeys        = []string{"version", "name", "log", "topics", "sources", "sinks", "plugins"}
 	logKeys        = []string{"backend", "dir", "kafka", "defaults"}
-	kafkaKeys      = []string{"brokers"}
+	kafkaKeys      = []string{"brokers", "listen"}
 	defaultsKeys   = []string{"partitions", "config"}
 	topicKeys      = []string{"name", "partitions", "config"}
 	sourceKeys     = []string{"name", "connector", "topic", "tasks", "config", "transforms"}
@@ -225,6 +225,17 @@ func (d *fileDecoder) log(n *yaml.Node, l *Log) {
 				}
 			}
 			l.Kafka.Brokers = brokers
+		}
+		if e, ok := k["listen"]; ok {
+			if v, ok := d.str(e.value, "log.kafka.listen"); ok {
+				if _, _, err := net.SplitHostPort(v); err != nil {
+					d.errorf(e.value, "log.kafka.listen", "e.g. 127.0.0.1:9092", "listen address %q is not host:port", v)
+				} else if l.Backend == BackendKafka {
+					d.errorf(e.value, "log.kafka.listen", "leave it out, or use backend: embedded", "the Kafka listener serves the embedded log; with backend kafka the cluster is the listener")
+				} else {
+					l.Kafka.Listen = v
+				}
+			}
 		}
 	}
 	if l.Backend == BackendKafka && !hasBrokers {

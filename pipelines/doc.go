@@ -37,6 +37,7 @@
 //	  dir: ./data                # embedded log's data directory; default ./data
 //	  kafka:
 //	    brokers: [localhost:9092] # required with backend: kafka
+//	    listen: 127.0.0.1:9092    # embedded only: serve the Kafka protocol; off unless set
 //	  defaults:                  # for this pipeline's topics
 //	    partitions: 3            # default 1
 //	    config: {retention.ms: 604800000}

@@ -44,6 +44,9 @@ type Log struct {
 // Kafka configures the kafka backend.
 type Kafka struct {
 	Brokers []string // host:port seed brokers; required for BackendKafka
+	// Listen is where the embedded log serves the Kafka wire protocol
+	// (kcat, librdkafka, franz-go, Java clients); empty: off.
+	Listen string
 }
 
 // TopicDefaults apply to the topics of this pipeline: those listed under

@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/kafkabackend"
 	"github.com/tributary-io/tributary/engine/rest"
 	tlog "github.com/tributary-io/tributary/log"
+	"github.com/tributary-io/tributary/log/kafka"
 	"github.com/tributary-io/tributary/pipelines"
 )
 
@@ -42,13 +44,10 @@ close, within --drain-timeout.`,
 }
 
 func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr string, drain time.Duration) error {
-	dir := ps[0].Log.Dir
-	for _, p := range ps {
-		if p.Log.Backend != pipelines.BackendEmbedded {
-			return fmt.Errorf("pipeline %s: log backend %q is not available in this build yet; use embedded", p.Name, p.Log.Backend)
-		}
-		if p.Log.Dir != dir {
-			return fmt.Errorf("pipelines %s and %s use different data directories (%s, %s); one worker runs one log", ps[0].Name, p.Name, dir, p.Log.Dir)
+	lc := ps[0].Log
+	for _, p := range ps[1:] {
+		if p.Log.Backend != lc.Backend || p.Log.Dir != lc.Dir {
+			return fmt.Errorf("pipelines %s and %s use different logs (%s %s, %s %s); one worker runs one log", ps[0].Name, p.Name, lc.Backend, lc.Dir, p.Log.Backend, p.Log.Dir)
 		}
 	}
 	// Connectors log through slog's default logger: make it the worker's,
@@ -56,15 +55,37 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 	prev := slog.Default()
 	slog.SetDefault(a.logger)
 	defer slog.SetDefault(prev)
-	partitions := ps[0].Log.Defaults.Partitions
-	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: a.logger, NumPartitions: partitions})
-	if err != nil {
-		return err
+
+	var backend engine.Backend
+	var l *tlog.Log // the embedded log; nil with the kafka backend
+	switch lc.Backend {
+	case pipelines.BackendKafka:
+		kb, err := kafkabackend.New(ctx, kafkabackend.Options{Brokers: lc.Kafka.Brokers, Logger: a.logger})
+		if err != nil {
+			return err
+		}
+		defer kb.Close()
+		backend = kb
+	default:
+		var err error
+		l, err = tlog.Open(tlog.Options{Dir: lc.Dir, Logger: a.logger, NumPartitions: lc.Defaults.Partitions})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		backend = engine.NewEmbedded(l, a.logger)
+		if lc.Kafka.Listen != "" {
+			ks, err := kafka.Listen(ctx, lc.Kafka.Listen, l, kafka.Options{Logger: a.logger})
+			if err != nil {
+				return fmt.Errorf("serve the Kafka protocol on %s (log.kafka.listen): %w", lc.Kafka.Listen, err)
+			}
+			defer ks.Close()
+			fmt.Fprintf(a.stderr, "%% Kafka protocol on %s (kcat -b %s -L)\n", ks.Addr(), ks.Addr())
+		}
 	}
-	defer l.Close()
 	cat := newCatalog()
 	w, err := engine.NewWorker(ctx, engine.Options{
-		Backend: engine.NewEmbedded(l, a.logger), Connectors: cat.connectors,
+		Backend: backend, Connectors: cat.connectors,
 		Transforms: cat.transformFactory(), Logger: a.logger, WorkerID: restAddr,
 	})
 	if err != nil {
@@ -77,7 +98,7 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 	srv := &http.Server{Handler: rest.New(w, l, version, a.logger), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	a.logger.Info("worker started", "rest", "http://"+ln.Addr().String(), "data_dir", dir, "pipelines", len(ps))
+	a.logger.Info("worker started", "rest", "http://"+ln.Addr().String(), "backend", lc.Backend, "data_dir", lc.Dir, "pipelines", len(ps))
 	fmt.Fprintf(a.stderr, "%% worker running; REST API on http://%s (Ctrl-C to stop)\n", ln.Addr())
 	for _, p := range ps {
 		if err := w.StartPipeline(ctx, p); err != nil {

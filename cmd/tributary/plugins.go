@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/plugins"
+)
+
+// defaultPluginsDir is where plugin connectors are looked for when no
+// --plugins-dir is given.
+const defaultPluginsDir = "./plugins"
+
+// The plugins commands inspect plugin directories; they start each plugin
+// briefly to ask what it is.
+func newPluginsCmd(a *app) *cobra.Command {
+	var dirs []string
+	var markdown bool
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List and inspect plugin connectors in plugin directories",
+	}
+	cmd.PersistentFlags().StringSliceVar(&dirs, "plugins-dir", []string{defaultPluginsDir}, "directory of plugin connectors (repeat or comma-separate for several)")
+	discover := func(cmd *cobra.Command) ([]*plugins.Plugin, error) {
+		h := plugins.NewHost(plugins.Options{Logger: a.logger})
+		return h.Discover(cmd.Context(), dirs...)
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List the plugins: name, kind, version, path, sha256, and why a file is not a usable plugin", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			found, err := discover(cmd)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATUS\tPATH\tSHA256")
+			var invalid []*plugins.Plugin
+			for _, p := range found {
+				name, kind, version, state := dash(p.Name), dash(string(p.Kind)), dash(p.Version), "ok"
+				switch {
+				case !p.Valid():
+					state = "invalid"
+					invalid = append(invalid, p)
+				case p.Pinned != "":
+					state = "ok, pinned"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, kind, version, state, p.Path, dash(p.SHA256))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, p := range invalid {
+				fmt.Fprintf(a.stdout, "\n%s is not usable: %v\n", p.Path, p.Err)
+			}
+			return nil
+		},
+	}
+	inspect := &cobra.Command{
+		Use:   "inspect NAME|PATH",
+		Short: "Show a plugin connector and its configuration spec as a table",
+		Args:  exactArgs("NAME|PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := findPlugin(cmd, a, dirs, args[0], discover)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 1, ' ', 0)
+			for _, row := range [][2]string{
+				{"Name", p.Name}, {"Kind", string(p.Kind)}, {"Version", p.Version}, {"Description", p.Description},
+				{"Path", p.Path}, {"SHA256", p.SHA256}, {"Pinned", orNo(p.Pinned)}, {"Protocol", fmt.Sprint(p.Protocol)},
+			} {
+				fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout)
+			if markdown {
+				_, err := fmt.Fprint(a.stdout, p.Spec.Markdown())
+				return err
+			}
+			return printSpec(a, p.Spec)
+		},
+	}
+	inspect.Flags().BoolVar(&markdown, "markdown", false, "print the spec as a Markdown table, for docs")
+	cmd.AddCommand(list, inspect)
+	return cmd
+}
+
+// findPlugin returns the usable plugin called name in the directories, or
+// the plugin file at name when it is a path.
+func findPlugin(cmd *cobra.Command, a *app, dirs []string, name string, discover func(*cobra.Command) ([]*plugins.Plugin, error)) (*plugins.Plugin, error) {
+	if strings.ContainsRune(name, '/') {
+		p := plugins.NewHost(plugins.Options{Logger: a.logger}).Inspect(cmd.Context(), name)
+		if !p.Valid() {
+			return nil, p.Err
+		}
+		return p, nil
+	}
+	found, err := discover(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range found {
+		if p.Valid() && p.Name == name {
+			return p, nil
+		}
+		if p.Valid() {
+			names = append(names, p.Name)
+		}
+	}
+	for _, kind := range []connect.Kind{connect.KindSource, connect.KindSink} {
+		if err := plugins.Explain(found, kind, name); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no plugin %q: %s hold no usable plugins", name, strings.Join(dirs, ", "))
+	}
+	return nil, fmt.Errorf("no plugin %q in %s (plugins there: %s)", name, strings.Join(dirs, ", "), strings.Join(names, ", "))
+}
+
+// printSpec prints a spec as a table, one parameter a row.
+func printSpec(a *app, spec connect.Spec) error {
+	if len(spec.Params) == 0 {
+		_, err := fmt.Fprintln(a.stdout, "No parameters.")
+		return err
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARAMETER\tTYPE\tDEFAULT\tREQUIRED\tALLOWED\tDESCRIPTION")
+	for _, p := range spec.Params {
+		typ, def := string(p.Type), p.Default
+		if p.IsSecret() {
+			typ += " (secret)"
+			if def != "" {
+				def = connect.Masked
+			}
+		}
+		required := "no"
+		if p.Required && p.Default == "" {
+			required = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, typ, dash(def), required, dash(strings.Join(p.Enum, ",")),
+			strings.Join(strings.Fields(p.Description), " "))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orNo(s string) string {
+	if s == "" {
+		return "no"
+	}
+	return s
+}
