@@ -4,6 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Real clients written by others, used by the Kafka listener's tests: kcat
+# from Debian (node/npm for kafkajs and analytics-node come with the machine).
+if ! command -v kcat >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing kcat (Debian package) for the Kafka listener's client tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null) ||
+      echo "warning: could not install kcat; the kcat tests will be skipped"
+  else
+    echo "warning: kcat is not installed (apt-get install kcat); the kcat tests will be skipped"
+  fi
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
