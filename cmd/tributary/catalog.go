@@ -12,6 +12,7 @@ import (
 	_ "github.com/tributary-io/tributary/connectors/httptrack"
 	_ "github.com/tributary-io/tributary/connectors/postgres"
 	_ "github.com/tributary-io/tributary/connectors/stdout"
+	_ "github.com/tributary-io/tributary/connectors/webhook"
 )
 
 // catalog is what pipeline files can name: the connectors of a registry and

@@ -1,0 +1,316 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// excerptBytes is how much of an error answer's body goes into the error.
+const excerptBytes = 512
+
+// drainBytes is how much of an answer's body is read to reuse the
+// connection; a longer body closes it.
+const drainBytes = 64 << 10
+
+// batchScan bounds how many ready lanes a batch looks through for items
+// with its target, in batch.size units.
+const batchScan = 4
+
+// result is what became of one request.
+type result struct {
+	req      *request
+	err      error // nil: delivered; else why its records failed
+	fatal    error // the task must fail: nothing would get through
+	canceled bool  // the context ended first: nothing is known
+}
+
+// deliver sends the items: the items of one lane one request after the
+// other, different lanes concurrently up to concurrency requests. It sets
+// the outcome of every item it finishes. It returns ctx.Err() when ctx
+// ended, or the fatal error of a request, after every request in flight
+// has returned.
+func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error {
+	if len(items) == 0 {
+		return nil
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The lanes with an item to send and none in flight, in the order of
+	// their first item; a lane re-enters at the back when its request
+	// returns.
+	ready := make([]*lane, 0, len(items))
+	for _, it := range items {
+		if it.lane.items[0] == it {
+			ready = append(ready, it.lane)
+		}
+	}
+	results := make(chan result, s.set.concurrency)
+	inFlight := 0
+	var fatal error
+	for {
+		for fatal == nil && dctx.Err() == nil && inFlight < s.set.concurrency && len(ready) > 0 {
+			var taken []*item
+			taken, ready = s.take(ready)
+			req, err := s.newRequest(taken)
+			if err != nil {
+				s.finish(result{req: &request{items: taken}, err: s.mask.Error(err)}, out, &ready)
+				continue
+			}
+			inFlight++
+			s.stats.inFlight.Add(1)
+			go func() { results <- s.send(dctx, req) }()
+		}
+		if inFlight == 0 {
+			break
+		}
+		r := <-results
+		inFlight--
+		s.stats.inFlight.Add(-1)
+		switch {
+		case r.fatal != nil:
+			if fatal == nil {
+				fatal = r.fatal
+				cancel()
+			}
+		case r.canceled:
+		default:
+			s.finish(r, out, &ready)
+		}
+	}
+	if fatal != nil {
+		return fatal
+	}
+	return ctx.Err()
+}
+
+// finish records the outcome of a request's items and puts their lanes
+// back in the ready queue when they have more to send.
+func (s *Sink) finish(r result, out []outcome, ready *[]*lane) {
+	for _, it := range r.req.items {
+		if r.err == nil {
+			out[it.idx] = outcome{state: delivered}
+			s.stats.delivered.Add(1)
+		} else {
+			out[it.idx] = outcome{state: failed, err: r.err}
+			s.stats.failed.Add(1)
+		}
+		l := it.lane
+		if l.next++; l.next < len(l.items) {
+			*ready = append(*ready, l)
+		}
+	}
+}
+
+// take takes the items of the next request off the ready lanes: the next
+// item of the first lane and, in batch mode, the next items of further
+// lanes with the same target, one per lane, up to batch.size. It returns
+// them and the lanes still ready.
+func (s *Sink) take(ready []*lane) ([]*item, []*lane) {
+	first := ready[0].items[ready[0].next]
+	if s.set.batchSize == 1 {
+		return []*item{first}, ready[1:]
+	}
+	items := []*item{first}
+	var skipped []*lane
+	i := 1
+	for limit := batchScan * s.set.batchSize; i < len(ready) && len(items) < s.set.batchSize && i <= limit; i++ {
+		it := ready[i].items[ready[i].next]
+		if it.target == first.target {
+			items = append(items, it)
+		} else {
+			skipped = append(skipped, ready[i])
+		}
+	}
+	if len(skipped) == 0 {
+		return items, ready[i:]
+	}
+	return items, append(skipped, ready[i:]...)
+}
+
+// send delivers one request, retrying as the settings say.
+func (s *Sink) send(ctx context.Context, req *request) result {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		if err := s.lim.wait(ctx); err != nil {
+			return result{req: req, canceled: true}
+		}
+		a := s.attempt(ctx, req, attempt)
+		switch a.class {
+		case classDelivered:
+			return result{req: req}
+		case classCanceled:
+			return result{req: req, canceled: true}
+		case classFatal:
+			return result{req: req, fatal: s.mask.Error(fmt.Errorf("webhook sink: %w", a.err))}
+		case classPermanent:
+			return result{req: req, err: s.mask.Error(a.err)}
+		}
+		if s.set.maxAttempts > 0 && attempt >= s.set.maxAttempts {
+			return result{req: req, err: s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.attempts): %w", attempt, since(start), a.err))}
+		}
+		wait := s.backoff(attempt)
+		if a.retryAfter > wait {
+			wait = a.retryAfter
+		}
+		if s.set.maxElapsed > 0 && time.Since(start)+wait > s.set.maxElapsed {
+			return result{req: req, err: s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.elapsed %s): %w", attempt, since(start), s.set.maxElapsed, a.err))}
+		}
+		s.stats.retries.Add(1)
+		slog.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
+		if err := sleep(ctx, wait); err != nil {
+			return result{req: req, canceled: true}
+		}
+	}
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+// backoff returns the wait after a failed attempt: a random duration below
+// backoff.initial·2^(attempt-1), capped at backoff.max (full jitter).
+func (s *Sink) backoff(attempt int) time.Duration {
+	ceiling := s.set.backoffMax
+	if attempt-1 < 40 {
+		if d := s.set.backoffInitial << (attempt - 1); d > 0 && d < ceiling {
+			ceiling = d
+		}
+	}
+	return rand.N(ceiling) + 1
+}
+
+// class is how an attempt ended.
+type class uint8
+
+const (
+	classDelivered class = iota
+	classRetry
+	classPermanent
+	classFatal
+	classCanceled
+)
+
+// attemptResult is how one attempt ended.
+type attemptResult struct {
+	class      class
+	err        error
+	retryAfter time.Duration // what the receiver asked for
+}
+
+// attempt sends a request once.
+func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
+	actx, cancel := context.WithTimeout(ctx, s.set.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(actx, req.method, req.url, bytes.NewReader(req.body))
+	if err != nil {
+		return attemptResult{class: classPermanent, err: fmt.Errorf("%s %s: %w", req.method, req.url, err)}
+	}
+	hreq.Header = req.header
+	if n > 1 {
+		// The transport may still hold the header of the previous attempt.
+		hreq.Header = req.header.Clone()
+	}
+	if len(s.set.signingKeys) > 0 {
+		ts := time.Now().Unix()
+		hreq.Header.Set(headerWebhookID, req.id)
+		hreq.Header.Set(headerWebhookTimestamp, strconv.FormatInt(ts, 10))
+		hreq.Header.Set(headerWebhookSignature, signature(s.set.signingKeys, req.id, ts, req.body))
+	}
+	s.stats.requests.Add(1)
+	resp, err := s.client.Do(hreq)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return attemptResult{class: classCanceled, err: ctx.Err()}
+		case errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil:
+			return attemptResult{class: classRetry, err: fmt.Errorf("%s %s: no answer within %s (timeout)", req.method, req.url, s.set.timeout)}
+		case untrusted(err):
+			return attemptResult{class: classFatal, err: fmt.Errorf("%w; if the receiver's certificate is signed by a private CA, set tls.ca to its PEM file", err)}
+		}
+		return attemptResult{class: classRetry, err: err}
+	}
+	defer resp.Body.Close()
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		io.CopyN(io.Discard, resp.Body, drainBytes)
+		return attemptResult{class: classDelivered}
+	}
+	excerpt := readExcerpt(resp.Body)
+	io.CopyN(io.Discard, resp.Body, drainBytes)
+	status := resp.Status
+	if status == "" {
+		status = strconv.Itoa(code)
+	}
+	msg := fmt.Sprintf("%s %s answered %s", req.method, req.url, status)
+	if excerpt != "" {
+		msg += ": " + excerpt
+	}
+	switch {
+	case code == http.StatusGone:
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver says the endpoint is gone: fix url, or remove the sink", msg)}
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500, s.set.retryStatuses[code]:
+		after := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if after > 0 && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
+			// The receiver is overloaded, not just this request: hold
+			// every request of the sink back.
+			s.lim.holdUntil(time.Now().Add(after))
+		}
+		return attemptResult{class: classRetry, err: errors.New(msg), retryAfter: after}
+	case code >= 300 && code < 400:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			msg += fmt.Sprintf(" (redirects are not followed; point url at %s)", loc)
+		}
+	}
+	return attemptResult{class: classPermanent, err: errors.New(msg)}
+}
+
+// readExcerpt returns the start of an answer's body as one line of text.
+func readExcerpt(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, excerptBytes+1))
+	cut := len(b) > excerptBytes
+	if cut {
+		b = b[:excerptBytes]
+	}
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// retryAfter parses a Retry-After header: seconds, or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, 24*3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), 24*time.Hour)
+	}
+	return 0
+}
+
+// untrusted reports whether err is a failed verification of the
+// receiver's TLS certificate, which no retry can fix.
+func untrusted(err error) bool {
+	var cve *tls.CertificateVerificationError
+	var uae x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var cie x509.CertificateInvalidError
+	return errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &he) || errors.As(err, &cie)
+}

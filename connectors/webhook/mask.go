@@ -1,0 +1,104 @@
+package webhook
+
+import (
+	"cmp"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// minEnvSecret is the shortest environment variable value that is masked
+// when it occurs in a setting: shorter ones (1, true, en_US) are too likely
+// to occur by chance.
+const minEnvSecret = 8
+
+// sensitiveHeaderWords mark a header whose value is a credential.
+var sensitiveHeaderWords = []string{"authorization", "cookie", "key", "token", "secret", "auth", "password", "signature", "session"}
+
+// secretValues returns the values to mask: static values of headers that
+// carry credentials (the part after a scheme such as Bearer),
+// and the values of environment variables that occur in the templated
+// settings, which is where ${VAR} secrets of a pipeline end up.
+func secretValues(values map[string]string, headers []headerTemplate) []string {
+	var out []string
+	for _, h := range headers {
+		if h.value.t != nil || !sensitiveHeader(h.name) {
+			continue
+		}
+		// Mask the credential after a scheme (Bearer, Basic), so that
+		// errors still say which scheme was used.
+		v := strings.TrimSpace(h.value.static)
+		if _, cred, ok := strings.Cut(v, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
+			v = strings.TrimSpace(cred)
+		}
+		out = append(out, v)
+	}
+	var settings []string
+	for _, k := range []string{"url", "method", "headers", "body", "batch.body"} {
+		if v := values[k]; v != "" {
+			settings = append(settings, v)
+		}
+	}
+	for _, kv := range os.Environ() {
+		_, v, _ := strings.Cut(kv, "=")
+		if len(v) < minEnvSecret {
+			continue
+		}
+		for _, s := range settings {
+			if strings.Contains(s, v) {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range sensitiveHeaderWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// masker replaces secret values by connect.Masked. A nil masker masks
+// nothing.
+type masker struct{ r *strings.Replacer }
+
+func newMasker(secrets []string) *masker {
+	secrets = slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return s == "" })
+	if len(secrets) == 0 {
+		return nil
+	}
+	// The longest first, so that a secret holding another is masked whole.
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	secrets = slices.Compact(secrets)
+	args := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		args = append(args, s, connect.Masked)
+	}
+	return &masker{r: strings.NewReplacer(args...)}
+}
+
+// String returns s with every secret masked.
+func (m *masker) String(s string) string {
+	if m == nil {
+		return s
+	}
+	return m.r.Replace(s)
+}
+
+// Error returns err with every secret in its message masked. The result
+// does not unwrap to err, so the secrets cannot be reached through it.
+func (m *masker) Error(err error) error {
+	if err == nil || m == nil {
+		return err
+	}
+	return errors.New(m.r.Replace(err.Error()))
+}

@@ -1,0 +1,276 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Name is the connector's name in pipeline files.
+const Name = "webhook"
+
+// version is the connector's version.
+const version = "0.1.0"
+
+func init() { connect.Default().MustRegister(Connector()) }
+
+// Connector describes the webhook sink.
+func Connector() connect.Connector {
+	return connect.Connector{
+		Name:        Name,
+		Kind:        connect.KindSink,
+		Version:     version,
+		Description: "Delivers records over HTTP (webhooks, CRM batch endpoints) from templates, in order per key, with retries, rate limiting and Standard Webhooks signatures.",
+		Spec:        spec(),
+		NewSink:     func() connect.Sink { return &Sink{} },
+	}
+}
+
+func spec() connect.Spec {
+	return connect.Spec{Params: []connect.Param{
+		{Name: "url", Type: connect.TypeString, Required: true,
+			Description: "URL to send to, http or https; a template over the record, e.g. https://crm.example.com/contacts/{{ .Value.after.id }}."},
+		{Name: "method", Type: connect.TypeString, Default: "POST",
+			Description: "HTTP method; a template, e.g. {{ if eq .Value.op \"d\" }}DELETE{{ else }}PUT{{ end }}."},
+		{Name: "headers", Type: connect.TypeString,
+			Description: "Request headers, one Name: value per line (or a list of Name: value items); values are templates. Content-Type defaults to application/json."},
+		{Name: "body", Type: connect.TypeString,
+			Description: "Request body: a template over the record. Empty sends the record value, as it is when it is JSON, else as a JSON string."},
+		{Name: "batch.size", Type: connect.TypeInt, Default: "1",
+			Description: "Most records per request. Above 1, a request carries a JSON array of the records' bodies (or batch.body), at most one record per key."},
+		{Name: "batch.body", Type: connect.TypeString,
+			Description: "In batch mode, the request body: a template over .Items (the records' bodies, each JSON), .Records and .ID, e.g. {\"inputs\": {{ json .Items }}}. Empty sends the JSON array of the items."},
+		{Name: "tombstones", Type: connect.TypeString, Default: "skip", Enum: []string{"skip", "send"},
+			Description: "What to do with records that have a null value: skip them (counted as delivered), or send them with the templates (.Value is null, the default body is null)."},
+		{Name: "signing.secret", Type: connect.TypePassword,
+			Description: "Standard Webhooks secret (whsec_ followed by base64); adds webhook-id, webhook-timestamp and webhook-signature headers. Several secrets separated by spaces sign with each (key rotation)."},
+		{Name: "idempotency.header", Type: connect.TypeString, Default: "Idempotency-Key",
+			Description: "Header that carries the delivery id (the same on every retry and after a restart), so that a receiver can drop redeliveries; \"none\" sends no such header."},
+		{Name: "concurrency", Type: connect.TypeInt, Default: "8",
+			Description: "Most requests in flight. Records of one key are always sent one after the other, in log order."},
+		{Name: "rate.limit", Type: connect.TypeFloat, Default: "0",
+			Description: "Most requests per second for the whole sink, retries included; 0 is unlimited."},
+		{Name: "timeout", Type: connect.TypeDuration, Default: "30s",
+			Description: "How long one request may take, until the whole answer is read; a request that times out is retried."},
+		{Name: "max.attempts", Type: connect.TypeInt, Default: "10",
+			Description: "Most attempts per request before its records fail with the last error (dead-lettered with errors.tolerance: all); 0 is unlimited."},
+		{Name: "max.elapsed", Type: connect.TypeDuration, Default: "5m",
+			Description: "Longest time spent retrying one request before its records fail with the last error; 0 is unlimited."},
+		{Name: "backoff.initial", Type: connect.TypeDuration, Default: "200ms",
+			Description: "Backoff before the second attempt; it doubles with each attempt, and the wait is drawn at random below it (full jitter)."},
+		{Name: "backoff.max", Type: connect.TypeDuration, Default: "30s",
+			Description: "Largest backoff between attempts (a Retry-After may ask for longer, and is honoured)."},
+		{Name: "retry.statuses", Type: connect.TypeList,
+			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED."},
+		{Name: "tls.ca", Type: connect.TypeString,
+			Description: "PEM file of the certificate authorities to trust for https, instead of the system's roots."},
+	}}
+}
+
+// settings are the parsed configuration of a Sink.
+type settings struct {
+	url, method, body, batchBody *textTemplate // body and batchBody are nil by default
+	headers                      []headerTemplate
+	baseHeader                   http.Header // the static headers, User-Agent and Content-Type
+	templatedHeaders             bool        // some header values are templates
+	sendTombstones               bool
+	signingKeys                  [][]byte
+	idemHeader                   string // "" for none
+	batchSize                    int
+	concurrency                  int
+	rateLimit                    float64
+	timeout                      time.Duration
+	maxAttempts                  int
+	maxElapsed                   time.Duration
+	backoffInitial, backoffMax   time.Duration
+	retryStatuses                map[int]bool
+	tlsCA                        string
+	secrets                      []string // values to mask
+}
+
+func parseSettings(cfg connect.Config) (settings, error) {
+	cfg.Spec = spec()
+	var s settings
+	var errs []error
+	str := func(name string) string {
+		v, err := cfg.String(name)
+		errs = append(errs, err)
+		return v
+	}
+	integer := func(name string, min int64) int {
+		v, err := cfg.Int(name)
+		if err == nil && v < min {
+			err = connect.FieldError{Param: name, Message: fmt.Sprintf("%d is less than %d", v, min)}
+		}
+		errs = append(errs, err)
+		return int(v)
+	}
+	duration := func(name string) time.Duration {
+		v, err := cfg.Duration(name)
+		if err == nil && v < 0 {
+			err = connect.FieldError{Param: name, Message: "must not be negative"}
+		}
+		errs = append(errs, err)
+		return v
+	}
+	tmpl := func(name string) *textTemplate {
+		v := str(name)
+		if v == "" {
+			return nil
+		}
+		t, err := parseTemplate(name, v)
+		if err != nil {
+			errs = append(errs, connect.FieldError{Param: name, Message: err.Error()})
+		}
+		return t
+	}
+
+	s.url = tmpl("url")
+	s.method = tmpl("method")
+	s.body = tmpl("body")
+	s.batchBody = tmpl("batch.body")
+	if s.url == nil {
+		errs = append(errs, connect.FieldError{Param: "url", Message: "required parameter is missing: the URL to send to"})
+	} else if s.url.t == nil {
+		if err := checkURL(s.url.static); err != nil {
+			errs = append(errs, connect.FieldError{Param: "url", Message: err.Error()})
+		}
+	}
+	if s.method != nil && s.method.t == nil {
+		if err := checkMethod(s.method.static); err != nil {
+			errs = append(errs, connect.FieldError{Param: "method", Message: err.Error()})
+		}
+	}
+	headers, herr := parseHeaders(str("headers"))
+	if herr != nil {
+		errs = append(errs, connect.FieldError{Param: "headers", Message: herr.Error()})
+	}
+	s.headers = headers
+	s.baseHeader = http.Header{"User-Agent": {userAgent}, "Content-Type": {"application/json"}}
+	for _, h := range headers {
+		if h.value.t != nil {
+			s.templatedHeaders = true
+			continue
+		}
+		s.baseHeader.Set(h.name, h.value.static)
+	}
+	s.sendTombstones = str("tombstones") == "send"
+	if secret := str("signing.secret"); secret != "" {
+		for _, sec := range strings.Fields(secret) {
+			key, err := signingKey(sec)
+			if err != nil {
+				errs = append(errs, connect.FieldError{Param: "signing.secret", Message: err.Error()})
+				continue
+			}
+			s.signingKeys = append(s.signingKeys, key)
+			s.secrets = append(s.secrets, sec, strings.TrimPrefix(sec, "whsec_"))
+		}
+	}
+	if h := str("idempotency.header"); h != "" && h != "none" {
+		if !validHeaderName(h) {
+			errs = append(errs, connect.FieldError{Param: "idempotency.header", Message: fmt.Sprintf("%q is not a valid header name", h)})
+		}
+		s.idemHeader = h
+	}
+	s.batchSize = integer("batch.size", 1)
+	s.concurrency = integer("concurrency", 1)
+	rate, err := cfg.Float("rate.limit")
+	errs = append(errs, err)
+	if s.rateLimit = rate; rate < 0 {
+		errs = append(errs, connect.FieldError{Param: "rate.limit", Message: "must not be negative"})
+	}
+	s.timeout = duration("timeout")
+	if s.timeout == 0 {
+		errs = append(errs, connect.FieldError{Param: "timeout", Message: "must be more than 0"})
+	}
+	s.maxAttempts = integer("max.attempts", 0)
+	s.maxElapsed = duration("max.elapsed")
+	s.backoffInitial = duration("backoff.initial")
+	s.backoffMax = duration("backoff.max")
+	if s.backoffInitial <= 0 {
+		s.backoffInitial = time.Millisecond
+	}
+	s.backoffMax = max(s.backoffMax, s.backoffInitial)
+	statuses, err := cfg.List("retry.statuses")
+	errs = append(errs, err)
+	s.retryStatuses = make(map[int]bool)
+	for _, v := range statuses {
+		code, err := strconv.Atoi(v)
+		if err != nil || code < 100 || code > 599 {
+			errs = append(errs, connect.FieldError{Param: "retry.statuses", Message: fmt.Sprintf("%q is not an HTTP status (100 to 599)", v)})
+			continue
+		}
+		s.retryStatuses[code] = true
+	}
+	s.tlsCA = str("tls.ca")
+	if err := errors.Join(errs...); err != nil {
+		return settings{}, err
+	}
+	s.secrets = append(s.secrets, secretValues(cfg.Values, s.headers)...)
+	return s, nil
+}
+
+// newTransport returns the HTTP transport of a sink: the default one's
+// proxy and dial settings, enough idle connections for concurrency, and
+// the roots of tls.ca when set.
+func newTransport(s settings) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(100, 2*s.concurrency)
+	t.MaxIdleConnsPerHost = s.concurrency
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.tlsCA != "" {
+		pem, err := os.ReadFile(s.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("webhook sink tls.ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("webhook sink tls.ca: %s holds no PEM certificate", s.tlsCA)
+		}
+		t.TLSClientConfig.RootCAs = pool
+	}
+	return t, nil
+}
+
+// Open checks the configuration, compiles the templates and prepares the
+// HTTP client. It sends nothing.
+func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
+	set, err := parseSettings(cfg)
+	if err != nil {
+		return fmt.Errorf("webhook sink config: %w", err)
+	}
+	transport, err := newTransport(set)
+	if err != nil {
+		return err
+	}
+	s.set = set
+	s.transport = transport
+	s.client = &http.Client{
+		Transport: transport,
+		// A 3xx is an answer, not a detour: the record fails with it.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	s.lim = newLimiter(set.rateLimit)
+	s.mask = newMasker(set.secrets)
+	s.prev, s.prevOut = nil, nil
+	return nil
+}
+
+// Close drops the idle connections. No request is in flight: Write waits
+// for its requests before it returns.
+func (s *Sink) Close(context.Context) error {
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+		s.transport = nil
+	}
+	return nil
+}
