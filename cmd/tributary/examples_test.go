@@ -15,11 +15,17 @@ func TestExamples_Validate(t *testing.T) {
 		t.Fatalf("no example pipelines found: %v", err)
 	}
 	env := map[string]string{"TRACKING_WRITE_KEY": "example-key"}
+	lookup := func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
 	for _, f := range files {
-		_, err := pipelines.LoadFile(f, pipelines.Options{Catalog: newCatalog(), LookupEnv: func(k string) (string, bool) {
-			v, ok := env[k]
-			return v, ok
-		}})
+		// Plugin pipelines name connectors the binary does not have built
+		// in; their own tests build the plugins and validate them.
+		if p, err := pipelines.LoadFile(f, pipelines.Options{LookupEnv: lookup}); err == nil && len(p.Plugins.Dirs) > 0 {
+			continue
+		}
+		_, err := pipelines.LoadFile(f, pipelines.Options{Catalog: newCatalog(), LookupEnv: lookup})
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
