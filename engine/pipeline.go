@@ -44,6 +44,16 @@ func transformSpecs(ts []pipelines.Transform) []TransformSpec {
 
 // StartPipeline creates the pipeline's topics and starts its connectors.
 func (w *Worker) StartPipeline(ctx context.Context, p *pipelines.Pipeline) error {
+	for _, s := range p.Sources {
+		if s.Tasks > 1 {
+			return fmt.Errorf("pipeline %s: source %s asks for %d tasks; this worker runs one task per connector (set tasks: 1)", p.Name, s.Name, s.Tasks)
+		}
+	}
+	for _, s := range p.Sinks {
+		if s.Tasks > 1 {
+			return fmt.Errorf("pipeline %s: sink %s asks for %d tasks; this worker runs one task per connector (set tasks: 1, or run several workers on the kafka backend)", p.Name, s.Name, s.Tasks)
+		}
+	}
 	for _, t := range p.Topics {
 		if err := w.opts.Backend.EnsureTopic(ctx, t.Name, t.Partitions, t.Config); err != nil {
 			return fmt.Errorf("pipeline %s: topic %s: %w", p.Name, t.Name, err)
