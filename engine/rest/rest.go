@@ -58,6 +58,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /connectors/{name}", s.deleteConnector)
 	m.HandleFunc("GET /connectors/{name}/config", s.getConfig)
 	m.HandleFunc("PUT /connectors/{name}/config", s.putConfig)
+	m.HandleFunc("PATCH /connectors/{name}/config", s.patchConfig)
 	m.HandleFunc("GET /connectors/{name}/status", s.getStatus)
 	m.HandleFunc("GET /connectors/{name}/tasks", s.getTasks)
 	m.HandleFunc("GET /connectors/{name}/tasks/{id}/status", s.getTaskStatus)
@@ -372,6 +373,53 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusCreated
 	}
 	writeJSON(w, code, toInfo(info))
+}
+
+// patchConfig merges a partial config into the connector's (Kafka Connect
+// 3.9's PATCH): a null value removes a key.
+func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]*string
+	if err := decodeBody(r, &patch); err != nil {
+		s.fail(w, err)
+		return
+	}
+	name := r.PathValue("name")
+	old, err := s.worker.Spec(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, err := s.worker.Info(name)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	cfg := map[string]string{}
+	for k, v := range info.Config {
+		cfg[k] = v
+	}
+	for k, v := range old.Config {
+		cfg[k] = v // secrets in clear, not masked
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = *v
+		}
+	}
+	spec, err := s.specFromConfig(name, cfg)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	spec.Pipeline, spec.Secrets, spec.Transforms = old.Pipeline, old.Secrets, old.Transforms
+	if _, err := s.worker.Replace(r.Context(), spec); err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, _ = s.worker.Info(name)
+	writeJSON(w, http.StatusOK, toInfo(info))
 }
 
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {

@@ -204,6 +204,17 @@ func TestREST_ConnectShapes(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "kafka_connect_connector_status") || !strings.Contains(body, "tributary_log_records_appended_total") {
 		t.Fatalf("metrics = %d\n%s", code, body)
 	}
+	code, body = call(t, srv, "PATCH", "/connectors/src/config", `{"mode":"b","topic":"t2"}`)
+	if code != 200 || !strings.Contains(body, `"mode":"b"`) || !strings.Contains(body, `"topic":"t2"`) || strings.Contains(body, secret) {
+		t.Fatalf("patch config = %d %s", code, body)
+	}
+	if spec, _ := w.Spec("src"); spec.Config["password"] != secret {
+		t.Fatalf("PATCH lost the secret: %q", spec.Config["password"])
+	}
+	code, body = call(t, srv, "PATCH", "/connectors/src/config", `{"mode":null}`)
+	if code != 200 || strings.Contains(body, `"mode"`) {
+		t.Fatalf("patch config with null = %d %s", code, body)
+	}
 	if code, _ := call(t, srv, "DELETE", "/connectors/src", ""); code != 204 {
 		t.Fatalf("delete = %d", code)
 	}
