@@ -22,6 +22,7 @@ import (
 func newRunCmd(a *app) *cobra.Command {
 	var restAddr string
 	var drain time.Duration
+	var pluginDirs []string
 	cmd := &cobra.Command{
 		Use:   "run FILE|DIR",
 		Short: "Run pipelines in an embedded worker, with the REST API",
@@ -31,19 +32,20 @@ with /metrics. SIGINT or SIGTERM drains: tasks finish their batch, commit and
 close, within --drain-timeout.`,
 		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ps, err := loadPipelines(args[0])
+			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
 			if err != nil {
 				return err
 			}
-			return a.runWorker(cmd.Context(), ps, restAddr, drain)
+			return a.runWorker(cmd.Context(), ps, cat, restAddr, drain)
 		},
 	}
 	cmd.Flags().StringVar(&restAddr, "rest-addr", rest.DefaultAddr, "address of the REST API")
 	cmd.Flags().DurationVar(&drain, "drain-timeout", 30*time.Second, "how long a shutdown waits for tasks to commit")
+	addPluginsDirFlag(cmd, &pluginDirs)
 	return cmd
 }
 
-func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr string, drain time.Duration) error {
+func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catalog, restAddr string, drain time.Duration) error {
 	lc := ps[0].Log
 	for _, p := range ps[1:] {
 		if p.Log.Backend != lc.Backend || p.Log.Dir != lc.Dir {
@@ -83,7 +85,6 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, restAddr 
 			fmt.Fprintf(a.stderr, "%% Kafka protocol on %s (kcat -b %s -L)\n", ks.Addr(), ks.Addr())
 		}
 	}
-	cat := newCatalog()
 	w, err := engine.NewWorker(ctx, engine.Options{
 		Backend: backend, Connectors: cat.connectors,
 		Transforms: cat.transformFactory(), Logger: a.logger, WorkerID: restAddr,

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildExamplePlugins builds examples/plugins/{counter,jsonl} into dir.
+func buildExamplePlugins(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{"counter", "jsonl"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), ".")
+		cmd.Dir = filepath.Join("..", "..", "examples", "plugins", name)
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build plugin %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestRun_PluginPipeline runs the example plugins through the worker: the
+// counter plugin's numbers reach the jsonl plugin's file; a SIGKILL of the
+// source's plugin process fails only that task, which restarts from its
+// stored position, so no number is skipped.
+func TestRun_PluginPipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two plugin binaries")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	buildExamplePlugins(t, bin)
+	out := filepath.Join(dir, "numbers.jsonl")
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, `version: 1
+name: plug
+log: {dir: `+filepath.Join(dir, "data")+`}
+plugins: {dirs: [`+bin+`]}
+sources:
+  - {name: numbers, connector: counter, topic: numbers, config: {rate: 500}}
+sinks:
+  - {name: numbers-file, connector: jsonl, topics: [numbers], config: {path: `+out+`}}
+`)
+	o, _ := mustRun(t, dir, "", "plugins", "list", "--plugins-dir", bin)
+	wantContains(t, "plugins list", o, "counter", "source", "jsonl", "sink")
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	var stderr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--plugins-dir", bin}, strings.NewReader(""), &syncBuffer{}, &stderr)
+	}()
+	maxN := func() int {
+		data, _ := os.ReadFile(out)
+		m := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var v struct{ N int }
+			if json.Unmarshal([]byte(line), &v) == nil && v.N > m {
+				m = v.N
+			}
+		}
+		return m
+	}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s\nworker stderr:\n%s", what, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitUntil("100 numbers in the file", func() bool { return maxN() >= 100 })
+
+	// Kill the counter plugin's process: only its task fails and restarts.
+	pids, _ := exec.Command("pgrep", "-f", filepath.Join(bin, "counter")).Output()
+	fields := strings.Fields(string(pids))
+	if len(fields) == 0 {
+		t.Fatal("no counter plugin process found")
+	}
+	for _, f := range fields {
+		var pid int
+		if _, err := fmtSscan(f, &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	before := maxN()
+	waitUntil("numbers to continue after the plugin was killed", func() bool { return maxN() >= before+200 })
+	o, _ = mustRun(t, dir, "", "connectors", "status", "numbers-file", "--server", addr)
+	wantContains(t, "sink status", o, `"RUNNING"`)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	// Every number from 1 to the highest is in the file (at least once).
+	data, _ := os.ReadFile(out)
+	seen := map[int]bool{}
+	top := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var v struct{ N int }
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("bad line %q: %v", line, err)
+		}
+		seen[v.N] = true
+		top = max(top, v.N)
+	}
+	for n := 1; n <= top; n++ {
+		if !seen[n] {
+			t.Fatalf("number %d of 1..%d is missing after the plugin crash", n, top)
+		}
+	}
+}
+
+func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }

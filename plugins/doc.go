@@ -1,0 +1,54 @@
+// Package plugins runs connectors out of process: a connector shipped as
+// its own program, built in its own repository, runs under the worker as a
+// built-in one does, over gRPC with hashicorp/go-plugin. It is only an
+// adapter: plugin authors write a connect.Source or connect.Sink, and the
+// worker sees a connect.Connector in its registry.
+//
+// # Author side
+//
+// A plugin's main calls Serve with its connect.Connector (name, kind,
+// version, description, spec, factory) and nothing else:
+//
+//	func main() { plugins.Serve(counter.Connector()) }
+//
+// # Host side
+//
+// A Host finds plugins with Discover (every file of the plugin
+// directories) or Inspect (one file): it starts each, completes the
+// handshake, asks it for its name, kind, version and spec (Describe), and
+// stops it. A file that is not a usable plugin comes back with Plugin.Err
+// saying why. Plugin.Connector returns a connect.Connector whose NewSource
+// or NewSink makes an instance that starts a plugin process of its own in
+// Open and stops it in Close; Register puts the usable plugins into a
+// connect.Registry, where the worker and pipeline validation use them
+// exactly like built-ins.
+//
+// # Protocol
+//
+// The handshake carries ProtocolVersion; a plugin built for another
+// version fails with an error naming both (ErrProtocolMismatch). The calls
+// and messages are in internal/pluginpb/plugin.proto: Describe, Open,
+// Read, Ack, Write, Flush, Report, Close. Batches cross the boundary, never
+// single records; nil and empty keys, values and positions stay distinct.
+// A connector's error keeps its class (connect.BadRecordAt with its index,
+// connect.Retryable with its delay, context errors).
+//
+// # Isolation
+//
+// Each connector instance runs in its own process. Every call has a
+// deadline (Options.CallTimeout; a Read's is Options.ReadWait more, since
+// the plugin answers an idle Read with an empty batch after ReadWait). A
+// call that fails because the process died or hangs kills the process and
+// returns a *ProcessError with the plugin's last stderr lines: the task
+// fails and the worker restarts it, which starts a new process; nothing
+// else is affected. The plugin's stdout, stderr and slog lines go to the
+// host's logger tagged plugin=<name>.
+//
+// # Trust
+//
+// A plugin file may be pinned to a sha256, in Options.Pins or in the
+// directory's LockFile (sha256sum's format). go-plugin's SecureConfig
+// checks it before every start, and a mismatch fails with an error naming
+// both sums (ErrChecksumMismatch). Plugins run with the worker's user and
+// environment: pinning says which programs may run, not what they may do.
+package plugins

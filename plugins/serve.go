@@ -1,0 +1,342 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/plugins/internal/pluginpb"
+)
+
+// Serve runs a plugin: it serves connector c, a source or a sink written
+// against the connect interfaces exactly as a built-in one is, to the
+// Tributary worker that started this process. A plugin's main calls it and
+// nothing else:
+//
+//	func main() { plugins.Serve(counter.Connector()) }
+//
+// Serve returns when the worker stops the plugin. Run by hand, outside a
+// worker, the program prints what it is and exits with status 1; given an
+// invalid connector (no name, no factory of its kind), it says so and exits
+// with status 1 too. Serve makes a JSON log handler on the process's
+// standard error the slog default, so that slog (and log) lines reach the
+// worker's log with their level; anything else written to os.Stdout or
+// os.Stderr reaches it as plain lines. The process exits when the worker
+// that started it is gone.
+func Serve(c connect.Connector) {
+	if code := serve(c, os.Stderr); code != 0 {
+		os.Exit(code)
+	}
+}
+
+func serve(c connect.Connector, stderr *os.File) int {
+	if err := connect.NewRegistry().Register(c); err != nil {
+		fmt.Fprintf(stderr, "tributary plugin: %v\n", err)
+		return 1
+	}
+	if os.Getenv(MagicCookieKey) != MagicCookieValue {
+		fmt.Fprintf(stderr, "This is a Tributary plugin: the %s connector %q, version %s, plugin protocol %d.\n"+
+			"It is not run by hand: put it in a plugin directory (plugins.dirs in a pipeline file, or\n"+
+			"--plugins-dir) and Tributary starts it. `tributary plugins inspect %s` shows its settings.\n",
+			c.Kind, c.Name, c.Version, ProtocolVersion, c.Name)
+		return 1
+	}
+	slog.SetDefault(slog.New(newPluginLogHandler(stderr)))
+	watchParent()
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: handshake(ProtocolVersion),
+		Plugins:         goplugin.PluginSet{pluginKey: &grpcPlugin{server: newServer(c)}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Name: c.Name, Output: stderr, JSONFormat: true, Level: hclog.Info}),
+	})
+	return 0
+}
+
+// watchParent exits the process once the worker that started it is gone
+// (killed, say, with SIGKILL, which gave it no chance to stop its
+// plugins): an orphaned source would otherwise read on for no one. The
+// goroutine lives as long as the process.
+func watchParent() {
+	ppid := os.Getppid()
+	go func() {
+		for {
+			time.Sleep(time.Second)
+			if os.Getppid() != ppid {
+				os.Exit(1)
+			}
+		}
+	}()
+}
+
+// newPluginLogHandler returns a slog handler writing JSON lines in hclog's
+// shape ("@level", "@message", "@timestamp"), which the host reads back
+// with their level and attributes.
+func newPluginLogHandler(w io.Writer) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.TimeKey:
+				a.Key = "@timestamp"
+			case slog.LevelKey:
+				a.Key = "@level"
+				a.Value = slog.StringValue(strings.ToLower(a.Value.String()))
+			case slog.MessageKey:
+				a.Key = "@message"
+			}
+			return a
+		},
+	})
+}
+
+// server serves the one connector instance of a plugin process.
+type server struct {
+	pluginpb.UnimplementedConnectorServer
+	conn     connect.Connector
+	describe *pluginpb.DescribeResponse
+
+	// ctx is the instance's lifetime: Open's context once Open has
+	// returned, and Read's. Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	reads  sync.WaitGroup // the goroutine running a source's Read
+
+	mu     sync.Mutex // guards opened, closed, src and sink
+	opened bool
+	closed bool
+	src    connect.Source
+	sink   connect.Sink
+
+	// readSem is held by the one Read call that owns pending.
+	readSem chan struct{}
+	// pending delivers the result of the source's Read in progress; nil
+	// when none is.
+	pending chan readResult
+}
+
+type readResult struct {
+	recs []connect.Record
+	err  error
+}
+
+func newServer(c connect.Connector) *server {
+	d := &pluginpb.DescribeResponse{
+		Name: c.Name, Kind: string(c.Kind), Version: c.Version, Description: c.Description,
+		Params: toPBParams(c.Spec), Protocol: ProtocolVersion,
+	}
+	var probe any
+	if c.Kind == connect.KindSource {
+		probe = c.NewSource()
+	} else {
+		probe = c.NewSink()
+	}
+	_, d.Flusher = probe.(connect.Flusher)
+	_, d.Reporter = probe.(connect.Reporter)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &server{conn: c, describe: d, ctx: ctx, cancel: cancel, readSem: make(chan struct{}, 1)}
+}
+
+func (s *server) Describe(context.Context, *pluginpb.DescribeRequest) (*pluginpb.DescribeResponse, error) {
+	return s.describe, nil
+}
+
+func (s *server) Open(ctx context.Context, req *pluginpb.OpenRequest) (*pluginpb.OpenResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opened {
+		return nil, status.Error(codes.FailedPrecondition, "the connector instance is already open: a plugin process serves one")
+	}
+	if req.Kind != string(s.conn.Kind) {
+		return nil, status.Errorf(codes.InvalidArgument, "the host opens a %s, but this plugin serves the %s connector %q", req.Kind, s.conn.Kind, s.conn.Name)
+	}
+	s.opened = true
+	// Open's context must outlive the call, as a built-in connector's
+	// does (a connector may tie what it starts in Open to it), yet end
+	// when the host gives up on the call.
+	octx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	cfg := fromPBConfig(req.Config, s.conn.Spec)
+	var err error
+	if s.conn.Kind == connect.KindSource {
+		src := s.conn.NewSource()
+		if err = src.Open(octx, cfg); err == nil {
+			s.src = src
+		}
+	} else {
+		sink := s.conn.NewSink()
+		if err = sink.Open(octx, cfg); err == nil {
+			s.sink = sink
+		}
+	}
+	return &pluginpb.OpenResponse{Error: toPBError(err)}, nil
+}
+
+// instance returns the open source or sink, or a gRPC error.
+func (s *server) instance() (connect.Source, connect.Sink, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, nil, status.Error(codes.FailedPrecondition, "the connector instance is closed")
+	case s.src == nil && s.sink == nil:
+		return nil, nil, status.Error(codes.FailedPrecondition, "the connector instance is not open")
+	}
+	return s.src, s.sink, nil
+}
+
+// Read answers with the result of the source's Read, or with an empty
+// batch when none came within the host's wait. The source's Read is not
+// cancelled then: it runs on under the instance's context, and the next
+// Read call picks up its result. So a source is never interrupted between
+// records but by Close, exactly as when it is built in, while the host
+// hears from the plugin at least every wait.
+func (s *server) Read(ctx context.Context, req *pluginpb.ReadRequest) (*pluginpb.ReadResponse, error) {
+	src, _, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, status.Error(codes.FailedPrecondition, "read from a sink")
+	}
+	select {
+	case s.readSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	defer func() { <-s.readSem }()
+	if s.pending == nil {
+		ch := make(chan readResult, 1)
+		s.pending = ch
+		s.reads.Add(1)
+		go func() {
+			defer s.reads.Done()
+			recs, err := src.Read(s.ctx)
+			ch <- readResult{recs, err}
+		}()
+	}
+	wait := time.Duration(req.WaitNs)
+	if wait <= 0 {
+		wait = time.Second
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case r := <-s.pending:
+		s.pending = nil
+		return &pluginpb.ReadResponse{Records: toPBRecords(r.recs), Error: toPBError(r.err)}, nil
+	case <-timer.C:
+		return &pluginpb.ReadResponse{}, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func (s *server) Ack(ctx context.Context, req *pluginpb.AckRequest) (*pluginpb.AckResponse, error) {
+	src, _, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, status.Error(codes.FailedPrecondition, "ack to a sink")
+	}
+	var pos connect.Position
+	if req.Position != nil {
+		pos = connect.Position(req.Position)
+	}
+	return &pluginpb.AckResponse{Error: toPBError(src.Ack(ctx, pos))}, nil
+}
+
+func (s *server) Write(ctx context.Context, req *pluginpb.WriteRequest) (*pluginpb.WriteResponse, error) {
+	_, sink, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return nil, status.Error(codes.FailedPrecondition, "write to a source")
+	}
+	return &pluginpb.WriteResponse{Error: toPBError(sink.Write(ctx, fromPBRecords(req.Records)))}, nil
+}
+
+func (s *server) Flush(ctx context.Context, _ *pluginpb.FlushRequest) (*pluginpb.FlushResponse, error) {
+	_, sink, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	f, ok := sink.(connect.Flusher)
+	if !ok {
+		return &pluginpb.FlushResponse{}, nil
+	}
+	return &pluginpb.FlushResponse{Error: toPBError(f.Flush(ctx))}, nil
+}
+
+func (s *server) Report(context.Context, *pluginpb.ReportRequest) (*pluginpb.ReportResponse, error) {
+	src, sink, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	var r connect.Reporter
+	if src != nil {
+		r, _ = src.(connect.Reporter)
+	} else {
+		r, _ = sink.(connect.Reporter)
+	}
+	if r == nil {
+		return &pluginpb.ReportResponse{}, nil
+	}
+	b, err := json.Marshal(r.Report())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encode report: %v", err)
+	}
+	return &pluginpb.ReportResponse{ReportJson: b}, nil
+}
+
+// Close stops a source's Read (cancelling the instance's context), waits
+// for it, and closes the instance.
+func (s *server) Close(ctx context.Context, _ *pluginpb.CloseRequest) (*pluginpb.CloseResponse, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return &pluginpb.CloseResponse{}, nil
+	}
+	s.closed = true
+	src, sink := s.src, s.sink
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() {
+		s.reads.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, status.Error(codes.DeadlineExceeded, "the source's Read did not return after its context was cancelled")
+	}
+	var err error
+	switch {
+	case src != nil:
+		err = src.Close(ctx)
+	case sink != nil:
+		err = sink.Close(ctx)
+	}
+	return &pluginpb.CloseResponse{Error: toPBError(err)}, nil
+}
