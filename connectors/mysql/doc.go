@@ -1,0 +1,43 @@
+// Package mysql is the MySQL and MariaDB change-data-capture source: it
+// reads the binary log in ROW format as a replica would (with
+// github.com/go-mysql-org/go-mysql's replication client) and emits row
+// changes as Debezium change events (see connect.ChangeEvent and
+// docs/connectors/mysql.md), after an optional snapshot consistent with a
+// binlog position.
+//
+// # Setup
+//
+// Open checks what binlog capture needs and stops with an error that says
+// what to change: log_bin on, binlog_format=ROW, binlog_row_image=FULL, a
+// user with REPLICATION SLAVE and REPLICATION CLIENT, and, for a stored
+// position, binlog files (or GTIDs) the server has not purged.
+//
+// # Goroutines and connections
+//
+// After Open, one goroutine (the runner) owns a database/sql pool
+// (go-sql-driver) and the binlog client: it takes the snapshot (on
+// snapshot.workers connections of the pool), then streams the binlog, and
+// hands batches to Read over a channel. go-mysql's binlog client runs one
+// goroutine of its own, which the runner stops (BinlogSyncer.Close) before
+// it returns. Close cancels the runner, waits for it and closes the pool.
+//
+// # Positions and acknowledgements
+//
+// The position is JSON in Debezium's MySQL offset shape,
+// {"file","pos","gtids","row","event","server_id","ts_sec"}: the binlog
+// coordinates after the last transaction emitted and the GTID set executed
+// up to it. Only the last record of a transaction carries it. A restart
+// resumes from the GTID set when the server has GTIDs (MariaDB always;
+// MySQL with gtid_mode=ON), else from file/pos. The binlog needs no
+// acknowledgement upstream; Ack trims the schema history. Heartbeat
+// records carry the latest position while captured tables are idle.
+//
+// # Schemas
+//
+// Row events carry values without column names. With
+// binlog_row_metadata=FULL (MySQL 8.0.1+, MariaDB 10.5+) every table map
+// event carries names, signedness, charsets, ENUM/SET labels and the
+// primary key, so each event is decoded with the columns its table had
+// when it was written. Without it, the connector keeps a schema history in
+// state.dir (history.go), fed by the DDL it meets in the binlog.
+package mysql

@@ -1,0 +1,457 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// The snapshot reads every captured table inside transactions started with
+// START TRANSACTION WITH CONSISTENT SNAPSHOT, and streaming then starts
+// from the binlog position that matches them:
+//
+//   - MariaDB reports the binlog position of each consistent snapshot
+//     (binlog_snapshot_file, binlog_snapshot_position) without any lock.
+//     Every worker connection opens its own snapshot; streaming starts from
+//     the earliest of their positions. With one worker that is exact; with
+//     several, changes between the earliest and a later worker's position
+//     are read twice (once in that worker's snapshot, once streamed), and
+//     every row still ends in its latest state.
+//   - MySQL has no such status, so the connector holds FLUSH TABLES WITH
+//     READ LOCK only while the workers open their snapshots and it reads
+//     SHOW MASTER STATUS (a few milliseconds; it needs RELOAD), which makes
+//     every snapshot and the position exact.
+//
+// Each table is read in primary-key order in chunks of snapshot.chunk.size
+// rows (keyset pagination: WHERE (key) > (last key) ORDER BY key LIMIT n),
+// tables in parallel on snapshot.workers connections. The last record of
+// each chunk carries the snapshot's progress in the position (tables done,
+// each started table's last key), so a restart resumes every table after
+// its last emitted chunk (in a new snapshot, streaming from the first
+// snapshot's position: changes in between are read again). The very last
+// record carries the position where streaming starts.
+
+// chunk is a run of rows of one table, in key order.
+type chunk struct {
+	table   string
+	recs    []connect.Record
+	evs     []*connect.ChangeEvent // the events of recs[0] and recs[len-1]
+	t       *table
+	lastKey []string // the key of the last row, as text; nil without a key
+	done    bool     // the table's last chunk
+}
+
+// snapTable is a table to snapshot.
+type snapTable struct {
+	t     *table
+	after []string // resume after this key (text), nil from the start
+	est   int64
+}
+
+func (s *Source) snapshot(ctx context.Context, enc *encoder) error {
+	s.setPhase("snapshot")
+	prog := &progress{Last: map[string][]string{}}
+	if s.plan.resume != nil {
+		prog = s.plan.resume.clone()
+		if prog.Last == nil {
+			prog.Last = map[string][]string{}
+		}
+	}
+	var todo []*snapTable
+	var defs []*tableDef
+	for _, ref := range s.plan.tables {
+		def, err := readTableDef(ctx, s.db, ref.db, ref.name)
+		if err != nil {
+			return err
+		}
+		if def == nil {
+			continue // dropped since Open
+		}
+		defs = append(defs, def)
+		if prog.isDone(ref.String()) {
+			continue
+		}
+		t, err := enc.mapper.newTable(&s.set, def)
+		if err != nil {
+			return err
+		}
+		st := &snapTable{t: t}
+		if len(def.Key) > 0 {
+			st.after = prog.Last[ref.String()]
+		}
+		var est sql.NullInt64
+		s.db.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", ref.db, ref.name).Scan(&est)
+		st.est = est.Int64
+		todo = append(todo, st)
+	}
+	s.log.Info("mysql: snapshot", "tables", len(todo), "resumed", s.plan.resume != nil, "workers", s.set.workers)
+
+	nw := max(1, min(s.set.workers, len(todo)))
+	conns := make([]*sql.Conn, 0, nw)
+	defer func() {
+		for _, c := range conns {
+			c.ExecContext(context.Background(), "ROLLBACK")
+			c.Close()
+		}
+	}()
+	for range nw {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("open a snapshot connection: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	start, gtids, err := s.openSnapshots(ctx, conns)
+	if err != nil {
+		return err
+	}
+	if s.plan.resume == nil {
+		s.plan.start, s.plan.gtids = start, gtids
+	}
+	if s.hist != nil {
+		if err := s.hist.record(s.plan.start, defs, nil); err != nil {
+			return err
+		}
+	}
+	started := time.Now()
+	base := position{File: s.plan.start.File, Pos: s.plan.start.Pos, ServerID: s.srv.serverID}
+	if s.plan.gtids != nil {
+		base.GTIDs = s.plan.gtids.String()
+	}
+	si := &srcInfo{snapshot: connect.SnapshotTrue, ts: started, serverID: s.srv.serverID, file: base.File, pos: base.Pos}
+
+	s.mu.Lock()
+	s.report.Progress = make([]connect.Progress, len(todo))
+	for i, t := range todo {
+		s.report.Progress[i] = connect.Progress{Name: t.t.def.ref(), Total: t.est, Unit: "rows"}
+	}
+	s.mu.Unlock()
+
+	if len(todo) > 0 {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		g, gctx := errgroup.WithContext(wctx)
+		work := make(chan *snapTable, len(todo))
+		for _, t := range todo {
+			work <- t
+		}
+		close(work)
+		chunks := make(chan *chunk, nw)
+		for _, c := range conns {
+			g.Go(func() error { return s.snapshotWorker(gctx, c, enc, si, work, chunks) })
+		}
+		var werr error
+		waited := make(chan struct{})
+		go func() {
+			werr = g.Wait()
+			close(chunks)
+			close(waited)
+		}()
+		held, err := s.emitChunks(ctx, chunks, prog, enc, base)
+		if err != nil {
+			stop()
+			<-waited
+			if werr != nil {
+				return werr
+			}
+			return err
+		}
+		<-waited
+		if werr != nil {
+			return werr
+		}
+		if held != nil {
+			return s.finishSnapshot(ctx, held, enc, base)
+		}
+	}
+	s.log.Info("mysql: snapshot done", "tables", len(todo), "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// openSnapshots starts a consistent-snapshot transaction on every
+// connection and returns the binlog position (and GTID set) streaming
+// starts from.
+func (s *Source) openSnapshots(ctx context.Context, conns []*sql.Conn) (coords, *gtidSet, error) {
+	begin := func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if _, err := c.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
+			return fmt.Errorf("snapshot: START TRANSACTION WITH CONSISTENT SNAPSHOT: %w", err)
+		}
+		return nil
+	}
+	if s.srv.flavor == flavorMariaDB {
+		var earliest coords
+		for i, c := range conns {
+			if err := begin(c); err != nil {
+				return coords{}, nil, err
+			}
+			at, err := snapshotCoords(ctx, c)
+			if err != nil {
+				return coords{}, nil, err
+			}
+			if i == 0 || at.less(earliest) {
+				earliest = at
+			}
+		}
+		text, err := mariaGTIDAt(ctx, conns[0], earliest)
+		if err != nil {
+			return coords{}, nil, err
+		}
+		g, err := parseGTIDSet(flavorMariaDB, text)
+		if err != nil {
+			return coords{}, nil, err
+		}
+		return earliest, g, nil
+	}
+	lock, err := s.db.Conn(ctx)
+	if err != nil {
+		return coords{}, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+		return coords{}, nil, fmt.Errorf("snapshot: FLUSH TABLES WITH READ LOCK (held while the snapshot transactions start): %w; grant RELOAD: GRANT RELOAD ON *.* TO …;", err)
+	}
+	defer lock.ExecContext(context.Background(), "UNLOCK TABLES")
+	for _, c := range conns {
+		if err := begin(c); err != nil {
+			return coords{}, nil, err
+		}
+	}
+	at, gtids, err := s.currentPosition(ctx, lock)
+	if err != nil {
+		return coords{}, nil, err
+	}
+	if _, err := lock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		return coords{}, nil, fmt.Errorf("snapshot: UNLOCK TABLES: %w", err)
+	}
+	return at, gtids, nil
+}
+
+// snapshotCoords reads MariaDB's binlog position of the connection's
+// consistent snapshot.
+func snapshotCoords(ctx context.Context, c *sql.Conn) (coords, error) {
+	rows, err := c.QueryContext(ctx, "SHOW STATUS LIKE 'binlog_snapshot_%'")
+	if err != nil {
+		return coords{}, fmt.Errorf("snapshot: read binlog_snapshot_file/position: %w", err)
+	}
+	defer rows.Close()
+	var at coords
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return coords{}, err
+		}
+		switch strings.ToLower(k) {
+		case "binlog_snapshot_file":
+			at.File = v
+		case "binlog_snapshot_position":
+			var p uint64
+			fmt.Sscan(v, &p)
+			at.Pos = uint32(p)
+		}
+	}
+	if at.File == "" {
+		return coords{}, fmt.Errorf("snapshot: the server reports no binlog_snapshot_file; is the binary log on?")
+	}
+	return at, rows.Err()
+}
+
+// emitChunks hands the chunks to Read in arrival order, giving each
+// chunk's last record the progress so far. It holds one chunk back, so
+// that the snapshot's last record can be marked "last" and carry the
+// position where streaming starts.
+func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *progress, enc *encoder, base position) (*chunk, error) {
+	var held *chunk
+	first := true
+	for {
+		var c *chunk
+		var ok bool
+		select {
+		case c, ok = <-chunks:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !ok {
+			return held, nil
+		}
+		if c.done {
+			delete(prog.Last, c.table)
+			prog.Done = append(prog.Done, c.table)
+		} else if c.lastKey != nil {
+			prog.Last[c.table] = c.lastKey
+		}
+		s.mu.Lock()
+		for i := range s.report.Progress {
+			if s.report.Progress[i].Name == c.table {
+				s.report.Progress[i].Done += int64(len(c.recs))
+			}
+		}
+		s.mu.Unlock()
+		if len(c.recs) == 0 {
+			continue
+		}
+		if first {
+			first = false
+			c.evs[0].Source.Snapshot = connect.SnapshotFirst
+			r, err := enc.record(c.t, c.evs[0])
+			if err != nil {
+				return nil, err
+			}
+			c.recs[0].Key, c.recs[0].Value = r.Key, r.Value
+		}
+		p := base
+		p.Snapshot = prog.clone()
+		c.recs[len(c.recs)-1].Position = p.encode()
+		if held != nil {
+			if err := s.push(ctx, held.recs); err != nil {
+				return nil, err
+			}
+		}
+		held = c
+	}
+}
+
+// finishSnapshot hands over the snapshot's last chunk, its last record
+// marked "last" and carrying the position where streaming starts.
+func (s *Source) finishSnapshot(ctx context.Context, held *chunk, enc *encoder, base position) error {
+	last := len(held.recs) - 1
+	ev := held.evs[len(held.evs)-1]
+	if ev.Source.Snapshot != connect.SnapshotFirst {
+		ev.Source.Snapshot = connect.SnapshotLast
+		r, err := enc.record(held.t, ev)
+		if err != nil {
+			return err
+		}
+		held.recs[last].Key, held.recs[last].Value = r.Key, r.Value
+	}
+	held.recs[last].Position = base.encode()
+	return s.push(ctx, held.recs)
+}
+
+// snapshotWorker reads tables from work on its snapshot connection.
+func (s *Source) snapshotWorker(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, work <-chan *snapTable, chunks chan<- *chunk) error {
+	for t := range work {
+		if err := s.readTable(ctx, conn, enc, si, t, chunks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readTable reads one table in key order (after t.after when resuming),
+// in chunks of snapshot.chunk.size rows.
+func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, st *snapTable, chunks chan<- *chunk) error {
+	t := st.t
+	def := t.def
+	cols := make([]string, len(def.Columns))
+	for i, c := range def.Columns {
+		cols[i] = quoteIdent(c.Name)
+	}
+	var keys []string
+	for _, k := range def.Key {
+		keys = append(keys, cols[k])
+	}
+	from := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
+	name := def.ref()
+	send := func(c *chunk) error {
+		select {
+		case chunks <- c:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	after := st.after
+	for {
+		q := from
+		var args []any
+		if len(keys) > 0 {
+			if len(after) == len(keys) {
+				ph := strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ")
+				q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + ph + ")"
+				for _, a := range after {
+					args = append(args, a)
+				}
+			}
+			q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(s.set.chunkSize)
+		}
+		c, n, err := s.readChunk(ctx, conn, enc, si, t, q, args, send)
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", name, err)
+		}
+		if len(keys) == 0 || n < s.set.chunkSize {
+			c.done = true
+			return send(c)
+		}
+		after = c.lastKey
+		if err := send(c); err != nil {
+			return err
+		}
+	}
+}
+
+// readChunk runs one chunk query. Without a key the whole table is one
+// query, sent in chunks as it is read (and not resumable).
+func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, t *table, q string, args []any, send func(*chunk) error) (*chunk, int, error) {
+	def := t.def
+	rows, err := conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	vals := make([]sql.RawBytes, len(def.Columns))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	c := &chunk{table: def.ref(), t: t}
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, 0, err
+		}
+		n++
+		row := make(connect.Row, len(def.Columns))
+		for i := range def.Columns {
+			col := &def.Columns[i]
+			row[i].Name = col.Name
+			v, err := enc.mapper.fromText(col, vals[i])
+			if err != nil {
+				s.log.Warn("mysql: value not understood, written as null", "table", def.ref(), "column", col.Name, "err", err)
+				v = nil
+			}
+			row[i].Value = v
+		}
+		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: t.key(row), After: row, Source: enc.source(t, si)}
+		ev.SetTime(time.Now())
+		rec, err := enc.record(t, ev)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(c.recs) == 0 {
+			c.evs = append(c.evs[:0], ev, ev)
+		}
+		c.evs[1] = ev
+		c.recs = append(c.recs, rec)
+		if len(def.Key) > 0 {
+			c.lastKey = c.lastKey[:0]
+			for _, k := range def.Key {
+				c.lastKey = append(c.lastKey, string(vals[k]))
+			}
+		} else if len(c.recs) >= s.set.chunkSize {
+			if err := send(c); err != nil {
+				return nil, 0, err
+			}
+			c = &chunk{table: def.ref(), t: t}
+		}
+	}
+	return c, n, rows.Err()
+}

@@ -1,0 +1,428 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+var (
+	_ connect.Source   = (*Source)(nil)
+	_ connect.Reporter = (*Source)(nil)
+)
+
+// defaultIdle is how long Read waits for records before it returns an
+// empty batch, so that the worker can heartbeat and react to pause or stop.
+const defaultIdle = time.Second
+
+// Source captures a MySQL or MariaDB server. Make one with
+// Connector().NewSource.
+//
+// Open checks the server and the user, decides where to start, and starts
+// one goroutine, the runner, which owns the database connections and the
+// binlog client: it takes the snapshot (with its own worker connections),
+// then streams the binlog, and hands batches of records to Read through a
+// channel. Ack trims the schema history. Close stops the runner and
+// releases everything.
+type Source struct {
+	set  settings
+	log  *slog.Logger
+	idle time.Duration // Read's idle timeout; tests shorten it
+
+	db   *sql.DB // the runner's after Open
+	srv  *server
+	hist *history // nil without state.dir
+
+	plan plan
+
+	out    chan []connect.Record // batches from the runner to Read; closed when the runner ends
+	err    error                 // why the runner ended; read after out is closed
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the runner has returned
+
+	// mu guards report.
+	mu     sync.Mutex
+	report connect.Report
+
+	acked atomic.Pointer[position] // the last acknowledged streaming position
+}
+
+// plan is what Open decided the runner does.
+type plan struct {
+	tables   []tableRef
+	snapshot bool      // take a snapshot first
+	resume   *progress // the unfinished snapshot to resume, nil for none
+	stream   bool      // stream after the snapshot
+	fresh    bool      // no stored position: streaming starts from the server's current position
+	start    coords    // where streaming starts (file/pos)
+	gtids    *gtidSet  // where streaming starts (GTIDs); nil without GTIDs
+}
+
+// tableRef is a captured table.
+type tableRef struct{ db, name string }
+
+func (t tableRef) String() string { return t.db + "." + t.name }
+
+// Open checks the server, decides where to start and starts capturing.
+func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
+	if s.set, err = parseSettings(cfg); err != nil {
+		return fmt.Errorf("mysql source %s: %w", cfg.Connector, err)
+	}
+	if s.idle == 0 {
+		s.idle = defaultIdle
+	}
+	s.log = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector)
+	var pos *position
+	if cfg.Position != nil {
+		p, err := decodePosition(cfg.Position)
+		if err != nil {
+			return err
+		}
+		pos = &p
+	}
+	defer func() {
+		if err != nil && s.db != nil {
+			s.db.Close()
+			s.db = nil
+		}
+	}()
+	if s.db, err = openDB(ctx, s.set.dsn); err != nil {
+		return err
+	}
+	s.db.SetMaxIdleConns(2)
+	if s.srv, err = checkServer(ctx, s.db); err != nil {
+		return err
+	}
+	if s.plan.tables, err = resolveTables(ctx, s.db, s.set.tables); err != nil {
+		return err
+	}
+	if s.set.stateDir != "" {
+		if s.hist, err = openHistory(s.set.stateDir, cfg.Pipeline, cfg.Connector); err != nil {
+			return err
+		}
+	} else if !s.srv.fullMeta && s.set.snapshotMode != snapshotInitialOnly {
+		return fmt.Errorf("the server does not log column metadata (binlog_row_metadata is not FULL), so the connector needs a schema history to decode rows: set binlog_row_metadata=FULL (SET GLOBAL binlog_row_metadata = 'FULL'; and in the configuration file; MySQL 8.0.1+, MariaDB 10.5+), or give state.dir")
+	}
+	if err := s.decide(ctx, pos); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.out = make(chan []connect.Record, 4)
+	s.done = make(chan struct{})
+	go s.run(rctx)
+	return nil
+}
+
+// decide works out the plan from the snapshot mode, the stored position
+// and the binlog the server still has.
+func (s *Source) decide(ctx context.Context, pos *position) error {
+	p := &s.plan
+	mode := s.set.snapshotMode
+	switch mode {
+	case snapshotNever:
+	case snapshotInitial, snapshotInitialOnly, snapshotWhenNeeded:
+		p.snapshot = pos == nil || pos.Snapshot != nil
+	}
+	if p.snapshot && pos != nil && pos.Snapshot != nil {
+		p.resume = pos.Snapshot
+	}
+	p.stream = mode != snapshotInitialOnly
+	if pos != nil {
+		p.start = coords{pos.File, pos.Pos}
+		if pos.GTIDs != "" {
+			g, err := parseGTIDSet(s.srv.flavor, pos.GTIDs)
+			if err != nil {
+				return fmt.Errorf("stored position: %w", err)
+			}
+			p.gtids = g
+		}
+		if err := s.checkAvailable(ctx, pos); err != nil {
+			if mode != snapshotWhenNeeded {
+				return err
+			}
+			s.log.Warn("mysql: the binlog of the stored position is gone; taking a new snapshot (snapshot.mode=when_needed)", "err", err)
+			p.snapshot, p.resume, p.gtids = true, nil, nil
+		}
+	}
+	if pos == nil && !p.snapshot {
+		// Stream from now.
+		c, gtids, err := s.currentPosition(ctx, s.db)
+		if err != nil {
+			return err
+		}
+		p.start, p.gtids = c, gtids
+		p.fresh = true
+	}
+	return nil
+}
+
+// currentPosition returns the server's current binlog coordinates and the
+// matching GTID set (nil without GTIDs).
+func (s *Source) currentPosition(ctx context.Context, q querier) (coords, *gtidSet, error) {
+	c, executed, err := masterStatus(ctx, q)
+	if err != nil {
+		return c, nil, err
+	}
+	if !s.srv.gtidMode {
+		return c, nil, nil
+	}
+	text := executed
+	if s.srv.flavor == flavorMariaDB {
+		if text, err = mariaGTIDAt(ctx, q, c); err != nil {
+			return c, nil, err
+		}
+	}
+	g, err := parseGTIDSet(s.srv.flavor, text)
+	if err != nil {
+		return c, nil, fmt.Errorf("read the server's GTID position: %w", err)
+	}
+	return c, g, nil
+}
+
+// checkAvailable checks that the server still has the binlog a stored
+// position needs, and says what to do when it has not.
+func (s *Source) checkAvailable(ctx context.Context, pos *position) error {
+	hint := "the changes in between are lost to this source. Start over with a snapshot: delete the source's stored offsets, or set snapshot.mode=when_needed; and keep binlogs longer (binlog_expire_logs_seconds, expire_logs_days)"
+	if pos.File != "" && (pos.GTIDs == "" || !s.srv.gtidMode) {
+		if !slices.Contains(s.srv.binlogFiles, pos.File) {
+			oldest := "none"
+			if len(s.srv.binlogFiles) > 0 {
+				oldest = s.srv.binlogFiles[0]
+			}
+			return fmt.Errorf("the stored position is in binlog file %s, which the server no longer has (purged; the oldest is %s): %s", pos.File, oldest, hint)
+		}
+		return nil
+	}
+	if pos.GTIDs == "" || !s.srv.gtidMode {
+		return nil
+	}
+	have, err := parseGTIDSet(s.srv.flavor, pos.GTIDs)
+	if err != nil {
+		return fmt.Errorf("stored position: %w", err)
+	}
+	if s.srv.flavor == flavorMySQL {
+		purgedText, err := globalVar(ctx, s.db, "gtid_purged")
+		if err != nil {
+			return err
+		}
+		purged, err := parseGTIDSet(flavorMySQL, purgedText)
+		if err != nil {
+			return fmt.Errorf("read gtid_purged: %w", err)
+		}
+		if miss := have.missing(purged); miss != "" {
+			return fmt.Errorf("the server purged binlog with transactions the stored position has not seen (%s): %s", miss, hint)
+		}
+		return nil
+	}
+	if len(s.srv.binlogFiles) == 0 {
+		return nil
+	}
+	oldestText, err := mariaGTIDAt(ctx, s.db, coords{s.srv.binlogFiles[0], 4})
+	if err != nil {
+		return err
+	}
+	oldest, err := parseGTIDSet(flavorMariaDB, oldestText)
+	if err != nil {
+		return fmt.Errorf("read the GTID state of the oldest binlog: %w", err)
+	}
+	if behind := have.behind(oldest); len(behind) > 0 {
+		return fmt.Errorf("the stored GTID position %s needs binlog the server purged (%s): %s", pos.GTIDs, strings.Join(behind, "; "), hint)
+	}
+	return nil
+}
+
+// resolveTables lists the base tables matching the patterns (every table
+// outside the system databases when there are none).
+func resolveTables(ctx context.Context, db *sql.DB, patterns []string) ([]tableRef, error) {
+	rows, err := db.QueryContext(ctx, `
+SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var all []tableRef
+	for rows.Next() {
+		var t tableRef
+		if err := rows.Scan(&t.db, &t.name); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		all = append(all, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	var errs []error
+	for _, p := range patterns {
+		if strings.ContainsAny(p, "*?[") {
+			continue
+		}
+		if !slices.ContainsFunc(all, func(t tableRef) bool { return t.String() == p }) {
+			errs = append(errs, fmt.Errorf("table %s (in tables) does not exist, or is not a base table", p))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var out []tableRef
+	for _, t := range all {
+		if matchAny(patterns, t.db, t.name) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// run is the runner: snapshot, then stream, until ctx is done or an error.
+func (s *Source) run(ctx context.Context) {
+	defer close(s.done)
+	err := s.runErr(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("mysql: capture stopped", "err", err)
+	}
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	s.err = err
+	close(s.out)
+}
+
+func (s *Source) runErr(ctx context.Context) error {
+	m := &mapper{decimals: s.set.decimals}
+	enc := &encoder{set: &s.set, codec: connect.DebeziumJSON{Schemas: s.set.schemas}, mapper: m}
+	if s.plan.snapshot {
+		if err := s.snapshot(ctx, enc); err != nil {
+			return err
+		}
+	}
+	if !s.plan.stream {
+		s.setPhase("done")
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if s.plan.fresh && s.hist != nil {
+		if err := s.recordStart(ctx); err != nil {
+			return err
+		}
+	}
+	s.setPhase("streaming")
+	st := newStreamer(s, enc)
+	return st.run(ctx)
+}
+
+// recordStart records the captured tables' definitions at the position a
+// fresh stream starts from, read right after that position was: the
+// definitions its first events need.
+func (s *Source) recordStart(ctx context.Context) error {
+	var defs []*tableDef
+	for _, ref := range s.plan.tables {
+		if s.hist.lookup(ref.db, ref.name, s.plan.start) != nil {
+			continue
+		}
+		def, err := readTableDef(ctx, s.db, ref.db, ref.name)
+		if err != nil {
+			return err
+		}
+		if def != nil {
+			defs = append(defs, def)
+		}
+	}
+	if len(defs) == 0 {
+		return nil
+	}
+	return s.hist.record(s.plan.start, defs, nil)
+}
+
+// push hands a batch to Read, waiting while Read is behind.
+func (s *Source) push(ctx context.Context, batch []connect.Record) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	select {
+	case s.out <- batch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Read returns the next batch of records, or an empty batch after a
+// second without any.
+func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
+	t := time.NewTimer(s.idle)
+	defer t.Stop()
+	select {
+	case b, ok := <-s.out:
+		if !ok {
+			if errors.Is(s.err, context.Canceled) {
+				return nil, errors.New("mysql source is closed")
+			}
+			return nil, s.err
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, nil
+	}
+}
+
+// Ack records that every record up to the one with pos is durable. The
+// binlog needs no acknowledgement upstream (the server keeps it by time,
+// not by replica); the schema history drops what no stored position can
+// need any more.
+func (s *Source) Ack(_ context.Context, pos connect.Position) error {
+	p, err := decodePosition(pos)
+	if err != nil {
+		return err
+	}
+	if p.Snapshot != nil {
+		return nil
+	}
+	s.acked.Store(&p)
+	if s.hist != nil {
+		if err := s.hist.trim(coords{p.File, p.Pos}); err != nil {
+			s.log.Warn("mysql: trim the schema history", "err", err)
+		}
+	}
+	return nil
+}
+
+// Report returns the phase and the snapshot's progress.
+func (s *Source) Report() connect.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.report
+	r.Progress = slices.Clone(r.Progress)
+	return r
+}
+
+func (s *Source) setPhase(phase string) {
+	s.mu.Lock()
+	s.report.Phase = phase
+	s.mu.Unlock()
+}
+
+// Close stops the runner and closes the connections.
+func (s *Source) Close(context.Context) error {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+	if s.db != nil {
+		s.db.Close()
+		s.db = nil
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package mysql
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+func TestStream_InsertUpdateDelete(t *testing.T) {
+	d := newDB(t, "CREATE TABLE items (id int PRIMARY KEY, name varchar(20), qty int)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "topic.prefix": "shop"}, nil)
+	d.exec(t, "INSERT INTO items VALUES (1, 'apple', 3)")
+	d.exec(t, "UPDATE items SET qty = 4 WHERE id = 1")
+	d.exec(t, "DELETE FROM items WHERE id = 1")
+	recs := readRecords(t, s, 4, 30*time.Second)
+	evs := decode(t, recs)
+	topic := "shop." + d.name + ".items"
+	type want struct{ op, before, after string }
+	wants := []want{
+		{"c", `null`, `{"id":1,"name":"apple","qty":3}`},
+		{"u", `{"id":1,"name":"apple","qty":3}`, `{"id":1,"name":"apple","qty":4}`},
+		{"d", `{"id":1,"name":"apple","qty":4}`, `null`},
+		{"", "", ""},
+	}
+	if len(evs) != len(wants) {
+		t.Fatalf("got %d records, want %d:\n%s", len(evs), len(wants), dump(recs))
+	}
+	for i, w := range wants {
+		e := evs[i]
+		if e.rec.Topic != topic || string(e.rec.Key) != `{"id":1}` {
+			t.Errorf("record %d: topic %s key %s", i, e.rec.Topic, e.rec.Key)
+		}
+		if w.op == "" {
+			if e.ev != nil {
+				t.Errorf("record %d: want a tombstone, got %s", i, e.rec.Value)
+			}
+			continue
+		}
+		if e.ev == nil {
+			t.Fatalf("record %d: unexpected tombstone", i)
+		}
+		if string(e.ev.Op) != w.op || e.ev.Before.String() != w.before || e.ev.After.String() != w.after {
+			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.ev.Op, e.ev.Before, e.ev.After, w.op, w.before, w.after)
+		}
+		src := e.ev.Source
+		if src.Connector != "mysql" || src.Name != "shop" || src.DB != d.name || src.Snapshot != "false" || src.TsMs == 0 {
+			t.Errorf("record %d: source %+v", i, src)
+		}
+		for _, f := range []string{"table", "server_id", "gtid", "file", "pos", "row"} {
+			if v, _ := src.Extra.Get(f); v == nil {
+				t.Errorf("record %d: source.%s is null: %s", i, f, e.rec.Value)
+			}
+		}
+	}
+	// Positions only at transaction ends: records 0, 1 and the tombstone 3.
+	for i, r := range recs {
+		want := i != 2
+		if (r.Position != nil) != want {
+			t.Errorf("record %d: position %s, want one: %v", i, r.Position, want)
+		}
+		if r.Position != nil {
+			p, err := decodePosition(r.Position)
+			if err != nil || p.File == "" || p.Pos == 0 || p.GTIDs == "" || p.ServerID != 1 || p.TsSec == 0 {
+				t.Errorf("record %d: position %s (%v)", i, r.Position, err)
+			}
+		}
+	}
+}
+
+func TestStream_ResumeFromGTIDAndFilePos(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	recs := readRecords(t, s, 1, 30*time.Second)
+	pos := lastPosition(recs)
+	s.Close(context.Background())
+	d.exec(t, "INSERT INTO t VALUES (2, 'b')")
+	d.exec(t, "INSERT INTO t VALUES (3, 'c')")
+
+	// From the GTID set.
+	s2 := openSource(t, d, nil, pos)
+	evs := decode(t, readRecords(t, s2, 2, 30*time.Second))
+	if got := evs[0].ev.After.String() + evs[1].ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
+		t.Fatalf("resumed from gtids: %s", got)
+	}
+	expectQuiet(t, s2, 300*time.Millisecond)
+	s2.Close(context.Background())
+
+	// From file/pos only.
+	p, _ := decodePosition(pos)
+	p.GTIDs = ""
+	s3 := openSource(t, d, nil, p.encode())
+	evs = decode(t, readRecords(t, s3, 2, 30*time.Second))
+	if got := evs[0].ev.After.String() + evs[1].ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
+		t.Fatalf("resumed from file/pos: %s", got)
+	}
+}
+
+func TestStream_MultiTableTransaction(t *testing.T) {
+	d := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "CREATE TABLE b (id int PRIMARY KEY)", "CREATE TABLE skipped (id int PRIMARY KEY)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "provide.transaction.metadata": "true",
+		"tables": d.name + ".a," + d.name + ".b"}, nil)
+	d.exec(t, "BEGIN; INSERT INTO a VALUES (1); INSERT INTO skipped VALUES (1); INSERT INTO b VALUES (1), (2); INSERT INTO a VALUES (2); COMMIT")
+	recs := readRecords(t, s, 6, 30*time.Second)
+	if len(recs) != 6 {
+		t.Fatalf("got %d records:\n%s", len(recs), dump(recs))
+	}
+	if !strings.HasSuffix(recs[0].Topic, ".transaction") || !strings.Contains(string(recs[0].Value), `"BEGIN"`) ||
+		!strings.HasSuffix(recs[5].Topic, ".transaction") || !strings.Contains(string(recs[5].Value), `"event_count":4`) {
+		t.Fatalf("transaction records:\n%s", dump(recs))
+	}
+	for i, r := range recs {
+		if (r.Position != nil) != (i == 5) {
+			t.Errorf("record %d: position %s", i, r.Position)
+		}
+	}
+	evs := decode(t, recs)
+	var orders []string
+	for _, e := range evs {
+		tx := e.ev.Transaction
+		if tx == nil || tx.ID == "" {
+			t.Fatalf("no transaction block: %s", e.rec.Value)
+		}
+		orders = append(orders, e.ev.Source.Extra[0].Value.(string)+":"+itoa(int(tx.TotalOrder))+"/"+itoa(int(tx.DataCollectionOrder)))
+	}
+	if got := strings.Join(orders, " "); got != "a:1/1 b:2/1 b:3/2 a:4/2" {
+		t.Errorf("orders %s", got)
+	}
+}
+
+func TestStream_KeyChangeAndHeartbeat(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v int)", "CREATE TABLE other (id int PRIMARY KEY)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "tables": d.name + ".t", "heartbeat.interval": "300ms"}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 1)")
+	d.exec(t, "UPDATE t SET id = 2 WHERE id = 1")
+	recs := readRecords(t, s, 4, 30*time.Second)
+	evs := decode(t, recs)
+	var ops []string
+	for _, e := range evs {
+		if e.ev == nil {
+			ops = append(ops, "tomb")
+			continue
+		}
+		ops = append(ops, string(e.ev.Op))
+	}
+	if got := strings.Join(ops, ","); !strings.HasPrefix(got, "c,d,tomb,c") {
+		t.Fatalf("ops %s:\n%s", got, dump(recs))
+	}
+	if v, ok := evs[1].rec.Header("__debezium.newkey"); !ok || string(v) != `{"id":2}` {
+		t.Errorf("newkey header %q", v)
+	}
+	// Changes of other tables move the heartbeat's position on.
+	before, _ := decodePosition(lastPosition(recs))
+	d.exec(t, "INSERT INTO other VALUES (1)")
+	hb := readUntil(t, s, 10*time.Second, func(r []connect.Record) bool {
+		for _, x := range r {
+			if strings.HasPrefix(x.Topic, "__debezium-heartbeat.") {
+				p, _ := decodePosition(x.Position)
+				if p.Pos > before.Pos || p.File != before.File {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	for _, r := range hb {
+		if !strings.HasPrefix(r.Topic, "__debezium-heartbeat.") {
+			t.Errorf("unexpected record %s", r.Value)
+		}
+	}
+}
