@@ -5,6 +5,7 @@
 //   - snapshot: rows/s of an initial_only snapshot of a table of ~200-byte
 //     rows, beside COPY (SELECT …) TO STDOUT of the same table (the limit),
 //     with the peak RSS of this process.
+//
 //   - stream: -txns small transactions (one ~200-byte row each, -clients
 //     connections) are written first; then pg_recvlogical (pgoutput, the
 //     same protocol options) streams them from its own slot to /dev/null
@@ -12,9 +13,13 @@
 //     Read and Ack, as the worker would, without a log. It reports
 //     changes/s of both and the source's CPU-seconds per million changes.
 //
-// Commit-to-log latency at a fixed rate is not measured yet.
+//   - latency: pgbench commits single-row inserts at -rate transactions/s
+//     for -seconds (synchronous_commit on) while the source runs in the
+//     worker with the embedded log (fsync on); it reports commit-to-log
+//     latency p50/p99 (from source.ts_us to the moment a reader sees the
+//     durable record) and CPU-seconds per million changes of this process.
 //
-//	go run ./bench/postgres -rows 200000 -txns 50000
+//     go run ./bench/postgres -rows 1000000 -txns 50000 -rate 5000 -seconds 20
 package main
 
 import (
@@ -28,6 +33,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,15 +51,28 @@ func main() {
 	rows := flag.Int("rows", 200000, "rows of the snapshot table")
 	txns := flag.Int("txns", 50000, "small transactions of the streaming workload")
 	clients := flag.Int("clients", 4, "connections writing the streaming workload")
+	rate := flag.Int("rate", 5000, "transactions/s of the latency workload (pgbench -R)")
+	seconds := flag.Int("seconds", 10, "duration of the latency workload")
+	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the run to this file")
 	flag.Parse()
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int(time.Millisecond))
+		defer func() {
+			f, err := os.Create(*blockProfile)
+			if err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := run(*rows, *txns, *clients); err != nil {
+	if err := run(*rows, *txns, *clients, *rate, *seconds); err != nil {
 		fmt.Fprintln(os.Stderr, "pgbench:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the profile is only for good runs
 	}
 }
 
-func run(rows, txns, clients int) error {
+func run(rows, txns, clients, latRate, seconds int) error {
 	ctx := context.Background()
 	dsn, stop, err := startServer()
 	if err != nil {
@@ -103,13 +123,10 @@ func run(rows, txns, clients int) error {
 	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&end); err != nil {
 		return err
 	}
-	recv, err := exec.LookPath("pg_recvlogical")
-	if err != nil {
-		return err
-	}
+	recv := pgBin("pg_recvlogical")
 	start = time.Now()
 	out, err := exec.Command(recv, "-d", dsn, "-S", "bench_recv", "--start", "--no-loop", "-E", end,
-		"-o", "proto_version=1", "-o", "publication_names=bench_pub", "-f", "/dev/null").CombinedOutput()
+		"-o", "proto_version=2", "-o", "streaming=on", "-o", "publication_names=bench_pub", "-o", "messages=true", "-f", "/dev/null").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_recvlogical: %v\n%s", err, out)
 	}
@@ -133,6 +150,14 @@ func run(rows, txns, clients int) error {
 		n, rate(n, snapTook), rate(rows, copyTook), copyTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
 	fmt.Printf("stream    changes=%d (written at %.0f txn/s)  source %.0f changes/s  pg_recvlogical %.0f changes/s  ratio %.2f (target 0.85)  cpu %.1f s per million changes\n",
 		streamed, rate(txns, writeTook), rate(streamed, streamTook), rate(txns, recvTook), recvTook.Seconds()/streamTook.Seconds(), streamCPU/float64(streamed)*1e6)
+	if latRate > 0 && seconds > 0 {
+		lr, err := measureLatency(ctx, dsn, latRate, seconds, clients)
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		fmt.Printf("latency   changes=%d at %.0f changes/s (asked %d) through the worker and the embedded log (fsync on): commit-to-log p50 %s  p99 %s (target < 100ms)  max %s  cpu %.1f s per million changes (worker, log, reader)\n",
+			lr.changes, lr.rate, latRate, lr.p50.Round(100*time.Microsecond), lr.p99.Round(100*time.Microsecond), lr.pmax.Round(time.Millisecond), lr.cpuPerMillion)
+	}
 	return nil
 }
 
@@ -246,18 +271,8 @@ func startServer() (dsn string, stop func(), err error) {
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		os.Chown(root, uid, gid)
 	}
-	bin := func(name string) string {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
-		if len(m) > 0 {
-			return m[len(m)-1]
-		}
-		return name
-	}
 	command := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.Command(bin(name), args...)
+		cmd := exec.Command(pgBin(name), args...)
 		if cred != nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		}
@@ -318,4 +333,17 @@ func peakRSSMB() int64 {
 		}
 	}
 	return 0
+}
+
+// pgBin finds a PostgreSQL program on PATH or under
+// /usr/lib/postgresql/*/bin.
+func pgBin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(m) > 0 {
+		return m[len(m)-1]
+	}
+	return name
 }

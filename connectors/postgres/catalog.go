@@ -89,6 +89,7 @@ type relation struct {
 	topic   string
 	schema  *connect.EventSchema // nil unless schemas are embedded
 	skip    bool                 // not a captured table (a publication FOR ALL TABLES sends every table)
+	signal  bool                 // the signal table: its inserts are signals, not events
 }
 
 // colDef is a column as the stream or the catalogue describes it.
@@ -102,7 +103,8 @@ type colDef struct {
 // columns (the primary key, or the replica identity index) and schemas.
 func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ident byte) (*relation, error) {
 	rel := &relation{ref: ref, ident: ident, topic: c.set.topicFor(ref.schema, ref.name)}
-	if !matchAny(c.set.tables, ref.String()) {
+	rel.signal = c.set.signalTable != "" && ref.String() == c.set.signalTable
+	if !rel.signal && !matchAny(c.set.tables, ref.String()) {
 		rel.skip = true
 		return rel, nil
 	}

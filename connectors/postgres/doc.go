@@ -16,11 +16,28 @@
 // # Goroutines and connections
 //
 // After Open, one goroutine (the runner) owns the two connections: an
-// ordinary one for the catalogue and heartbeats, and the replication
-// connection. It takes the snapshot (with snapshot.workers more
-// connections, each in a transaction on the same exported snapshot), then
-// streams from the slot, and hands batches to Read over a channel. Close
-// cancels the runner, waits for it and closes the connections.
+// ordinary one for the catalogue, heartbeats, watermarks and incremental
+// snapshot chunks, and the replication connection. It takes the snapshot
+// (with snapshot.workers goroutines and connections, each in a transaction
+// on the same exported snapshot, reading whole tables or key ranges of
+// large ones; the errgroup is waited for before the snapshot returns),
+// then streams from the slot, and hands batches to Read over a channel.
+// Close cancels the runner, waits for it and closes the connections.
+// Report (progress, gauges, warnings) reads a mutex-guarded reporter that
+// the runner and the snapshot workers write.
+//
+// # Streaming
+//
+// On PostgreSQL 14 and later the runner asks for pgoutput protocol 2 with
+// streaming on: large transactions arrive while in progress, in stream
+// blocks; it buffers them per transaction (txbuffer.go, spilling to a
+// temporary file past a memory budget), drops aborted subtransactions and
+// replays a transaction as protocol 1 messages at its stream commit. The
+// receive loop wakes on a read deadline rather than a context per message.
+//
+// Incremental snapshots (incremental.go) read chunks on the catalogue
+// connection between two watermark messages written into the WAL, and
+// emit what no streamed change superseded (the DBLog watermark method).
 //
 // # Positions and acknowledgements
 //

@@ -27,6 +27,12 @@ func openSource(t *testing.T, db *testDB, values map[string]string, pos connect.
 
 func tryOpen(t *testing.T, dsn string, values map[string]string, pos connect.Position) (*Source, error) {
 	t.Helper()
+	return tryOpenSource(t, dsn, values, nil, pos)
+}
+
+// tryOpenSource is tryOpen with a hook that adjusts the source before Open.
+func tryOpenSource(t *testing.T, dsn string, values map[string]string, adjust func(*Source), pos connect.Position) (*Source, error) {
+	t.Helper()
 	slot := "slot_" + sanitizeIdent(t.Name())
 	if len(slot) > 60 {
 		slot = slot[:60]
@@ -37,6 +43,10 @@ func tryOpen(t *testing.T, dsn string, values map[string]string, pos connect.Pos
 	}
 	s := Connector().NewSource().(*Source)
 	s.idle = 100 * time.Millisecond
+	s.reportEvery = 100 * time.Millisecond
+	if adjust != nil {
+		adjust(s)
+	}
 	cfg := connect.Config{Pipeline: "p", Connector: "src", Values: v, Spec: spec(), Position: pos}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -21,14 +22,21 @@ type position struct {
 	TxID     uint32    `json:"txId,omitempty"`
 	TsUsec   int64     `json:"ts_usec,omitempty"`
 	Snapshot *progress `json:"snapshot,omitempty"`
+	// Incremental is the state of an incremental snapshot in progress.
+	Incremental *incState `json:"incremental,omitempty"`
 }
 
 // progress is how far an unfinished snapshot got: tables fully read, and
 // for tables being read the key (as text) of the last row of the last
-// finished chunk.
+// finished chunk, and the rows emitted so far per table.
 type progress struct {
 	Done []string            `json:"done,omitempty"`
 	Last map[string][]string `json:"last,omitempty"`
+	Rows map[string]int64    `json:"rows,omitempty"` // rows emitted per table, for the progress report
+	// Split holds the boundaries of the parts of a table read in parts
+	// (on its first key column); Done and Last then hold the parts as
+	// "schema.table#i" until the whole table is done.
+	Split map[string][]string `json:"split,omitempty"`
 }
 
 func (p position) encode() connect.Position {
@@ -53,6 +61,18 @@ func (p *progress) clone() *progress {
 	for k, v := range p.Last {
 		c.Last[k] = v
 	}
+	if p.Split != nil {
+		c.Split = make(map[string][]string, len(p.Split))
+		for k, v := range p.Split {
+			c.Split[k] = v
+		}
+	}
+	if p.Rows != nil {
+		c.Rows = make(map[string]int64, len(p.Rows))
+		for k, v := range p.Rows {
+			c.Rows[k] = v
+		}
+	}
 	return c
 }
 
@@ -63,4 +83,17 @@ func (p *progress) isDone(table string) bool {
 		}
 	}
 	return false
+}
+
+// markDone records a table as done, in place of its parts.
+func (p *progress) markDone(table string) {
+	done := p.Done[:0]
+	for _, d := range p.Done {
+		if !strings.HasPrefix(d, table+"#") {
+			done = append(done, d)
+		}
+	}
+	p.Done = append(done, table)
+	delete(p.Last, table)
+	delete(p.Split, table)
 }

@@ -73,9 +73,13 @@ func spec() connect.Spec {
 		{Name: "unavailable.value.placeholder", Type: connect.TypeString, Default: connect.UnavailableValue,
 			Description: "What an unchanged TOASTed value (which logical replication does not send) is replaced with."},
 		{Name: "snapshot.workers", Type: connect.TypeInt, Default: "4",
-			Description: "Tables snapshotted in parallel, each on its own connection sharing one snapshot."},
+			Description: "Connections reading the snapshot in parallel (whole tables, and parts of a large table with an integer key), each in a transaction on one shared snapshot."},
 		{Name: "snapshot.chunk.size", Type: connect.TypeInt, Default: "4096",
 			Description: "Rows per snapshot chunk; a restart resumes a table after its last finished chunk."},
+		{Name: "signal.data.collection", Type: connect.TypeString,
+			Description: "The signal table (schema.table with columns id, type, data, as Debezium's): an execute-snapshot row starts an incremental snapshot of the tables it names, stop-snapshot stops it. It must be in the publication (added when the connector creates it). Empty: no signal table."},
+		{Name: "slot.retained.warn", Type: connect.TypeSize, Default: "1GiB",
+			Description: "Warn (task status, log) when the replication slot retains more WAL than this; the amount is on /metrics as tributary_connector_slot_retained_wal_bytes. 0 never warns."},
 		{Name: "batch.size", Type: connect.TypeInt, Default: "2048",
 			Description: "Most records returned by one read."},
 	}}
@@ -99,6 +103,8 @@ type settings struct {
 	workers      int
 	chunkSize    int
 	batchSize    int
+	retainedWarn int64  // bytes; 0 = never
+	signalTable  string // schema.table, "" for none
 }
 
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -189,6 +195,16 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.workers = intIn("snapshot.workers", 1, 64)
 	s.chunkSize = intIn("snapshot.chunk.size", 1, 1<<20)
 	s.batchSize = intIn("batch.size", 1, 1<<20)
+	s.signalTable, err = cfg.String("signal.data.collection")
+	add(err)
+	if s.signalTable != "" && (strings.Count(s.signalTable, ".") != 1 || strings.ContainsAny(s.signalTable, "*?[")) {
+		field("signal.data.collection", "%q: give the signal table as schema.table", s.signalTable)
+	}
+	s.retainedWarn, err = cfg.Size("slot.retained.warn")
+	add(err)
+	if s.retainedWarn < 0 {
+		field("slot.retained.warn", "%d: give 0 (never) or a size such as 1GiB", s.retainedWarn)
+	}
 	return s, errors.Join(errs...)
 }
 

@@ -23,6 +23,10 @@ func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}
+	// Heartbeats and watermarks come back through the slot only once the
+	// WAL holding them is flushed: flush at commit, whatever the server's
+	// default.
+	cfg.RuntimeParams["synchronous_commit"] = "on"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %s", redactDSN(dsn), redactErr(err, dsn))

@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,34 +29,50 @@ import (
 // resumes every table after its last emitted chunk. The snapshot's very
 // last record carries the position where streaming starts.
 
-// chunk is a run of rows of one table, in key order.
+// chunk is a run of rows of one unit of work, in key order.
 type chunk struct {
-	table   string
+	table   string // schema.table
+	unit    string // the unit's progress key: the table, or table#i for a part
 	recs    []connect.Record
 	first   *connect.ChangeEvent // the event of recs[0]
 	last    *connect.ChangeEvent // the event of recs[len-1]
 	rel     *relation
 	lastKey []string // the key of the last row, as text; nil for tables without a key
-	done    bool     // the table's last chunk
+	done    bool     // the unit's last chunk
 }
 
-// snapTable is a table to snapshot.
-type snapTable struct {
-	rel   *relation
-	after []string // resume after this key (text), nil from the start
+// snapUnit is a unit of snapshot work: a whole table, or one part of a
+// table whose first key column is an integer, cut by value so that
+// several workers read one large table at once.
+type snapUnit struct {
+	rel    *relation
+	name   string   // progress key: "schema.table", or "schema.table#i" for part i
+	lo, hi *string  // bounds of the part on the first key column, lo <= k < hi; nil is open
+	after  []string // resume after this key (text), nil from the start
 }
 
 func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error {
-	prog := &progress{Last: map[string][]string{}}
+	prog := &progress{}
 	if s.plan.resume != nil {
 		prog = s.plan.resume.clone()
-		if prog.Last == nil {
-			prog.Last = map[string][]string{}
-		}
 	}
-	var todo []*snapTable
+	if prog.Last == nil {
+		prog.Last = map[string][]string{}
+	}
+	if prog.Rows == nil {
+		prog.Rows = map[string]int64{}
+	}
+	if prog.Split == nil {
+		prog.Split = map[string][]string{}
+	}
+	s.rep.setPhase(phaseSnapshot)
+	var todo []*snapUnit
+	left := map[string]int{} // units of each table not done yet
 	for _, t := range s.plan.tables {
-		if prog.isDone(t.String()) {
+		name := t.String()
+		if prog.isDone(name) {
+			n := prog.Rows[name]
+			s.rep.snapshotTable(name, n, n)
 			continue
 		}
 		cols, ident, err := cat.tableColumns(ctx, t)
@@ -67,15 +83,52 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		if err != nil {
 			return err
 		}
-		st := &snapTable{rel: rel}
-		if len(rel.keyIdx) > 0 {
-			st.after = prog.Last[t.String()]
+		var est float64
+		if err := cat.conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", t.quoted()).Scan(&est); err != nil {
+			return fmt.Errorf("estimate the rows of %s: %w", name, err)
 		}
-		todo = append(todo, st)
+		estimate := int64(max(est, 0))
+		resumed := len(rel.keyIdx) > 0 && (prog.Last[name] != nil || prog.Split[name] != nil)
+		if !resumed {
+			delete(prog.Rows, name) // read from the start again
+			delete(prog.Last, name)
+			delete(prog.Split, name)
+			if bounds, err := s.splitBounds(ctx, cat.conn, rel, estimate); err != nil {
+				return err
+			} else if bounds != nil {
+				prog.Split[name] = bounds
+			}
+		}
+		s.rep.snapshotTable(name, prog.Rows[name], estimate)
+		bounds, split := prog.Split[name]
+		if !split {
+			u := &snapUnit{rel: rel, name: name}
+			if len(rel.keyIdx) > 0 {
+				u.after = prog.Last[name]
+			}
+			todo = append(todo, u)
+			left[name] = 1
+			continue
+		}
+		for i := 0; i <= len(bounds); i++ {
+			u := &snapUnit{rel: rel, name: fmt.Sprintf("%s#%d", name, i)}
+			if prog.isDone(u.name) {
+				continue
+			}
+			if i > 0 {
+				u.lo = &bounds[i-1]
+			}
+			if i < len(bounds) {
+				u.hi = &bounds[i]
+			}
+			u.after = prog.Last[u.name]
+			todo = append(todo, u)
+			left[name]++
+		}
 	}
-	s.log.Info("postgres: snapshot", "tables", len(todo), "resumed", s.plan.resume != nil, "workers", s.set.workers)
+	s.log.Info("postgres: snapshot", "units", len(todo), "resumed", s.plan.resume != nil, "workers", s.set.workers)
 	if len(todo) == 0 {
-		return nil
+		return s.finishSnapshot(ctx, nil, enc)
 	}
 
 	// The snapshot every worker imports.
@@ -97,17 +150,16 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
 	g, gctx := errgroup.WithContext(wctx)
-	work := make(chan *snapTable, len(todo))
+	work := make(chan *snapUnit, len(todo))
 	for _, t := range todo {
 		work <- t
 	}
 	close(work)
 	chunks := make(chan *chunk, s.set.workers)
 	started := time.Now()
-	var estimates sync.Map
 	for i := 0; i < min(s.set.workers, len(todo)); i++ {
 		g.Go(func() error {
-			return s.snapshotWorker(gctx, enc, name, started, work, chunks, &estimates)
+			return s.snapshotWorker(gctx, enc, name, started, work, chunks)
 		})
 	}
 	var werr error
@@ -117,7 +169,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		close(chunks)
 		close(waited)
 	}()
-	held, err := s.emitChunks(ctx, chunks, prog, enc, &estimates)
+	held, err := s.emitChunks(ctx, chunks, prog, left, enc)
 	if err != nil {
 		stopWorkers()
 		<-waited
@@ -133,7 +185,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 	if err := s.finishSnapshot(ctx, held, enc); err != nil {
 		return err
 	}
-	s.log.Info("postgres: snapshot done", "tables", len(todo), "took", time.Since(started).Round(time.Millisecond))
+	s.log.Info("postgres: snapshot done", "units", len(todo), "took", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 
@@ -141,11 +193,14 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 // chunk's last record the progress so far. It holds one chunk back, so
 // that the snapshot's last record can be marked "last" and carry the
 // position where streaming starts.
-func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *progress, enc *encoder, estimates *sync.Map) (*chunk, error) {
+func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *progress, left map[string]int, enc *encoder) (*chunk, error) {
 	var held *chunk
 	first := true
-	rows := map[string]int64{}
 	nextLog := time.Now().Add(10 * time.Second)
+	nextReport := time.Now().Add(s.reportEvery)
+	if s.plan.stream {
+		s.readRetained(ctx, s.meta)
+	}
 	for {
 		var c *chunk
 		var ok bool
@@ -157,13 +212,20 @@ func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *pro
 		if !ok {
 			break
 		}
-		rows[c.table] += int64(len(c.recs))
+		prog.Rows[c.table] += int64(len(c.recs))
+		tableDone := false
 		if c.done {
-			delete(prog.Last, c.table)
-			prog.Done = append(prog.Done, c.table)
+			delete(prog.Last, c.unit)
+			left[c.table]--
+			if tableDone = left[c.table] == 0; tableDone {
+				prog.markDone(c.table)
+			} else {
+				prog.Done = append(prog.Done, c.unit)
+			}
 		} else if c.lastKey != nil {
-			prog.Last[c.table] = c.lastKey
+			prog.Last[c.unit] = c.lastKey
 		}
+		s.rep.snapshotRows(c.table, int64(len(c.recs)), tableDone)
 		if len(c.recs) == 0 {
 			continue
 		}
@@ -183,11 +245,14 @@ func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *pro
 			}
 		}
 		held = c
+		if s.plan.stream && time.Now().After(nextReport) {
+			nextReport = time.Now().Add(s.reportEvery)
+			s.readRetained(ctx, s.meta) // the slot holds WAL back for as long as the snapshot takes
+		}
 		if time.Now().After(nextLog) {
 			nextLog = time.Now().Add(10 * time.Second)
-			for t, n := range rows {
-				est, _ := estimates.Load(t)
-				s.log.Info("postgres: snapshot progress", "table", t, "rows", n, "estimate", est)
+			for _, p := range s.rep.report().Progress {
+				s.log.Info("postgres: snapshot progress", "table", p.Name, "rows", p.Done, "estimate", p.Total)
 			}
 		}
 	}
@@ -195,10 +260,13 @@ func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *pro
 }
 
 // finishSnapshot hands over the snapshot's last chunk, its last record
-// marked "last" and carrying the position where streaming starts.
+// marked "last" and carrying the position where streaming starts. When
+// the snapshot emitted no rows, a heartbeat record carries that position,
+// so that once it is stored a restart does not snapshot again.
 func (s *Source) finishSnapshot(ctx context.Context, held *chunk, enc *encoder) error {
 	if held == nil {
-		return nil
+		hb := enc.heartbeat(time.Now(), position{LSN: uint64(s.plan.startLSN)}.encode())
+		return s.push(ctx, []connect.Record{hb}, nil)
 	}
 	last := len(held.recs) - 1
 	if held.last.Source.Snapshot != connect.SnapshotFirst {
@@ -213,9 +281,9 @@ func (s *Source) finishSnapshot(ctx context.Context, held *chunk, enc *encoder) 
 	return s.push(ctx, held.recs, nil)
 }
 
-// snapshotWorker reads tables from work on its own connection, inside a
+// snapshotWorker reads units from work on its own connection, inside a
 // transaction on the shared snapshot.
-func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot string, started time.Time, work <-chan *snapTable, chunks chan<- *chunk, estimates *sync.Map) error {
+func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot string, started time.Time, work <-chan *snapUnit, chunks chan<- *chunk) error {
 	conn, err := connectSQL(ctx, s.set.dsn)
 	if err != nil {
 		return err
@@ -227,12 +295,8 @@ func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot stri
 	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'"); err != nil {
 		return fmt.Errorf("import snapshot %s: %w", snapshot, err)
 	}
-	for t := range work {
-		var est float64
-		if err := conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", t.rel.ref.quoted()).Scan(&est); err == nil {
-			estimates.Store(t.rel.ref.String(), int64(max(est, 0)))
-		}
-		if err := s.readTable(ctx, conn, enc, t, started, chunks); err != nil {
+	for u := range work {
+		if err := s.readUnit(ctx, conn, enc, u, started, chunks); err != nil {
 			return err
 		}
 	}
@@ -240,10 +304,10 @@ func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot stri
 	return err
 }
 
-// readTable reads one table in key order (after t.after when resuming),
+// readUnit reads one unit in key order (after u.after when resuming),
 // sending chunks of snapshot.chunk.size rows.
-func (s *Source) readTable(ctx context.Context, conn *pgx.Conn, enc *encoder, t *snapTable, started time.Time, chunks chan<- *chunk) error {
-	rel := t.rel
+func (s *Source) readUnit(ctx context.Context, conn *pgx.Conn, enc *encoder, u *snapUnit, started time.Time, chunks chan<- *chunk) error {
+	rel := u.rel
 	cols := make([]string, len(rel.columns))
 	for i, c := range rel.columns {
 		cols[i] = pgx.Identifier{c.name}.Sanitize()
@@ -254,13 +318,26 @@ func (s *Source) readTable(ctx context.Context, conn *pgx.Conn, enc *encoder, t 
 	}
 	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + rel.ref.quoted()
 	var params [][]byte
-	if len(t.after) > 0 && len(t.after) == len(keys) {
+	var where []string
+	param := func(v string) string {
+		params = append(params, []byte(v))
+		return fmt.Sprintf("$%d", len(params))
+	}
+	if u.lo != nil {
+		where = append(where, keys[0]+" >= "+param(*u.lo))
+	}
+	if u.hi != nil {
+		where = append(where, keys[0]+" < "+param(*u.hi))
+	}
+	if len(u.after) > 0 && len(u.after) == len(keys) {
 		ph := make([]string, len(keys))
 		for i := range keys {
-			ph[i] = fmt.Sprintf("$%d", i+1)
-			params = append(params, []byte(t.after[i]))
+			ph[i] = param(u.after[i])
 		}
-		sql += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.Join(ph, ", ") + ")"
+		where = append(where, "("+strings.Join(keys, ", ")+") > ("+strings.Join(ph, ", ")+")")
+	}
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
 	}
 	if len(keys) > 0 {
 		sql += " ORDER BY " + strings.Join(keys, ", ")
@@ -275,7 +352,7 @@ func (s *Source) readTable(ctx context.Context, conn *pgx.Conn, enc *encoder, t 
 		}
 	}
 	rr := conn.PgConn().ExecParams(ctx, sql, params, nil, nil, nil)
-	c := &chunk{table: name, rel: rel}
+	c := &chunk{table: name, unit: u.name, rel: rel}
 	for rr.NextRow() {
 		vals := rr.Values()
 		row := make(connect.Row, len(rel.columns))
@@ -315,12 +392,63 @@ func (s *Source) readTable(ctx context.Context, conn *pgx.Conn, enc *encoder, t 
 				rr.Close()
 				return err
 			}
-			c = &chunk{table: name, rel: rel}
+			c = &chunk{table: name, unit: u.name, rel: rel}
 		}
 	}
 	if _, err := rr.Close(); err != nil {
-		return fmt.Errorf("snapshot of %s: %w", name, err)
+		return fmt.Errorf("snapshot of %s: %w", u.name, err)
 	}
 	c.done = true
 	return send(c)
+}
+
+// splitBounds cuts a large table whose first key column is an integer
+// into up to snapshot.workers parts of equal key width, so that several
+// workers read it at once; it returns the boundaries between the parts,
+// or nil to read the table as one. The first and the last part are open,
+// so the bounds, read outside the snapshot, cover every row of it.
+func (s *Source) splitBounds(ctx context.Context, conn *pgx.Conn, rel *relation, estimate int64) ([]string, error) {
+	parts := min(int64(s.set.workers), estimate/int64(2*s.set.chunkSize))
+	if parts < 2 || len(rel.keyIdx) == 0 {
+		return nil, nil
+	}
+	switch rel.columns[rel.keyIdx[0]].typ.kind {
+	case kindInt16, kindInt32, kindInt64:
+	default:
+		return nil, nil
+	}
+	col := pgx.Identifier{rel.columns[rel.keyIdx[0]].name}.Sanitize()
+	var lo, hi *string
+	if err := conn.QueryRow(ctx, "SELECT min("+col+")::text, max("+col+")::text FROM "+rel.ref.quoted()).Scan(&lo, &hi); err != nil {
+		return nil, fmt.Errorf("read the key range of %s: %w", rel.ref, err)
+	}
+	if lo == nil || hi == nil {
+		return nil, nil
+	}
+	return splitRange(*lo, *hi, int(parts)), nil
+}
+
+// splitRange returns the boundaries that cut the integers lo..hi into
+// parts of equal width, without repeats; nil when there is nothing to cut.
+func splitRange(lo, hi string, parts int) []string {
+	l, ok1 := new(big.Int).SetString(lo, 10)
+	h, ok2 := new(big.Int).SetString(hi, 10)
+	if !ok1 || !ok2 || parts < 2 {
+		return nil
+	}
+	width := new(big.Int).Sub(h, l)
+	width.Add(width, big.NewInt(1))
+	var out []string
+	for i := 1; i < parts; i++ {
+		b := new(big.Int).Mul(width, big.NewInt(int64(i)))
+		b.Quo(b, big.NewInt(int64(parts)))
+		b.Add(b, l)
+		if b.Cmp(l) <= 0 || b.Cmp(h) > 0 {
+			continue
+		}
+		if bs := b.String(); len(out) == 0 || out[len(out)-1] != bs {
+			out = append(out, bs)
+		}
+	}
+	return out
 }

@@ -240,3 +240,90 @@ func TestHeartbeat_AdvancesSlot(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshot_TableInParts_ResumeAfterCrash(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE big (id bigint PRIMARY KEY, v int)",
+		"INSERT INTO big SELECT g * 3, g FROM generate_series(1, 6000) g",
+		"ANALYZE big",
+	)
+	values := map[string]string{"snapshot.chunk.size": "100", "snapshot.workers": "3"}
+	s := openSource(t, db, values, nil)
+	// Read until a position mid-snapshot where two parts have progressed,
+	// as if the worker stored it and then the process died.
+	var stored connect.Position
+	recs := readUntil(t, s, 60*time.Second, func(r []connect.Record) bool {
+		if len(r) == 0 || r[len(r)-1].Position == nil {
+			return false
+		}
+		p, _ := decodePosition(r[len(r)-1].Position)
+		if p.Snapshot == nil {
+			t.Fatalf("the snapshot ended before two parts had progressed")
+		}
+		if len(p.Snapshot.Split["public.big"]) == 2 && len(p.Snapshot.Last)+len(p.Snapshot.Done) >= 2 && len(r) >= 1000 {
+			stored = r[len(r)-1].Position
+			return true
+		}
+		return false
+	})
+	s.Close(context.Background())
+	p, _ := decodePosition(stored)
+	if got := p.Snapshot.Split["public.big"]; jsonOf(got) != `["6002","12001"]` {
+		t.Errorf("split = %v, want the ids 3..18000 cut in three", got)
+	}
+	if p.Snapshot.Rows["public.big"] != int64(len(recs)) {
+		t.Errorf("rows in the position = %d, want the %d emitted", p.Snapshot.Rows["public.big"], len(recs))
+	}
+	writeRandomly(t, db.dsn, []string{"big"}, 200, 18000, 3)
+	db.exec(t, "INSERT INTO big VALUES (-1, 0)")
+
+	s2 := openSource(t, db, values, stored)
+	recs2 := readUntil(t, s2, 60*time.Second, untilMarker("big"))
+	for _, e := range decode(t, recs2) {
+		if e.ev == nil || e.ev.Op != connect.OpRead {
+			break
+		}
+		id, _ := e.ev.After.Get("id")
+		part := 0
+		for _, b := range p.Snapshot.Split["public.big"] {
+			if bound, _ := strconv.ParseInt(b, 10, 64); id.(int64) >= bound {
+				part++
+			}
+		}
+		unit := fmt.Sprintf("public.big#%d", part)
+		if p.Snapshot.isDone(unit) {
+			t.Fatalf("the resumed snapshot read id %v of part %d, which was done", id, part)
+		}
+		if last := p.Snapshot.Last[unit]; last != nil {
+			if l, _ := strconv.ParseInt(last[0], 10, 64); id.(int64) <= l {
+				t.Fatalf("the resumed snapshot read id %v, in part %d at or before its last finished chunk (%d)", id, part, l)
+			}
+		}
+	}
+	if rep := s2.Report(); rep.Gauges["snapshot_rows_scanned"]+float64(len(recs)) < 6000 {
+		t.Errorf("rows scanned by both runs: %v + %d, want at least 6000", rep.Gauges["snapshot_rows_scanned"], len(recs))
+	}
+	got := rebuild(t, append(recs, recs2...), "src.public.big")
+	want := tableState(t, db, "public.big")
+	if d := diffStates(want, got); d != "" {
+		t.Errorf("the table rebuilt from both runs differs:\n%s", d)
+	}
+}
+
+func TestSplitRange(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi string
+		parts  int
+		want   string
+	}{
+		{"1", "100", 4, `["26","51","76"]`},
+		{"1", "2", 4, `["2"]`},
+		{"5", "5", 3, `null`},
+		{"-9223372036854775808", "9223372036854775807", 2, `["0"]`},
+		{"1", "10", 1, `null`},
+	} {
+		if got := jsonOf(splitRange(c.lo, c.hi, c.parts)); got != c.want {
+			t.Errorf("splitRange(%s, %s, %d) = %s, want %s", c.lo, c.hi, c.parts, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +53,12 @@ type Source struct {
 	// acked is the highest LSN acknowledged by the worker (Ack); the runner
 	// confirms it to the server.
 	acked atomic.Uint64
+
+	signals        chan signalReq // ExecuteSnapshot and StopSnapshot to the runner
+	streamMemory   int            // bytes of streamed transactions held in memory before spilling; tests shorten it
+	rep            reporter       // what Report shows
+	reportEvery    time.Duration  // how often the runner reads the slot's retained WAL; tests shorten it
+	retainedWarned bool           // the runner logged the retained-WAL warning (until it clears)
 }
 
 // plan is what Open decided the runner does.
@@ -62,6 +70,7 @@ type plan struct {
 	resume       *progress // the unfinished snapshot to resume, nil for none
 	stream       bool      // stream from the slot (after the snapshot)
 	startLSN     pglogrepl.LSN
+	incremental  *incState // the incremental snapshot to resume, nil for none
 }
 
 // Open checks the database, prepares publication and slot, and starts
@@ -73,6 +82,13 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	if s.idle == 0 {
 		s.idle = defaultIdle
 	}
+	if s.reportEvery == 0 {
+		s.reportEvery = defaultReportInterval
+	}
+	if s.streamMemory == 0 {
+		s.streamMemory = defaultStreamMemory
+	}
+	s.rep.init(s.set.slot, s.set.retainedWarn)
 	s.log = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector)
 	var pos *position
 	if cfg.Position != nil {
@@ -99,12 +115,19 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	if s.plan.tables, err = resolveTables(ctx, s.meta, s.set.tables); err != nil {
 		return err
 	}
+	if s.set.signalTable != "" {
+		s.plan.tables = slices.DeleteFunc(s.plan.tables, func(t tableRef) bool { return t.String() == s.set.signalTable })
+		if len(s.plan.tables) == 0 {
+			return fmt.Errorf("tables: only the signal table %s matches; name the tables to capture", s.set.signalTable)
+		}
+	}
 	if err := s.decide(ctx, pos); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.out = make(chan []connect.Record, 4)
+	s.signals = make(chan signalReq, 16)
 	s.done = make(chan struct{})
 	go s.run(rctx)
 	return nil
@@ -129,7 +152,15 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		return nil
 	}
 	p.stream = true
-	if err := ensurePublication(ctx, s.meta, s.set.publication, p.tables); err != nil {
+	if pos != nil && pos.Snapshot == nil {
+		p.incremental = pos.Incremental
+	}
+	published := p.tables
+	if s.set.signalTable != "" {
+		schema, table, _ := strings.Cut(s.set.signalTable, ".")
+		published = append(slices.Clone(p.tables), tableRef{schema, table})
+	}
+	if err := ensurePublication(ctx, s.meta, s.set.publication, published); err != nil {
 		return err
 	}
 	slot, err := readSlot(ctx, s.meta, s.set.slot)
@@ -216,6 +247,7 @@ func (s *Source) runErr(ctx context.Context) error {
 		}
 	}
 	if !s.plan.stream {
+		s.rep.setPhase(phaseDone)
 		<-ctx.Done()
 		return ctx.Err()
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -44,7 +45,8 @@ type streamer struct {
 	txLSN      uint64 // the commit LSN, from BEGIN
 	commitTime time.Time
 	txID       string // "xid:lsn", the transaction block's id
-	total      int64
+	total      int64  // events of the transaction, for its metadata
+	events     int64  // change events of the transaction, for the report
 	counts     []txCount
 	txStart    int // index in pending of the transaction's first record
 
@@ -54,11 +56,37 @@ type streamer struct {
 	lastStatus time.Time     // when it was sent
 	nextStatus time.Time
 	nextBeat   time.Time
+	nextReport time.Time
+
+	// Protocol 2: large transactions streamed while in progress.
+	proto     int                  // pgoutput protocol version in use
+	inStream  bool                 // between a Stream Start and its Stream Stop
+	streamXid uint32               // the transaction of the current stream block
+	streams   map[uint32]*txBuffer // streamed transactions not yet committed or aborted
+	streamMem int                  // bytes of them held in memory
+
+	// Incremental snapshots.
+	inc          *incState // nil when none is in progress
+	chunk        *incChunk // the chunk between its watermarks
+	chunkSeq     int
+	sawWatermark bool // the transaction being received holds a watermark
 }
 
 func (st *streamer) run(ctx context.Context) error {
 	s := st.src
-	args := []string{"proto_version '1'", "publication_names '" + strings.ReplaceAll(s.set.publication, "'", "''") + "'", "messages 'true'"}
+	defer st.dropStreams()
+	var version int
+	if err := st.cat.conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return fmt.Errorf("read the server version: %w", err)
+	}
+	args := []string{"proto_version '1'"}
+	st.proto = 1
+	if version >= 140000 {
+		// Protocol 2: the server streams a large transaction while it is
+		// in progress, instead of spilling it to disk on its side.
+		args, st.proto = []string{"proto_version '2'", "streaming 'on'"}, 2
+	}
+	args = append(args, "publication_names '"+strings.ReplaceAll(s.set.publication, "'", "''")+"'", "messages 'true'")
 	err := pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -67,23 +95,54 @@ func (st *streamer) run(ctx context.Context) error {
 		}
 		return fmt.Errorf("start replication from slot %s at %s: %w", s.set.slot, s.plan.startLSN, err)
 	}
-	s.log.Info("postgres: streaming", "slot", s.set.slot, "publication", s.set.publication, "from", s.plan.startLSN)
+	s.log.Info("postgres: streaming", "slot", s.set.slot, "publication", s.set.publication, "from", s.plan.startLSN, "protocol", st.proto)
 	st.sent = s.plan.startLSN
 	st.lastCommit = uint64(s.plan.startLSN)
+	if inc := s.plan.incremental; inc != nil && len(inc.Tables) > 0 {
+		st.inc = inc
+		for _, t := range inc.Tables {
+			s.rep.snapshotTable(t, 0, 0)
+		}
+		s.log.Info("postgres: resuming the incremental snapshot", "tables", inc.Tables)
+	}
 	st.nextStatus = time.Now().Add(statusInterval)
+	s.rep.setPhase(phaseStreaming)
+	if st.inc != nil {
+		s.rep.setPhase(phaseIncremental)
+	}
 	if s.set.heartbeat > 0 {
 		st.nextBeat = time.Now().Add(s.set.heartbeat)
 	}
+	// The loop wakes at least every receiveWait to confirm acknowledged
+	// positions, write heartbeats and hand over pending records. A read
+	// deadline on the connection does that, set only when it has passed:
+	// a context per message would cost a watcher per message.
+	conn := s.repl.Conn()
+	wake := time.Now().Add(receiveWait)
+	if err := conn.SetReadDeadline(wake); err != nil {
+		return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
+	}
 	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err := st.status(false); err != nil {
 			return err
 		}
 		if err := st.maybeHeartbeat(ctx); err != nil {
 			return err
 		}
-		rctx, cancel := context.WithTimeout(ctx, receiveWait)
-		msg, err := s.repl.ReceiveMessage(rctx)
-		cancel()
+		if now := time.Now(); !now.Before(st.nextReport) {
+			st.nextReport = now.Add(s.reportEvery)
+			s.readRetained(ctx, st.cat.conn)
+		}
+		st.takeSignals()
+		if st.inc != nil && st.chunk == nil {
+			if err := st.nextChunk(ctx); err != nil {
+				return err
+			}
+		}
+		msg, err := s.repl.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -91,6 +150,10 @@ func (st *streamer) run(ctx context.Context) error {
 			if pgconn.Timeout(err) {
 				if err := st.flush(ctx, false); err != nil {
 					return err
+				}
+				wake = time.Now().Add(receiveWait)
+				if err := conn.SetReadDeadline(wake); err != nil {
+					return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
 				}
 				continue
 			}
@@ -113,11 +176,13 @@ func (st *streamer) run(ctx context.Context) error {
 					}
 				}
 			case pglogrepl.XLogDataByteID:
-				xld, err := pglogrepl.ParseXLogData(msg.Data[1:])
-				if err != nil {
-					return fmt.Errorf("parse XLogData: %w", err)
+				// XLogData: 'w', start LSN, end LSN, send time (8 bytes
+				// each), then the pgoutput message.
+				if len(msg.Data) < 25 {
+					return fmt.Errorf("parse XLogData: %d bytes", len(msg.Data))
 				}
-				if err := st.handle(ctx, uint64(xld.WALStart), xld.WALData); err != nil {
+				lsn := binary.BigEndian.Uint64(msg.Data[1:])
+				if err := st.receive(ctx, lsn, msg.Data[25:]); err != nil {
 					return err
 				}
 			}
@@ -126,6 +191,102 @@ func (st *streamer) run(ctx context.Context) error {
 		case *pgproto3.CopyDone:
 			return fmt.Errorf("replication from slot %s: the server ended the stream", s.set.slot)
 		}
+	}
+}
+
+// receive processes one pgoutput message: under protocol 2 the stream
+// control messages and the changes of streamed transactions, which are
+// buffered until their stream commit; everything else as protocol 1.
+func (st *streamer) receive(ctx context.Context, lsn uint64, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if st.proto < 2 {
+		return st.handle(ctx, lsn, data)
+	}
+	switch pglogrepl.MessageType(data[0]) {
+	case pglogrepl.MessageTypeStreamStart:
+		m, err := pglogrepl.ParseV2(data, false)
+		if err != nil {
+			return fmt.Errorf("parse stream start at %s: %w", pglogrepl.LSN(lsn), err)
+		}
+		st.inStream, st.streamXid = true, m.(*pglogrepl.StreamStartMessageV2).Xid
+		if st.streams == nil {
+			st.streams = map[uint32]*txBuffer{}
+		}
+		if st.streams[st.streamXid] == nil {
+			st.streams[st.streamXid] = &txBuffer{}
+		}
+		return nil
+	case pglogrepl.MessageTypeStreamStop:
+		st.inStream = false
+		return nil
+	case pglogrepl.MessageTypeStreamAbort:
+		m, err := pglogrepl.ParseV2(data, false)
+		if err != nil {
+			return fmt.Errorf("parse stream abort at %s: %w", pglogrepl.LSN(lsn), err)
+		}
+		a := m.(*pglogrepl.StreamAbortMessageV2)
+		if b := st.streams[a.Xid]; b != nil {
+			if a.SubXid == a.Xid || a.SubXid == 0 {
+				st.dropStream(a.Xid)
+			} else {
+				b.abortSub(a.SubXid)
+			}
+		}
+		return nil
+	case pglogrepl.MessageTypeStreamCommit:
+		m, err := pglogrepl.ParseV2(data, false)
+		if err != nil {
+			return fmt.Errorf("parse stream commit at %s: %w", pglogrepl.LSN(lsn), err)
+		}
+		return st.streamCommit(ctx, m.(*pglogrepl.StreamCommitMessageV2))
+	}
+	if !st.inStream {
+		return st.handle(ctx, lsn, data) // outside a stream block, protocol 2 messages read as protocol 1
+	}
+	// Inside a stream block every message carries the id of its
+	// (sub)transaction after the type byte: buffer it without, so that it
+	// replays as a protocol 1 message.
+	if len(data) < 5 {
+		return fmt.Errorf("pgoutput message %q at %s in a stream is too short", data[0], pglogrepl.LSN(lsn))
+	}
+	b := st.streams[st.streamXid]
+	xid := binary.BigEndian.Uint32(data[1:5])
+	msg := make([]byte, 0, len(data)-4)
+	msg = append(append(msg, data[0]), data[5:]...)
+	spill := st.streamMem+len(msg) > st.src.streamMemory
+	if !spill {
+		st.streamMem += len(msg)
+	}
+	return b.add(lsn, xid, msg, spill)
+}
+
+// streamCommit replays a streamed transaction as if it had come whole.
+func (st *streamer) streamCommit(ctx context.Context, m *pglogrepl.StreamCommitMessageV2) error {
+	b := st.streams[m.Xid]
+	if b == nil {
+		return fmt.Errorf("stream commit of transaction %d, which was never streamed", m.Xid)
+	}
+	defer st.dropStream(m.Xid)
+	st.begin(m.Xid, uint64(m.CommitLSN), m.CommitTime)
+	if err := b.replay(func(lsn uint64, data []byte) error { return st.handle(ctx, lsn, data) }); err != nil {
+		return err
+	}
+	return st.commit(ctx, &pglogrepl.CommitMessage{CommitLSN: m.CommitLSN, TransactionEndLSN: m.TransactionEndLSN, CommitTime: m.CommitTime})
+}
+
+func (st *streamer) dropStream(xid uint32) {
+	if b := st.streams[xid]; b != nil {
+		st.streamMem -= b.memBytes
+		b.close()
+		delete(st.streams, xid)
+	}
+}
+
+func (st *streamer) dropStreams() {
+	for xid := range st.streams {
+		st.dropStream(xid)
 	}
 }
 
@@ -215,12 +376,7 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 		}
 		st.rels[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
-		st.inTx, st.xid, st.txLSN, st.commitTime = true, m.Xid, uint64(m.FinalLSN), m.CommitTime
-		st.txID = strconv.FormatUint(uint64(m.Xid), 10) + ":" + strconv.FormatUint(uint64(m.FinalLSN), 10)
-		st.total, st.counts, st.txStart = 0, st.counts[:0], len(st.pending)
-		if st.src.set.txMetadata {
-			st.pending = append(st.pending, st.enc.txRecord(st.txID, st.commitTime, false, 0, nil))
-		}
+		st.begin(m.Xid, uint64(m.FinalLSN), m.CommitTime)
 	case *pglogrepl.InsertMessage:
 		rel, err := st.rel(m.RelationID)
 		if err != nil || rel == nil {
@@ -229,6 +385,10 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 		after, err := st.tuple(rel, m.Tuple, nil)
 		if err != nil {
 			return err
+		}
+		if rel.signal {
+			st.signalRow(after)
+			return nil
 		}
 		return st.change(ctx, rel, connect.OpCreate, nil, after, lsn)
 	case *pglogrepl.UpdateMessage:
@@ -282,6 +442,16 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 		return st.commit(ctx, m)
 	}
 	return nil
+}
+
+// begin starts a transaction that commits at commitLSN.
+func (st *streamer) begin(xid uint32, commitLSN uint64, commitTime time.Time) {
+	st.inTx, st.xid, st.txLSN, st.commitTime, st.sawWatermark = true, xid, commitLSN, commitTime, false
+	st.txID = strconv.FormatUint(uint64(xid), 10) + ":" + strconv.FormatUint(commitLSN, 10)
+	st.total, st.events, st.counts, st.txStart = 0, 0, st.counts[:0], len(st.pending)
+	if st.src.set.txMetadata {
+		st.pending = append(st.pending, st.enc.txRecord(st.txID, st.commitTime, false, 0, nil))
+	}
 }
 
 func (st *streamer) rel(id uint32) (*relation, error) {
@@ -355,6 +525,7 @@ func (st *streamer) event(rel *relation, op connect.Op, before, after connect.Ro
 		}
 	}
 	ev.SetTime(time.Now())
+	st.events++
 	if st.src.set.txMetadata {
 		st.total++
 		name := rel.ref.String()
@@ -376,6 +547,12 @@ func (st *streamer) event(rel *relation, op connect.Op, before, after connect.Ro
 
 // change emits one change event (and the tombstone after a delete).
 func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, before, after connect.Row, lsn uint64) error {
+	if rel.signal {
+		return nil // only inserts into the signal table mean something
+	}
+	if st.chunk != nil {
+		st.streamed(rel, op, rel.key(before), rel.key(after))
+	}
 	rec, err := st.enc.record(rel, st.event(rel, op, before, after, lsn))
 	if err != nil {
 		return err
@@ -391,6 +568,12 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 // delete of the old key (header __debezium.newkey), its tombstone, and a
 // create of the new key (header __debezium.oldkey).
 func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after connect.Row, lsn uint64) error {
+	if rel.signal {
+		return nil
+	}
+	if st.chunk != nil {
+		st.streamed(rel, connect.OpUpdate, rel.key(before), rel.key(after))
+	}
 	del, err := st.enc.record(rel, st.event(rel, connect.OpDelete, before, nil, lsn))
 	if err != nil {
 		return err
@@ -419,11 +602,18 @@ func (st *streamer) maybeFlush(ctx context.Context) error {
 // message handles a logical decoding message: our heartbeat, or a user's
 // message (an op m event on <prefix>.message).
 func (st *streamer) message(ctx context.Context, m *pglogrepl.LogicalDecodingMessage, lsn uint64) error {
+	if strings.HasPrefix(m.Prefix, watermarkPrefix) {
+		if m.Prefix == watermarkPrefix+st.src.set.slot {
+			st.sawWatermark = true
+			st.watermarkMessage(string(m.Content))
+		}
+		return nil
+	}
 	if strings.HasPrefix(m.Prefix, heartbeatPrefix) {
 		if m.Prefix != heartbeatPrefix+st.src.set.slot || m.Transactional {
 			return nil
 		}
-		pos := position{LSN: uint64(m.LSN)}.encode()
+		pos := st.position(uint64(m.LSN), 0, time.Time{})
 		st.pending = append(st.pending, st.enc.heartbeat(time.Now(), pos))
 		return st.flush(ctx, true)
 	}
@@ -444,7 +634,7 @@ func (st *streamer) message(ctx context.Context, m *pglogrepl.LogicalDecodingMes
 		return fmt.Errorf("encode logical decoding message: %w", err)
 	}
 	if !m.Transactional {
-		rec.Position = position{LSN: uint64(m.LSN)}.encode()
+		rec.Position = st.position(uint64(m.LSN), 0, time.Time{})
 		st.pending = append(st.pending, rec)
 		return st.flush(ctx, true)
 	}
@@ -456,15 +646,27 @@ func (st *streamer) message(ctx context.Context, m *pglogrepl.LogicalDecodingMes
 // with transaction metadata the END record follows.
 func (st *streamer) commit(ctx context.Context, m *pglogrepl.CommitMessage) error {
 	end := uint64(m.TransactionEndLSN)
-	pos := position{LSN: end, TxID: st.xid, TsUsec: usec(m.CommitTime)}.encode()
+	chunkDone := st.emitChunk()
 	if st.src.set.txMetadata {
-		rec := st.enc.txRecord(st.txID, st.commitTime, true, st.total, st.counts)
-		st.pending = append(st.pending, rec)
+		if st.sawWatermark && st.total == 0 && st.txStart < len(st.pending) {
+			// A watermark's own transaction: no BEGIN and END for it.
+			st.pending = append(st.pending[:st.txStart], st.pending[st.txStart+1:]...)
+		} else {
+			rec := st.enc.txRecord(st.txID, st.commitTime, true, st.total, st.counts)
+			st.pending = append(st.pending, rec)
+		}
+	}
+	pos := st.position(end, st.xid, m.CommitTime)
+	if chunkDone && len(st.pending) <= st.txStart {
+		// The incremental snapshot moved on without a row to show for it
+		// (an empty last chunk): a heartbeat carries the new state.
+		st.pending = append(st.pending, st.enc.heartbeat(time.Now(), nil))
 	}
 	if len(st.pending) > st.txStart {
 		st.pending[len(st.pending)-1].Position = pos
 	}
 	st.inTx = false
 	st.lastCommit = end
+	st.src.rep.committed(st.events, m.CommitTime)
 	return st.flush(ctx, true)
 }

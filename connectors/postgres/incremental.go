@@ -1,0 +1,412 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Incremental snapshots re-read chosen tables while streaming goes on, in
+// chunks by primary key, with the watermark method of DBLog (as Debezium
+// does), so that a chunk never overwrites a newer streamed change:
+//
+//  1. the runner writes a low watermark into the WAL, a transactional
+//     logical decoding message (pg_logical_emit_message(true, …)), and
+//     commits it;
+//  2. it reads the next chunk (rows after the last key, in key order);
+//  3. it writes the high watermark;
+//  4. streaming goes on; every change between the two watermarks to a key
+//     of the chunk drops that row from the chunk, since the streamed event
+//     is as new or newer; at the commit of the high watermark the rest of
+//     the chunk is emitted as op r events with source.snapshot
+//     "incremental".
+//
+// A snapshot is asked for with a row in the signal table
+// (signal.data.collection, Debezium's columns id, type, data):
+// execute-snapshot with data {"data-collections":["public.orders"],
+// "type":"incremental"}, stop-snapshot to cancel; or with
+// Source.ExecuteSnapshot and Source.StopSnapshot. The tables left and the
+// current table's last key travel in the position, so a restart resumes
+// after the last emitted chunk.
+
+// watermarkPrefix is the prefix of the watermark messages; the slot name
+// follows it.
+const watermarkPrefix = "__tributary_watermark:"
+
+// incState is the part of the position that says how far an incremental
+// snapshot got: the tables still to read (the first is being read) and
+// the key (as text) of the last row emitted of the first.
+type incState struct {
+	Tables []string `json:"tables"`
+	Last   []string `json:"last,omitempty"`
+}
+
+// incChunk is a chunk read between its watermarks.
+type incChunk struct {
+	id      string
+	table   string
+	open    bool // the low watermark has streamed by
+	closing bool // the high watermark is in the transaction being received
+	rel     *relation
+	keys    []string // key JSON of each row, in key order
+	recs    map[string]connect.Record
+	lastKey []string // text of the last row's key; nil when the chunk is empty
+}
+
+// signalReq is a request of ExecuteSnapshot or StopSnapshot.
+type signalReq struct {
+	stop   bool
+	tables []string // patterns; stop with none stops everything
+}
+
+// ExecuteSnapshot asks for an incremental snapshot of the tables (each a
+// captured schema.table, or a regular expression matching whole names, as
+// Debezium's data-collections), while streaming goes on. It returns once
+// the request is queued; the snapshot starts with the next message or
+// within a fraction of a second. The worker (REST, CLI) calls it;
+// an execute-snapshot row in the signal table does the same.
+func (s *Source) ExecuteSnapshot(ctx context.Context, tables []string) error {
+	if len(tables) == 0 {
+		return fmt.Errorf("execute snapshot: name at least one table")
+	}
+	return s.signal(ctx, signalReq{tables: tables})
+}
+
+// StopSnapshot stops the incremental snapshot of the tables, of every
+// table when none are given.
+func (s *Source) StopSnapshot(ctx context.Context, tables []string) error {
+	return s.signal(ctx, signalReq{stop: true, tables: tables})
+}
+
+func (s *Source) signal(ctx context.Context, r signalReq) error {
+	if s.signals == nil || !s.plan.stream {
+		return fmt.Errorf("incremental snapshots need a streaming source: this one is not open, or only snapshots (snapshot.mode=initial_only)")
+	}
+	select {
+	case s.signals <- r:
+		return nil
+	case <-s.done:
+		return fmt.Errorf("the postgres source is closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// takeSignals applies the requests of ExecuteSnapshot and StopSnapshot.
+func (st *streamer) takeSignals() {
+	for {
+		select {
+		case r := <-st.src.signals:
+			st.applySignal(r)
+		default:
+			return
+		}
+	}
+}
+
+func (st *streamer) applySignal(r signalReq) {
+	if r.stop {
+		st.stopSnapshot(r.tables)
+		return
+	}
+	var add []string
+	for _, p := range r.tables {
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			st.src.log.Warn("postgres: execute-snapshot: not a table name nor a regular expression, ignored", "data-collection", p, "err", err)
+			continue
+		}
+		n := 0
+		for _, t := range st.src.plan.tables {
+			if re.MatchString(t.String()) {
+				n++
+				if (st.inc == nil || !slices.Contains(st.inc.Tables, t.String())) && !slices.Contains(add, t.String()) {
+					add = append(add, t.String())
+				}
+			}
+		}
+		if n == 0 {
+			st.src.log.Warn("postgres: execute-snapshot: no captured table matches, ignored", "data-collection", p)
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	st.src.log.Info("postgres: incremental snapshot requested", "tables", add)
+	if st.inc == nil {
+		st.inc = &incState{}
+	}
+	st.inc.Tables = append(st.inc.Tables, add...)
+	for _, t := range add {
+		st.src.rep.snapshotTable(t, 0, 0)
+	}
+	st.src.rep.setPhase(phaseIncremental)
+}
+
+func (st *streamer) stopSnapshot(patterns []string) {
+	if st.inc == nil {
+		return
+	}
+	keep := st.inc.Tables[:0]
+	for i, t := range st.inc.Tables {
+		stop := len(patterns) == 0
+		for _, p := range patterns {
+			if re, err := regexp.Compile("^(?:" + p + ")$"); err == nil && re.MatchString(t) {
+				stop = true
+			}
+		}
+		if !stop {
+			keep = append(keep, t)
+			continue
+		}
+		if i == 0 {
+			st.chunk, st.inc.Last = nil, nil
+		}
+	}
+	st.inc.Tables = keep
+	st.src.log.Info("postgres: incremental snapshot stopped", "left", keep)
+	if len(keep) == 0 {
+		st.inc = nil
+		st.src.rep.setPhase(phaseStreaming)
+	}
+}
+
+// signalRow handles a row inserted into the signal table.
+func (st *streamer) signalRow(row connect.Row) {
+	get := func(name string) string {
+		v, _ := row.Get(name)
+		s, _ := v.(string)
+		return s
+	}
+	typ, data := get("type"), get("data")
+	var d struct {
+		Collections []string `json:"data-collections"`
+		Type        string   `json:"type"`
+		Message     string   `json:"message"`
+	}
+	if data != "" {
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			st.src.log.Warn("postgres: signal with data that is not JSON, ignored", "id", get("id"), "type", typ, "err", err)
+			return
+		}
+	}
+	switch typ {
+	case "execute-snapshot":
+		if d.Type != "" && !strings.EqualFold(d.Type, "incremental") {
+			st.src.log.Warn("postgres: execute-snapshot of a type other than incremental, ignored", "id", get("id"), "type", d.Type)
+			return
+		}
+		if len(d.Collections) == 0 {
+			st.src.log.Warn("postgres: execute-snapshot without data-collections, ignored", "id", get("id"))
+			return
+		}
+		st.applySignal(signalReq{tables: d.Collections})
+	case "stop-snapshot":
+		st.applySignal(signalReq{stop: true, tables: d.Collections})
+	case "log":
+		st.src.log.Info("postgres: signal", "message", d.Message)
+	default:
+		st.src.log.Warn("postgres: signal not supported, ignored", "id", get("id"), "type", typ)
+	}
+}
+
+// nextChunk starts the next chunk of the incremental snapshot: low
+// watermark, read, high watermark. A table whose chunk comes back empty
+// is done, and the next one starts.
+func (st *streamer) nextChunk(ctx context.Context) error {
+	for st.inc != nil && st.chunk == nil {
+		if len(st.inc.Tables) == 0 {
+			st.inc = nil
+			st.src.rep.setPhase(phaseStreaming)
+			return nil
+		}
+		name := st.inc.Tables[0]
+		schema, table, _ := strings.Cut(name, ".")
+		ref := tableRef{schema, table}
+		cols, ident, err := st.cat.tableColumns(ctx, ref)
+		if err != nil {
+			return err
+		}
+		rel, err := st.cat.relation(ctx, ref, cols, ident)
+		if err != nil {
+			return err
+		}
+		if len(rel.keyIdx) == 0 {
+			st.src.log.Warn("postgres: incremental snapshot of a table without a key is not possible, skipped", "table", name)
+			st.inc.Tables, st.inc.Last = st.inc.Tables[1:], nil
+			continue
+		}
+		st.chunkSeq++
+		id := strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(st.chunkSeq)
+		if err := st.watermark(ctx, "open:"+id); err != nil {
+			return err
+		}
+		c, err := st.readChunk(ctx, rel, id)
+		if err != nil {
+			return err
+		}
+		if err := st.watermark(ctx, "close:"+id); err != nil {
+			return err
+		}
+		st.chunk = c
+	}
+	return nil
+}
+
+// watermark writes a watermark message into the WAL, in a transaction of
+// its own.
+func (st *streamer) watermark(ctx context.Context, content string) error {
+	_, err := st.cat.conn.Exec(ctx, "SELECT pg_logical_emit_message(true, $1, $2)", watermarkPrefix+st.src.set.slot, content)
+	if err != nil {
+		return fmt.Errorf("write an incremental snapshot watermark: %w", err)
+	}
+	return nil
+}
+
+// readChunk reads the rows of rel after the last key, in key order.
+func (st *streamer) readChunk(ctx context.Context, rel *relation, id string) (*incChunk, error) {
+	cols := make([]string, len(rel.columns))
+	for i, c := range rel.columns {
+		cols[i] = pgx.Identifier{c.name}.Sanitize()
+	}
+	var keys []string
+	for _, k := range rel.keyIdx {
+		keys = append(keys, cols[k])
+	}
+	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + rel.ref.quoted()
+	var params [][]byte
+	if last := st.inc.Last; len(last) == len(keys) {
+		ph := make([]string, len(keys))
+		for i := range keys {
+			params = append(params, []byte(last[i]))
+			ph[i] = fmt.Sprintf("$%d", i+1)
+		}
+		sql += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.Join(ph, ", ") + ")"
+	}
+	sql += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + strconv.Itoa(st.src.set.chunkSize)
+	c := &incChunk{id: id, table: rel.ref.String(), rel: rel, recs: map[string]connect.Record{}}
+	rr := st.cat.conn.PgConn().ExecParams(ctx, sql, params, nil, nil, nil)
+	now := time.Now()
+	for rr.NextRow() {
+		vals := rr.Values()
+		row := make(connect.Row, len(rel.columns))
+		for i := range rel.columns {
+			col := &rel.columns[i]
+			row[i].Name = col.name
+			if vals[i] == nil {
+				continue
+			}
+			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), string(vals[i]))
+			if err != nil {
+				st.src.log.Warn("postgres: value not understood, written as null", "table", c.table, "column", col.name, "type", col.typ.name, "err", err)
+			}
+			row[i].Value = v
+		}
+		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: rel.key(row), After: row,
+			Source: st.enc.source(rel, connect.SnapshotIncremental, now, 0, st.lastCommit, st.lastCommit)}
+		ev.SetTime(now)
+		rec, err := st.enc.record(rel, ev)
+		if err != nil {
+			rr.Close()
+			return nil, err
+		}
+		k, _ := ev.Key.MarshalJSON()
+		c.keys = append(c.keys, string(k))
+		c.recs[string(k)] = rec
+		c.lastKey = c.lastKey[:0]
+		for _, i := range rel.keyIdx {
+			c.lastKey = append(c.lastKey, string(vals[i]))
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return nil, fmt.Errorf("incremental snapshot of %s: %w", c.table, err)
+	}
+	return c, nil
+}
+
+// watermarkMessage handles a watermark of this slot's chunk.
+func (st *streamer) watermarkMessage(content string) {
+	c := st.chunk
+	if c == nil {
+		return // a stopped chunk's, or one of before a restart
+	}
+	switch content {
+	case "open:" + c.id:
+		c.open = true
+	case "close:" + c.id:
+		c.closing = true
+	}
+}
+
+// streamed drops the rows of the open chunk that a streamed change of rel
+// touched (keys are the change's keys, old and new).
+func (st *streamer) streamed(rel *relation, op connect.Op, keys ...connect.Row) {
+	c := st.chunk
+	if c == nil || !c.open || c.closing || rel.ref.String() != c.table {
+		return
+	}
+	if op == connect.OpTruncate {
+		clear(c.recs)
+		return
+	}
+	for _, k := range keys {
+		if k == nil {
+			continue
+		}
+		if b, err := k.MarshalJSON(); err == nil {
+			delete(c.recs, string(b))
+		}
+	}
+}
+
+// emitChunk appends what is left of a closed chunk to the pending records
+// and moves the snapshot on; the caller then ends the transaction, whose
+// position carries the new state. It reports whether a chunk closed.
+func (st *streamer) emitChunk() bool {
+	c := st.chunk
+	if c == nil || !c.closing {
+		return false
+	}
+	st.chunk = nil
+	n := 0
+	for _, k := range c.keys {
+		if rec, ok := c.recs[k]; ok {
+			st.pending = append(st.pending, rec)
+			n++
+		}
+	}
+	done := len(c.keys) < st.src.set.chunkSize
+	st.src.rep.snapshotRows(c.table, int64(n), done)
+	if done {
+		st.inc.Tables, st.inc.Last = st.inc.Tables[1:], nil
+		st.src.log.Info("postgres: incremental snapshot of a table done", "table", c.table)
+		if len(st.inc.Tables) == 0 {
+			st.inc = nil
+			st.src.rep.setPhase(phaseStreaming)
+		}
+		return true
+	}
+	st.inc.Last = c.lastKey
+	return true
+}
+
+// position returns the position after lsn, with the incremental snapshot's
+// state.
+func (st *streamer) position(lsn uint64, xid uint32, commit time.Time) connect.Position {
+	p := position{LSN: lsn, TxID: xid, TsUsec: usec(commit)}
+	if st.inc != nil {
+		cp := *st.inc
+		cp.Tables = slices.Clone(cp.Tables)
+		p.Incremental = &cp
+	}
+	return p.encode()
+}
