@@ -56,7 +56,25 @@ func newConnectorsCmd(a *app) *cobra.Command {
 	}
 	restart.Flags().BoolVar(&includeTasks, "include-tasks", true, "restart the tasks too")
 	restart.Flags().BoolVar(&onlyFailed, "only-failed", false, "restart only failed tasks")
+	var stop bool
+	snapshot := &cobra.Command{
+		Use: "snapshot NAME TABLE...", Short: "Re-snapshot tables of a CDC source while it streams (incremental snapshot)",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"type": "execute-snapshot", "data": map[string]any{"data-collections": args[1:], "type": "incremental"}}
+			if stop {
+				body["type"] = "stop-snapshot"
+			}
+			if err := a.serverClient().do(cmd.Context(), "POST", "/connectors/"+url.PathEscape(args[0])+"/signals", body, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s: %s %s\n", args[0], body["type"], strings.Join(args[1:], " "))
+			return nil
+		},
+	}
+	snapshot.Flags().BoolVar(&stop, "stop", false, "stop the incremental snapshot of the tables (all when none given)")
 	cmd.AddCommand(
+		snapshot,
 		&cobra.Command{
 			Use: "list", Short: "List connectors with their state", Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {

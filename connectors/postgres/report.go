@@ -11,7 +11,10 @@ import (
 	"github.com/tributary-io/tributary/connect"
 )
 
-var _ connect.Reporter = (*Source)(nil)
+var (
+	_ connect.Reporter    = (*Source)(nil)
+	_ connect.Snapshotter = (*Source)(nil) // incremental snapshots on demand (REST signals, CLI)
+)
 
 // defaultReportInterval is how often the runner reads the WAL the slot
 // retains.

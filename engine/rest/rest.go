@@ -70,6 +70,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /connectors/{name}/offsets", s.getOffsets)
 	m.HandleFunc("PATCH /connectors/{name}/offsets", s.patchOffsets)
 	m.HandleFunc("DELETE /connectors/{name}/offsets", s.deleteOffsets)
+	m.HandleFunc("POST /connectors/{name}/signals", s.signal)
 	m.HandleFunc("GET /connector-plugins", s.plugins)
 	m.HandleFunc("PUT /connector-plugins/{type}/config/validate", s.validate)
 	m.HandleFunc("GET /topics", s.listTopics)
@@ -557,6 +558,33 @@ func (s *Server) deleteOffsets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, map[string]string{"message": "The offsets for this connector have been reset successfully"})
+}
+
+// SignalJSON is a Debezium-style signal:
+// {"type":"execute-snapshot","data":{"data-collections":["public.orders"],"type":"incremental"}}.
+type SignalJSON struct {
+	Type string `json:"type"`
+	Data struct {
+		DataCollections []string `json:"data-collections"`
+		Type            string   `json:"type"`
+	} `json:"data"`
+}
+
+func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
+	var sig SignalJSON
+	if err := decodeBody(r, &sig); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if t := sig.Data.Type; t != "" && t != "incremental" {
+		s.fail(w, fmt.Errorf("%w: snapshot type %q: only incremental snapshots run while streaming", engine.ErrBadRequest, t))
+		return
+	}
+	if err := s.worker.Signal(r.Context(), r.PathValue("name"), sig.Type, sig.Data.DataCollections); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"message": "signal " + sig.Type + " accepted"})
 }
 
 func (s *Server) plugins(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,15 @@
+package connect
+
+import "context"
+
+// Snapshotter is implemented by a CDC source that can re-read tables on
+// demand while it keeps streaming (Debezium's incremental snapshots). The
+// worker calls it from its REST API and CLI, concurrently with Read and
+// Ack. Tables are named as the source names them, e.g. "public.orders".
+type Snapshotter interface {
+	// ExecuteSnapshot starts an incremental snapshot of the tables.
+	ExecuteSnapshot(ctx context.Context, tables []string) error
+	// StopSnapshot stops the incremental snapshot of the tables, or of
+	// every table when tables is empty.
+	StopSnapshot(ctx context.Context, tables []string) error
+}

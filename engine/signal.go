@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Signal kinds, as Debezium names them.
+const (
+	SignalExecuteSnapshot = "execute-snapshot"
+	SignalStopSnapshot    = "stop-snapshot"
+)
+
+// Signal sends a Debezium-style signal to a running source: an incremental
+// snapshot of tables, or its end. The source must implement
+// connect.Snapshotter.
+func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string) error {
+	r, err := w.runner(name)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	inst := r.reporter // the running instance, when it reports (sources that snapshot do)
+	r.mu.Unlock()
+	snap, ok := inst.(connect.Snapshotter)
+	if !ok {
+		// Tell "cannot" from "not now" by the connector's type.
+		if r.spec.Kind == connect.KindSource && r.conn.NewSource != nil {
+			if _, can := r.conn.NewSource().(connect.Snapshotter); can {
+				return fmt.Errorf("%w: connector %s is not running; resume it first", ErrBadRequest, name)
+			}
+		}
+		return fmt.Errorf("%w: connector %s (%s) does not take snapshot signals", ErrBadRequest, name, r.spec.Connector)
+	}
+	switch kind {
+	case SignalExecuteSnapshot:
+		if len(tables) == 0 {
+			return fmt.Errorf("%w: execute-snapshot needs data-collections, e.g. [\"public.orders\"]", ErrBadRequest)
+		}
+		return snap.ExecuteSnapshot(ctx, tables)
+	case SignalStopSnapshot:
+		return snap.StopSnapshot(ctx, tables)
+	}
+	return fmt.Errorf("%w: signal type %q: use %s or %s", ErrBadRequest, kind, SignalExecuteSnapshot, SignalStopSnapshot)
+}
