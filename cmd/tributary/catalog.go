@@ -10,6 +10,7 @@ import (
 	_ "github.com/tributary-io/tributary/connectors/file"
 	_ "github.com/tributary-io/tributary/connectors/generator"
 	_ "github.com/tributary-io/tributary/connectors/httptrack"
+	_ "github.com/tributary-io/tributary/connectors/iceberg"
 	_ "github.com/tributary-io/tributary/connectors/mysql"
 	_ "github.com/tributary-io/tributary/connectors/postgres"
 	_ "github.com/tributary-io/tributary/connectors/stdout"

@@ -1,0 +1,43 @@
+// Package iceberg is a sink that writes records into Apache Iceberg tables
+// with github.com/apache/iceberg-go, as Parquet data files, so that any
+// engine that reads Iceberg (Spark, Trino, DuckDB, Snowflake) sees them.
+//
+// # Tables
+//
+// Each record goes to the table its name template names (default
+// {namespace}.{table}: a change event's source schema or database and
+// table, else the last two parts of the topic). A table is created on its
+// first commit, with the columns of the buffered rows: from the change
+// event's embedded Kafka Connect schema when there is one, else inferred
+// from the JSON values (integers long, fractions double, nested objects and
+// arrays JSON text), with the types the schema setting pins taking
+// precedence. New fields add optional columns; int→long, float→double and
+// wider decimal precision are applied as Iceberg allows; any other type
+// change is a bad record (dead-lettered or failing the task, per the
+// pipeline's error tolerance).
+//
+// # Modes
+//
+// append writes every record as a row, with the metadata columns _topic,
+// _partition, _offset, _timestamp and, for change events, _op. upsert keeps
+// one row per key: the key columns become the table's identifier fields,
+// and each commit writes, for every key it touches, an equality delete
+// (removing the key's rows of earlier snapshots) and the key's last row
+// unless it was deleted (merge-on-read). Repeated keys within one commit
+// are folded in memory, since Iceberg's equality deletes do not apply to
+// rows of their own snapshot.
+//
+// # Exactly once
+//
+// Write validates and buffers; a commit (Flush, or commit.records /
+// commit.interval reached in Write) writes the data files and commits one
+// snapshot per table whose summary holds, under
+// "tributary.offsets.<pipeline>.<sink>", the highest log offset per topic
+// and partition that the table holds, as JSON {"topic":{"0":41}}. When the
+// sink first touches a table it reads these offsets from the current
+// snapshot and its ancestors and skips records at or below them, so the
+// records a worker redelivers after a crash between the Iceberg commit and
+// its own group-offset commit are not written twice. A crash before the
+// Iceberg commit leaves only unreferenced data files. Because each commit
+// of a snapshot is atomic per table, this holds per table.
+package iceberg

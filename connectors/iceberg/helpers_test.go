@@ -1,0 +1,145 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	ib "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"go.uber.org/goleak"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+var update = flag.Bool("update", false, "rewrite generated docs")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// database/sql's connection opener lives until the DB is closed;
+		// modernc's sqlite keeps none. Arrow's and iceberg-go's pools are
+		// process-wide.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+	)
+}
+
+// env is a catalog and warehouse in a test's temporary directory.
+type env struct {
+	dir    string
+	values map[string]string
+}
+
+func newEnv(t *testing.T, values map[string]string) *env {
+	t.Helper()
+	dir := t.TempDir()
+	v := map[string]string{
+		"catalog.uri": "sqlite://" + filepath.Join(dir, "catalog.db"),
+		"warehouse":   filepath.Join(dir, "warehouse"),
+	}
+	for k, x := range values {
+		v[k] = x
+	}
+	return &env{dir: dir, values: v}
+}
+
+// open opens a new sink instance on the environment.
+func (e *env) open(t *testing.T) *Sink {
+	t.Helper()
+	s := Connector().NewSink().(*Sink)
+	if err := s.Open(t.Context(), connect.Config{Pipeline: "p", Connector: "lake", Values: e.values, Spec: spec()}); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func write(t *testing.T, s *Sink, recs ...connect.Record) {
+	t.Helper()
+	if err := s.Write(t.Context(), recs); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+}
+
+func flush(t *testing.T, s *Sink) {
+	t.Helper()
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// rec makes a record of topic/partition at offset with a JSON value.
+func rec(topic string, partition int32, offset int64, value string) connect.Record {
+	r := connect.Record{Topic: topic, Partition: partition, Offset: offset,
+		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Add(time.Duration(offset) * time.Second)}
+	if value != "" {
+		r.Value = []byte(value)
+	}
+	return r
+}
+
+// loadTable opens the environment's catalog independently of any sink and
+// loads a table.
+func (e *env) table(t *testing.T, name string) *table.Table {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(e.dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier(strings.Split(name, ".")...))
+	if err != nil {
+		t.Fatalf("load table %s: %v", name, err)
+	}
+	return tbl
+}
+
+// rows scans a table with iceberg-go and returns its rows as JSON-ish maps,
+// sorted by the given column's text.
+func (e *env) rows(t *testing.T, name, sortBy string) []map[string]any {
+	t.Helper()
+	tbl := e.table(t, name)
+	at, err := tbl.Scan().ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatalf("scan %s: %v", name, err)
+	}
+	defer at.Release()
+	var out []map[string]any
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		rb := tr.RecordBatch()
+		for i := 0; i < int(rb.NumRows()); i++ {
+			m := map[string]any{}
+			for c := 0; c < int(rb.NumCols()); c++ {
+				col := rb.Column(c)
+				if col.IsNull(i) {
+					m[rb.ColumnName(c)] = nil
+					continue
+				}
+				m[rb.ColumnName(c)] = col.GetOneForMarshal(i)
+			}
+			out = append(out, m)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return fmt.Sprint(out[i][sortBy]) < fmt.Sprint(out[j][sortBy]) })
+	return out
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

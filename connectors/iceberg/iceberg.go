@@ -1,0 +1,356 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// Name is the connector's name in pipeline files.
+const Name = "iceberg"
+
+const version = "0.1.0"
+
+// The modes.
+const (
+	modeAppend = "append"
+	modeUpsert = "upsert"
+)
+
+// offsetsPrefix starts the snapshot summary property that holds the log
+// offsets a commit covers; the sink's pipeline and name follow.
+const offsetsPrefix = "tributary.offsets."
+
+func init() { connect.Default().MustRegister(Connector()) }
+
+// Connector describes the Iceberg sink.
+func Connector() connect.Connector {
+	return connect.Connector{
+		Name:        Name,
+		Kind:        connect.KindSink,
+		Version:     version,
+		Description: "Writes records into Apache Iceberg tables (Parquet), appending every event or upserting change events by primary key, exactly once.",
+		Spec:        spec(),
+		NewSink:     func() connect.Sink { return &Sink{} },
+	}
+}
+
+func spec() connect.Spec {
+	return connect.Spec{Params: []connect.Param{
+		{Name: "catalog.type", Type: connect.TypeString, Default: "sql", Enum: []string{"sql", "rest"},
+			Description: "The Iceberg catalog: sql (a SQLite file or Postgres database holding the table pointers). rest is not built in yet."},
+		{Name: "catalog.uri", Type: connect.TypeString, Default: "sqlite://./data/iceberg/catalog.db", Secret: true,
+			Description: "Where the catalog lives: sqlite://PATH (created when missing; a relative path is relative to the worker's working directory; default sqlite://./data/iceberg/catalog.db) or postgres://USER:PASSWORD@HOST:PORT/DB."},
+		{Name: "catalog.name", Type: connect.TypeString, Default: "tributary",
+			Description: "The catalog's name, stored with every table of a SQL catalog; engines reading the same catalog use it too."},
+		{Name: "warehouse", Type: connect.TypeString, Default: "./data/iceberg/warehouse",
+			Description: "Where new tables' data and metadata files go: a local path or file:// URL (relative to the working directory). S3 is not built in yet."},
+		{Name: "table", Type: connect.TypeString, Default: "{namespace}.{table}",
+			Description: "The table name template, namespace.table: {namespace} and {table} come from a change event's source block (schema or db, and table), else from the topic (its last two dot-separated parts; namespace default when there is one part); also {topic} (dots as underscores)."},
+		{Name: "mode", Type: connect.TypeString, Default: modeAppend, Enum: []string{modeAppend, modeUpsert},
+			Description: "append writes every record as a row; upsert keeps one row per key (change events' primary key), writing updates and deletes as equality deletes (merge-on-read)."},
+		{Name: "key.columns", Type: connect.TypeList,
+			Description: "upsert: the key columns (the table's identifier fields); default: the fields of the record key (a change event's primary key)."},
+		{Name: "commit.interval", Type: connect.TypeDuration, Default: "60s",
+			Description: "Commit a snapshot at least this often while records arrive; the worker's flush (after each batch today) also commits."},
+		{Name: "commit.records", Type: connect.TypeInt, Default: "100000",
+			Description: "Commit a snapshot once this many records are buffered."},
+		{Name: "partition", Type: connect.TypeList,
+			Description: "The partition spec of tables the sink creates: columns and transforms, e.g. [day(ts), bucket(16, user_id)]; identity(c), year, month, day, hour, bucket(N, c), truncate(W, c). In upsert mode, key columns only."},
+		{Name: "target.file.size", Type: connect.TypeSize, Default: "512MiB",
+			Description: "Roll data files at this size (write.target-file-size-bytes of the tables the sink creates)."},
+		{Name: "schema", Type: connect.TypeList,
+			Description: "Pins column types, e.g. [id long not null, amount decimal(10,2), ts timestamptz]; other columns come from the record's schema or are inferred from JSON values."},
+		{Name: "metadata.columns", Type: connect.TypeBool, Default: "true",
+			Description: "Add the columns _topic, _partition, _offset, _timestamp and, for change events, _op."},
+		{Name: "metadata.prefix", Type: connect.TypeString, Default: "_",
+			Description: "The prefix of the metadata columns' names."},
+	}}
+}
+
+// options are the parsed settings.
+type options struct {
+	mode           string
+	template       string
+	keyColumns     []string
+	commitInterval time.Duration
+	commitRecords  int64
+	partition      []partField
+	targetFileSize int64
+	pinned         map[string]pinnedColumn
+	metadata       bool
+	prefix         string
+	metaNames      []string
+	offsetsKey     string
+}
+
+func (o *options) pinnedRequired(name string) bool { return o.pinned[name].required }
+
+func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
+	cfg.Spec = spec()
+	var errs []error
+	str := func(name string) string {
+		v, err := cfg.String(name)
+		errs = append(errs, err)
+		return v
+	}
+	o := &options{
+		mode:     str("mode"),
+		template: str("table"),
+		prefix:   str("metadata.prefix"),
+	}
+	cc := catalogConfig{typ: str("catalog.type"), uri: str("catalog.uri"), name: str("catalog.name"), warehouse: str("warehouse")}
+	var err error
+	o.keyColumns, err = cfg.List("key.columns")
+	errs = append(errs, err)
+	o.commitInterval, err = cfg.Duration("commit.interval")
+	errs = append(errs, err)
+	o.commitRecords, err = cfg.Int("commit.records")
+	errs = append(errs, err)
+	o.targetFileSize, err = cfg.Size("target.file.size")
+	errs = append(errs, err)
+	o.metadata, err = cfg.Bool("metadata.columns")
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, cc, err
+	}
+	// List parameters are read whole: their items may hold commas.
+	if v := str("partition"); v != "" {
+		if o.partition, err = parsePartition(v); err != nil {
+			return nil, cc, connect.FieldError{Param: "partition", Message: err.Error()}
+		}
+	}
+	if v := str("schema"); v != "" {
+		cols, err := parseSchema(v)
+		if err != nil {
+			return nil, cc, connect.FieldError{Param: "schema", Message: err.Error()}
+		}
+		o.pinned = map[string]pinnedColumn{}
+		for _, c := range cols {
+			o.pinned[c.name] = c
+		}
+	}
+	if o.commitRecords <= 0 {
+		return nil, cc, connect.FieldError{Param: "commit.records", Message: "must be positive"}
+	}
+	if o.commitInterval <= 0 {
+		return nil, cc, connect.FieldError{Param: "commit.interval", Message: "must be positive"}
+	}
+	if o.targetFileSize < 1<<20 {
+		return nil, cc, connect.FieldError{Param: "target.file.size", Message: "must be at least 1MiB"}
+	}
+	if !strings.Contains(o.template, ".") {
+		return nil, cc, connect.FieldError{Param: "table", Message: fmt.Sprintf("%q has no namespace: write namespace.table, e.g. lake.{table}", o.template)}
+	}
+	if o.mode == modeUpsert {
+		for _, c := range o.keyColumns {
+			if p, ok := o.pinned[c]; ok && (p.typ.Type() == "float" || p.typ.Type() == "double") {
+				return nil, cc, connect.FieldError{Param: "key.columns", Message: fmt.Sprintf("key column %s is %s: Iceberg identifier fields cannot be floating point", c, p.typ)}
+			}
+		}
+	} else if len(o.keyColumns) > 0 {
+		return nil, cc, connect.FieldError{Param: "key.columns", Message: "only used in upsert mode; set mode: upsert or drop it"}
+	}
+	if o.metadata {
+		for _, n := range []string{"topic", "partition", "offset", "timestamp", "op"} {
+			o.metaNames = append(o.metaNames, o.prefix+n)
+		}
+	}
+	id := cfg.Connector
+	if cfg.Pipeline != "" {
+		id = cfg.Pipeline + "." + cfg.Connector
+	}
+	o.offsetsKey = offsetsPrefix + id
+	return o, cc, nil
+}
+
+// nameKey is what a table name depends on.
+type nameKey struct{ topic, namespace, table string }
+
+// Sink writes records into Iceberg tables. Make one with
+// Connector().NewSink or new(Sink).
+type Sink struct {
+	o      *options
+	cat    catalog.Catalog
+	tables map[string]*tableWriter
+	names  map[nameKey]string // table names by topic and source block
+	seen   map[tp]int64       // the highest offset buffered or skipped, per topic-partition
+	// pending counts buffered records over all tables.
+	pending    int64
+	lastCommit time.Time
+	// failed is set when a commit failed: whether it landed is unknown, so
+	// the task must restart and read the table's offsets again.
+	failed error
+
+	// For Report, read concurrently.
+	stats struct {
+		pending   atomic.Int64
+		committed atomic.Int64
+		commits   atomic.Int64
+		tables    atomic.Int64
+	}
+}
+
+var (
+	_ connect.Sink     = (*Sink)(nil)
+	_ connect.Flusher  = (*Sink)(nil)
+	_ connect.Reporter = (*Sink)(nil)
+)
+
+// Open parses the settings and opens the catalog.
+func (s *Sink) Open(ctx context.Context, cfg connect.Config) error {
+	o, cc, err := parseOptions(cfg)
+	if err != nil {
+		return fmt.Errorf("iceberg sink config: %w", err)
+	}
+	if cc.warehouse, err = resolveWarehouse(cc.warehouse); err != nil {
+		return fmt.Errorf("iceberg sink config: %w", err)
+	}
+	cat, err := openCatalog(ctx, cc)
+	if err != nil {
+		return connect.Retryable(fmt.Errorf("iceberg sink: %w", err))
+	}
+	s.o, s.cat = o, cat
+	s.tables = map[string]*tableWriter{}
+	s.names = map[nameKey]string{}
+	s.seen = map[tp]int64{}
+	s.lastCommit = time.Now()
+	return nil
+}
+
+// Write validates and buffers the records; it commits when commit.records
+// records are buffered or commit.interval has passed since the last commit.
+// A record that cannot be written (not JSON, a type Iceberg cannot change
+// the column to, a missing key) is reported with BadRecordAt; the records
+// before it stay buffered.
+func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.cat == nil {
+		return errors.New("iceberg sink: write to a sink that is not open")
+	}
+	if s.failed != nil {
+		return s.failed
+	}
+	for i := range records {
+		r := &records[i]
+		k := tp{r.Topic, r.Partition}
+		if last, ok := s.seen[k]; ok && r.Offset <= last {
+			continue // buffered by an earlier call (a retried batch)
+		}
+		if err := s.add(ctx, r); err != nil {
+			if connect.IsBadRecord(err) {
+				return connect.BadRecordAt(i, fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
+			}
+			return fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		s.seen[k] = r.Offset
+	}
+	s.stats.pending.Store(s.pending)
+	if s.pending >= s.o.commitRecords || (s.pending > 0 && time.Since(s.lastCommit) >= s.o.commitInterval) {
+		return s.commit(ctx)
+	}
+	return nil
+}
+
+func (s *Sink) add(ctx context.Context, r *connect.Record) error {
+	ev, err := decodeRecord(r)
+	if err != nil {
+		return connect.BadRecord(err)
+	}
+	nk := nameKey{r.Topic, ev.namespace, ev.table}
+	name, ok := s.names[nk]
+	if !ok {
+		name = tableName(s.o.template, r.Topic, &ev)
+		s.names[nk] = name
+	}
+	w, ok := s.tables[name]
+	if !ok {
+		if w, err = loadTable(ctx, s.o, s.cat, name); err != nil {
+			return err
+		}
+		s.tables[name] = w
+		s.stats.tables.Store(int64(len(s.tables)))
+	}
+	before := w.count
+	if err := w.add(r, &ev); err != nil {
+		return err
+	}
+	s.pending += int64(w.count - before)
+	return nil
+}
+
+// Flush commits every table with buffered records, each in one snapshot
+// that stores the log offsets it covers.
+func (s *Sink) Flush(ctx context.Context) error {
+	if s.cat == nil {
+		return errors.New("iceberg sink: flush of a sink that is not open")
+	}
+	if s.failed != nil {
+		return s.failed
+	}
+	return s.commit(ctx)
+}
+
+func (s *Sink) commit(ctx context.Context) error {
+	names := make([]string, 0, len(s.tables))
+	for n, w := range s.tables {
+		if w.count > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w := s.tables[n]
+		count := w.count
+		if err := w.commit(ctx); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w (interrupted)", err)
+			}
+			s.failed = fmt.Errorf("iceberg sink: %w; the task restarts and resumes after the offsets the table holds", err)
+			return s.failed
+		}
+		s.pending -= int64(count)
+		s.stats.committed.Add(int64(count))
+		s.stats.commits.Add(1)
+	}
+	s.lastCommit = time.Now()
+	s.stats.pending.Store(s.pending)
+	return nil
+}
+
+// Close closes the catalog. Buffered records that no Flush committed are
+// dropped: the worker did not commit their offsets, and writes them again.
+func (s *Sink) Close(context.Context) error {
+	if s.cat == nil {
+		return nil
+	}
+	var err error
+	if c, ok := s.cat.(catalog.Closer); ok {
+		err = c.Close()
+	}
+	s.cat, s.tables = nil, nil
+	if err != nil {
+		return fmt.Errorf("iceberg sink: close catalog: %w", err)
+	}
+	return nil
+}
+
+// Report shows buffered and committed records.
+func (s *Sink) Report() connect.Report {
+	return connect.Report{Gauges: map[string]float64{
+		"iceberg_pending_records":   float64(s.stats.pending.Load()),
+		"iceberg_committed_records": float64(s.stats.committed.Load()),
+		"iceberg_commits":           float64(s.stats.commits.Load()),
+		"iceberg_tables":            float64(s.stats.tables.Load()),
+	}}
+}
