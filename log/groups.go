@@ -22,8 +22,8 @@ package log
 //
 // A nil value is a tombstone: the partition's committed offset was deleted
 // (Delete, DeleteOffsets, or the topic was deleted). Key versions 0 and 1 are
-// offset commits; other key versions (2 = Kafka's group metadata, which the
-// membership protocol will write) are skipped by this build. Value versions
+// offset commits; other key versions (2 = Kafka's group metadata) are
+// skipped: membership (SetMembership) is kept in memory only. Value versions
 // 0 to 4 are read.
 //
 // # Durability
@@ -121,14 +121,14 @@ type PartitionLag struct {
 	// Lag is LogEndOffset - CurrentOffset, never below 0; -1 when either is
 	// unknown.
 	Lag int64
-	// ConsumerID, Host and ClientID name the member that owns the partition;
-	// empty when no member does (always, until membership exists).
+	// ConsumerID, Host and ClientID name the member that owns the partition
+	// (see SetMembership); empty when no member does.
 	ConsumerID, Host, ClientID string
 }
 
-// groupState is a group's place in Kafka's membership state machine. Only
-// groupEmpty and groupDead are reached until the Kafka listener brings
-// JoinGroup/SyncGroup/Heartbeat.
+// groupState is a group's place in Kafka's membership state machine, as
+// the coordinator that runs the membership protocol (the Kafka listener)
+// publishes it with SetMembership.
 type groupState int
 
 const (
@@ -155,11 +155,49 @@ func (s groupState) String() string {
 	return fmt.Sprintf("groupState(%d)", int(s))
 }
 
-// member is one consumer of a group. Members are added by JoinGroup (later);
-// until then every group has none.
+// member is one consumer of a group, as the coordinator published it.
 type member struct {
 	id, clientID, host string
 	assignment         []TopicPartition
+}
+
+// parseGroupState maps Kafka's state names to groupState.
+func parseGroupState(s string) (groupState, bool) {
+	for st := groupEmpty; st <= groupDead; st++ {
+		if st.String() == s {
+			return st, true
+		}
+	}
+	return 0, false
+}
+
+// Membership is a group's membership as the coordinator that runs Kafka's
+// group protocol sees it: the Kafka listener publishes it with SetMembership
+// on every join, sync, leave and session expiry.
+type Membership struct {
+	// State is Kafka's name of the group state: Empty, PreparingRebalance,
+	// CompletingRebalance or Stable ("" means Empty when there are no
+	// members, Stable otherwise).
+	State string
+	// Generation is the current generation (-1 before the first rebalance).
+	Generation int32
+	// ProtocolType is the group's protocol type ("consumer" for Kafka
+	// consumers, "connect" for Kafka Connect workers); Protocol the chosen
+	// assignor ("range", "cooperative-sticky", ...).
+	ProtocolType, Protocol string
+	// Leader is the member id of the leader.
+	Leader  string
+	Members []GroupMember
+}
+
+// GroupMember is one member of a Membership.
+type GroupMember struct {
+	ID, ClientID, Host string
+	// Assignment is the member's assignment as the leader sent it in its
+	// SyncGroup. For protocol type "consumer" it is a
+	// ConsumerMemberAssignment, whose partitions Describe shows as owned by
+	// the member; other protocols' assignments are opaque here.
+	Assignment []byte
 }
 
 // group is the coordinator's state for one group. All fields are guarded by
@@ -169,14 +207,11 @@ type consumerGroup struct {
 	state groupState
 	// generation, protocolType, protocol and leader belong to the
 	// membership protocol: generation -1 until the first rebalance.
-	generation int32
-	//lint:ignore U1000 set by JoinGroup/SyncGroup when the Kafka listener lands (issue 10)
+	generation   int32
 	protocolType string
-	//lint:ignore U1000 as protocolType
-	protocol string
-	//lint:ignore U1000 as protocolType
-	leader  string
-	members map[string]*member
+	protocol     string
+	leader       string
+	members      map[string]*member
 
 	offsets map[TopicPartition]commitEntry
 	// inflight counts writes (commits, deletions) appended or being
@@ -265,8 +300,8 @@ func (gr *consumerGroup) checkNoMembers(op string) error {
 }
 
 // Groups is the consumer group coordinator: committed offsets per group,
-// topic and partition, kept durably in __consumer_offsets, and later group
-// membership. It is safe for concurrent use. Get it from Log.Groups.
+// topic and partition, kept durably in __consumer_offsets, and the group
+// membership a protocol coordinator publishes (SetMembership). It is safe for concurrent use. Get it from Log.Groups.
 type Groups struct {
 	l *Log
 
@@ -276,6 +311,84 @@ type Groups struct {
 
 func newGroups(l *Log) *Groups {
 	return &Groups{l: l, groups: map[string]*consumerGroup{}}
+}
+
+// SetMembership publishes a group's membership, replacing what was
+// published before: the coordinator running Kafka's group protocol (the
+// Kafka listener) calls it after every change, so that Describe shows who
+// owns each partition and Delete, DeleteOffsets, ApplyReset and Commit
+// refuse while the group has members. A membership without members (the
+// last member left, or the coordinator stopped) makes the group idle again.
+//
+// Memberships live in memory only: after a restart every group is empty
+// until its consumers join again, as with Kafka's coordinator after its
+// members' sessions expire.
+func (g *Groups) SetMembership(group string, m Membership) error {
+	if err := validateGroupName(group); err != nil {
+		return fmt.Errorf("set membership: %w", err)
+	}
+	st := groupStable
+	switch {
+	case m.State != "":
+		var ok bool
+		if st, ok = parseGroupState(m.State); !ok {
+			return fmt.Errorf("set membership of group %s: unknown state %q (want Empty, PreparingRebalance, CompletingRebalance or Stable)", group, m.State)
+		}
+	case len(m.Members) == 0:
+		st = groupEmpty
+	}
+	members := make(map[string]*member, len(m.Members))
+	for _, gm := range m.Members {
+		if gm.ID == "" {
+			return fmt.Errorf("set membership of group %s: a member without id", group)
+		}
+		members[gm.ID] = &member{id: gm.ID, clientID: gm.ClientID, host: gm.Host, assignment: decodeAssignment(m.ProtocolType, gm.Assignment)}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gr, ok := g.groups[group]
+	if !ok {
+		if len(members) == 0 {
+			return nil // nothing known, nothing to forget
+		}
+		gr = newGroup(group)
+		g.groups[group] = gr
+	}
+	gr.state, gr.generation = st, m.Generation
+	gr.protocolType, gr.protocol, gr.leader = m.ProtocolType, m.Protocol, m.Leader
+	gr.members = members
+	if len(members) == 0 {
+		gr.state, gr.protocol, gr.leader = groupEmpty, "", ""
+		g.pruneLocked(gr)
+	}
+	return nil
+}
+
+// decodeAssignment returns the partitions of a consumer protocol
+// assignment; nil for other protocols or bytes that do not decode.
+func decodeAssignment(protocolType string, b []byte) []TopicPartition {
+	if protocolType != "consumer" || len(b) == 0 {
+		return nil
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(b); err != nil {
+		return nil
+	}
+	var out []TopicPartition
+	for _, t := range a.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	return out
+}
+
+// CommitMember is Commit on behalf of a member of the group's current
+// generation (an OffsetCommit request of a group member): it is refused
+// unless memberID is a member of the published membership and generation
+// its current generation.
+func (g *Groups) CommitMember(ctx context.Context, group, memberID string, generation int32, offsets []OffsetCommit) error {
+	return g.commit(ctx, group, memberGeneration{memberID: memberID, generation: generation}, offsets)
 }
 
 // pendingWrite is one record of a write: a commit, or a tombstone when
@@ -568,8 +681,8 @@ func (g *Groups) Commit(ctx context.Context, group string, offsets []OffsetCommi
 	return g.commit(ctx, group, noGeneration, offsets)
 }
 
-// commit is Commit on behalf of gen (the OffsetCommit request's member id and
-// generation once members exist).
+// commit is Commit on behalf of gen: nobody (Commit) or a member of a
+// generation (CommitMember).
 func (g *Groups) commit(ctx context.Context, group string, gen memberGeneration, offsets []OffsetCommit) error {
 	if err := validateGroupName(group); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
@@ -680,8 +793,8 @@ func (g *Groups) snapshotLocked(gr *consumerGroup) groupSnapshot {
 }
 
 // Describe returns one row for every partition of every topic the group has
-// committed offsets for (and, once members exist, every partition assigned
-// to one), sorted by topic and partition. Partitions without a commit show
+// committed offsets for and every partition assigned to a member (with the
+// member's id, host and client id, see SetMembership), sorted by topic and partition. Partitions without a commit show
 // CurrentOffset -1 and Lag -1; partitions of topics that do not exist show
 // LogEndOffset -1 and Lag -1. It returns ErrUnknownGroup for a group without
 // commits or members.

@@ -393,19 +393,73 @@ func TestGroups_DeleteTopic_ForgetsOffsets(t *testing.T) {
 	}
 }
 
-// addTestMember adds a member to a group, standing in for JoinGroup.
+// consumerAssignment encodes a consumer protocol member assignment.
+func consumerAssignment(topic string, partitions ...int32) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	t := kmsg.NewConsumerMemberAssignmentTopic()
+	t.Topic, t.Partitions = topic, partitions
+	a.Topics = append(a.Topics, t)
+	return a.AppendTo(nil)
+}
+
+// addTestMember publishes one member owning t-0, as the Kafka listener does
+// after a JoinGroup and SyncGroup.
 func addTestMember(t *testing.T, l *Log, name string) {
 	t.Helper()
-	g := l.Groups()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	gr, ok := g.groups[name]
-	if !ok {
-		gr = newGroup(name)
-		g.groups[name] = gr
+	err := l.Groups().SetMembership(name, Membership{
+		State: "Stable", Generation: 1, ProtocolType: "consumer", Protocol: "range", Leader: "consumer-1",
+		Members: []GroupMember{{ID: "consumer-1", ClientID: "client", Host: "/10.0.0.1", Assignment: consumerAssignment("t", 0)}},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	gr.members["consumer-1"] = &member{id: "consumer-1", clientID: "client", host: "/10.0.0.1", assignment: []TopicPartition{{"t", 0}}}
-	gr.generation, gr.state = 1, groupStable
+}
+
+func TestGroups_SetMembership(t *testing.T) {
+	l := openGroupsLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := l.Groups()
+	// A group with members and no commits exists, and shows its owners.
+	addTestMember(t, l, "fresh")
+	if got := g.List(); !reflect.DeepEqual(got, []string{"fresh"}) {
+		t.Fatalf("List = %v", got)
+	}
+	rows, err := g.Describe("fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].ConsumerID != "consumer-1" || rows[0].ClientID != "client" || rows[1].ConsumerID != "" {
+		t.Fatalf("Describe = %+v, want t-0 owned by consumer-1 and t-1 unowned", rows)
+	}
+	// The last member leaving forgets a group without commits.
+	if err := g.SetMembership("fresh", Membership{Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Describe("fresh"); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("Describe after the last member left: %v, want ErrUnknownGroup", err)
+	}
+	// Other protocols' assignments are opaque: no owners, but members.
+	err = g.SetMembership("connect", Membership{ProtocolType: "connect", Members: []GroupMember{{ID: "w1", Assignment: []byte{0, 1, 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := g.Describe("connect"); err != nil || len(rows) != 0 {
+		t.Fatalf("Describe of a connect group = %+v, %v", rows, err)
+	}
+	if err := g.Commit(t.Context(), "connect", []OffsetCommit{{Topic: "t", Offset: 1}}); !errors.Is(err, ErrGroupNotEmpty) {
+		t.Fatalf("simple commit to a group with members: %v, want ErrGroupNotEmpty", err)
+	}
+	for _, bad := range []Membership{{State: "Sleeping"}, {Members: []GroupMember{{ClientID: "no id"}}}} {
+		if err := g.SetMembership("connect", bad); err == nil {
+			t.Fatalf("SetMembership(%+v) accepted", bad)
+		}
+	}
+	if err := g.SetMembership("", Membership{}); err == nil {
+		t.Fatal("SetMembership of an empty group name accepted")
+	}
 }
 
 func TestGroups_RefusesWhileMembersExist(t *testing.T) {
@@ -437,11 +491,14 @@ func TestGroups_RefusesWhileMembersExist(t *testing.T) {
 		t.Fatalf("simple Commit with members: %v, want ErrGroupNotEmpty", err)
 	}
 	// A member of the current generation may commit.
-	if err := g.commit(t.Context(), "g", memberGeneration{memberID: "consumer-1", generation: 1}, []OffsetCommit{{Topic: "t", Offset: 2}}); err != nil {
+	if err := g.CommitMember(t.Context(), "g", "consumer-1", 1, []OffsetCommit{{Topic: "t", Offset: 2}}); err != nil {
 		t.Fatalf("member commit: %v", err)
 	}
-	if err := g.commit(t.Context(), "g", memberGeneration{memberID: "consumer-1", generation: 0}, []OffsetCommit{{Topic: "t", Offset: 2}}); err == nil {
+	if err := g.CommitMember(t.Context(), "g", "consumer-1", 0, []OffsetCommit{{Topic: "t", Offset: 2}}); err == nil {
 		t.Fatal("commit of a stale generation accepted")
+	}
+	if err := g.CommitMember(t.Context(), "g", "consumer-2", 1, []OffsetCommit{{Topic: "t", Offset: 2}}); err == nil {
+		t.Fatal("commit of an unknown member accepted")
 	}
 	if off, _ := g.CommittedOffset("g", "t", 0); off != 2 {
 		t.Fatalf("offset = %d, want 2", off)
@@ -452,6 +509,21 @@ func TestGroups_RefusesWhileMembersExist(t *testing.T) {
 	}
 	if r := rows[0]; r.ConsumerID != "consumer-1" || r.Host != "/10.0.0.1" || r.ClientID != "client" {
 		t.Fatalf("Describe row of an assigned partition = %+v", r)
+	}
+
+	// Once the last member left, the group is idle again: its commits stay
+	// and the refused operations work.
+	if err := g.SetMembership("g", Membership{State: "Empty", Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ApplyReset(t.Context(), "g", plan); err != nil {
+		t.Fatalf("ApplyReset after the members left: %v", err)
+	}
+	if off, _ := g.CommittedOffset("g", "t", 0); off != 0 {
+		t.Fatalf("offset after the reset = %d, want 0", off)
+	}
+	if err := g.Delete(t.Context(), "g"); err != nil {
+		t.Fatalf("Delete after the members left: %v", err)
 	}
 }
 

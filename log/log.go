@@ -656,35 +656,66 @@ func (l *Log) AppendIdempotent(ctx context.Context, topicName string, partition 
 }
 
 // AppendRaw appends an encoded v2 record batch as the producer built it (the
-// Kafka wire path): its CRC is checked and its base offset assigned.
+// Kafka wire path): its CRC is checked and its base offset assigned. It
+// returns once the batch is durable.
 func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, batch []byte) (int64, error) {
-	p, err := l.partitionForWrite(topicName, partition)
+	base, wait, err := l.AppendRawAsync(ctx, topicName, partition, append([]byte(nil), batch...))
+	if wait != nil {
+		if werr := wait(ctx); werr != nil {
+			return 0, werr
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
-	b := append([]byte(nil), batch...)
+	return base, nil
+}
+
+// AppendRawAsync is AppendRaw without the wait for durability: when it
+// returns, the batch has its offsets, in call order per partition, and wait
+// returns once it is durable. A caller may append the next batch before
+// waiting, so that one fsync covers several (the Kafka listener does, for
+// the produce requests a client pipelines on one connection). wait is nil
+// when there is nothing to wait for; on an error it may still be set, for
+// what was written before the error.
+//
+// Unlike AppendRaw, it does not copy batch: it rewrites it in place (the
+// assigned base offset; the timestamps on a LogAppendTime topic). batch is
+// the caller's again when AppendRawAsync returns.
+func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition int32, batch []byte) (base int64, wait func(context.Context) error, err error) {
+	p, err := l.partitionForWrite(topicName, partition)
+	if err != nil {
+		return 0, nil, err
+	}
+	b := batch
 	// Validate the records too, as a Kafka broker does: a batch whose CRC
 	// holds but whose records do not decode would fail every later read.
 	kb, _, reason := checkBatch(b)
 	if reason != "" {
-		return 0, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
+		return 0, nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 	}
 	recs, err := decodeRecords(nil, &kb, 0)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
+		return 0, nil, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
 	}
 	if p.cfg().Compact {
 		for _, r := range recs {
 			if r.Key == nil {
-				return 0, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
+				return 0, nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
 			}
 		}
 	}
-	bases, err := p.appendBatches(ctx, [][]byte{b})
-	if err != nil {
-		return 0, err
+	bases, end, err := p.write([][]byte{b})
+	if end >= 0 {
+		wait = func(ctx context.Context) error {
+			_, err := p.waitDurable(ctx, end)
+			return err
+		}
 	}
-	return bases[0], nil
+	if err != nil {
+		return 0, wait, err
+	}
+	return bases[0], wait, nil
 }
 
 func (l *Log) partitionForWrite(topicName string, partition int32) (*partition, error) {

@@ -10,7 +10,7 @@
 //
 //	ApiVersions            v0-4   the versions below (KIP-511 downgrade for newer asks)
 //	Metadata               v0-12  one broker; auto-creates topics when the client allows
-//	Produce                v3-11  record batches appended as sent (Log.AppendRaw); acks 0/1/all;
+//	Produce                v3-11  record batches appended as sent (Log.AppendRawAsync); acks 0/1/all;
 //	                              idempotent producers (sequence checks in the log)
 //	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)
 //	ListOffsets            v1-6   earliest (-2), latest (-1), by timestamp
@@ -35,6 +35,17 @@
 //	SaslHandshake          v0-1   PLAIN, when Options.SASLPlain is set
 //	SaslAuthenticate       v0-2
 //
+// A connection handles its requests one at a time, in order, and answers
+// them in order, but does not wait for a Produce request's fsync before it
+// reads the next request: the produce requests a client pipelines (franz-go
+// and the Java clients keep up to 5 in flight) are appended back to back and
+// share fsyncs, and their answers go out, in order, as they become durable.
+//
+// Members of groups joined through the listener are published to the log
+// (Groups.SetMembership) on every join, sync, leave and expiry: the log's
+// own group commands (tributary groups describe, reset-offsets, delete) see
+// them, and refuse to reset or delete a group while it has members.
+//
 // Any other request, or a version outside these, is answered with its own
 // response kind carrying UNSUPPORTED_VERSION. A frame that does not decode
 // closes the connection (as Kafka does); it never panics the process.
@@ -46,6 +57,8 @@
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message.
 //   - acks=1 waits for the fsync like acks=all: the log acknowledges nothing
 //     it could lose.
-//   - Group members are known to this listener only: the log's own group
-//     commands (tributary groups describe / reset-offsets) do not see them.
+//   - Group membership lives in memory: after a restart, members join again
+//     (as after a coordinator fail-over). OffsetDelete of a topic the group
+//     does not subscribe to is refused (NON_EMPTY_GROUP) while the group has
+//     members; Kafka allows it.
 package kafka

@@ -85,15 +85,8 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 			case len(res.Batches) > 0:
 				// The stored batches as they are: compression, producer
 				// ids and timestamps as the producer wrote them.
-				n := 0
-				for _, b := range res.Batches {
-					n += len(b)
-				}
-				rp.RecordBatches = make([]byte, 0, n)
-				for _, b := range res.Batches {
-					rp.RecordBatches = append(rp.RecordBatches, b...)
-				}
-				total += n
+				rp.RecordBatches = joinBatches(res.Batches)
+				total += len(rp.RecordBatches)
 			default:
 				idle = append(idle, fetchPos{t.Topic, p.Partition, p.FetchOffset})
 			}
@@ -102,6 +95,32 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, idle, failed
+}
+
+// joinBatches returns the batches as one record set: without a copy when
+// they lie back to back in one buffer (as the log reads them, from one
+// window of a segment), else copied together.
+func joinBatches(batches [][]byte) []byte {
+	if len(batches) == 1 {
+		return batches[0]
+	}
+	n := 0
+	adjacent := true
+	for i, b := range batches {
+		n += len(b)
+		if i > 0 && adjacent {
+			prev := batches[i-1]
+			adjacent = len(b) > 0 && cap(prev) > len(prev) && &prev[:len(prev)+1][len(prev)] == &b[0]
+		}
+	}
+	if adjacent {
+		return batches[0][:n]
+	}
+	out := make([]byte, 0, n)
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // waitForData waits until one of the partitions has data past its offset,

@@ -50,7 +50,9 @@ func FuzzHandle(f *testing.F) {
 		defer cancel()
 		cc := &conn{s: srv, c: a, host: "fuzz", authed: true}
 		start := time.Now()
-		_, _ = cc.handle(ctx, frame)
+		if rep, err := cc.handle(ctx, frame); err == nil && rep.finish != nil {
+			rep.finish()
+		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("request took %v", d)
 		}

@@ -31,8 +31,8 @@ package kafka
 // coordinator.mu guards the groups map only; group.mu guards one group.
 // Lock order: coordinator.mu, then group.mu. group.mu is held across the
 // durable append of an offset commit, so that a commit and a rebalance of
-// the same group never interleave; nothing else calls into the log under
-// it. Blocked JoinGroup and SyncGroup requests wait on a channel of their
+// the same group never interleave; the only other call into the log under
+// it is publish (Groups.SetMembership, whose lock is a leaf). Blocked JoinGroup and SyncGroup requests wait on a channel of their
 // member, never under a lock.
 
 import (
@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -262,6 +263,7 @@ func (c *coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol, g.leader = "", ""
+		c.publish(g)
 		return
 	}
 	g.protocol = selectProtocol(g.members)
@@ -298,6 +300,7 @@ func (c *coordinator) completeJoin(g *group) {
 		m.join = nil
 		m.deadline = now.Add(m.sessionTimeout)
 	}
+	c.publish(g)
 	c.s.logger.Info("kafka group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
 }
 
@@ -316,6 +319,46 @@ func (c *coordinator) removeMember(g *group, m *member, reason string) {
 		c.tryCompleteJoin(g)
 	case statePreparingRebalance:
 		c.tryCompleteJoin(g)
+	}
+	c.publish(g)
+}
+
+// publish tells the log who is in the group (Groups.SetMembership), so that
+// the log's own group commands (tributary groups describe, reset-offsets,
+// delete) see the members of groups joined through this listener. It runs
+// under g.mu after every change of the group's members, generation, state
+// or assignments, so the log's view never lags the coordinator's while a
+// commit (also under g.mu) is checked against it.
+func (c *coordinator) publish(g *group) {
+	m := tlog.Membership{
+		State: g.state.String(), Generation: g.generation,
+		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
+	}
+	if g.state == stateDead {
+		m.State = stateEmpty.String()
+	} else {
+		for _, mm := range sortedMembers(g.members) {
+			m.Members = append(m.Members, tlog.GroupMember{ID: mm.id, ClientID: mm.clientID, Host: "/" + mm.host, Assignment: mm.assignment})
+		}
+	}
+	if err := c.s.log.Groups().SetMembership(g.name, m); err != nil {
+		c.s.logger.Warn("kafka group membership not published to the log", "group", g.name, "error", err)
+	}
+}
+
+// unpublishAll empties the published membership of every group: Close
+// calls it once no request runs any more, so that a stopped listener leaves
+// no members behind to block the log's group commands.
+func (c *coordinator) unpublishAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, g := range c.groups {
+		g.mu.Lock()
+		clear(g.members)
+		g.state = stateDead
+		c.publish(g)
+		g.mu.Unlock()
+		delete(c.groups, name)
 	}
 }
 

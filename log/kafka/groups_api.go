@@ -93,6 +93,7 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 		c.prepareRebalance(g, "member "+id+" joined")
 	}
 	c.tryCompleteJoin(g)
+	c.publish(g)
 	g.mu.Unlock()
 
 	select {
@@ -151,6 +152,7 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 				}
 			}
 			g.state = stateStable
+			c.publish(g)
 		}
 		g.mu.Unlock()
 		var r syncResult
@@ -296,7 +298,16 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(commits) > 0 {
-		if err := c.s.log.Groups().Commit(ctx, req.Group, commits); err != nil {
+		// The coordinator checked the member and generation above; the log
+		// checks them again against what publish told it (the same, under
+		// g.mu), and refuses a commit from outside a group with members.
+		var err error
+		if req.Generation >= 0 || req.MemberID != "" {
+			err = c.s.log.Groups().CommitMember(ctx, req.Group, req.MemberID, req.Generation, commits)
+		} else {
+			err = c.s.log.Groups().Commit(ctx, req.Group, commits)
+		}
+		if err != nil {
 			ec := errorCode(err)
 			if errors.Is(err, context.Canceled) {
 				ec = codeCoordinatorNotAvailable

@@ -10,17 +10,25 @@ import (
 )
 
 // produce appends the record batches of a Produce request as the producer
-// built them (Log.AppendRaw checks each CRC and assigns offsets). Every
-// acks level waits for the fsync: the log acknowledges nothing it could
-// lose, so acks=1 and acks=all are the same here, and acks=0 only skips
-// the answer.
-func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+// built them (Log.AppendRawAsync checks each CRC and assigns offsets, in
+// request order) and returns the function that completes the answer: it
+// waits until every append is durable and builds the response. The
+// connection runs it in request order while it reads the next requests, so
+// that the produce requests a client pipelines share fsyncs. Every acks
+// level waits for the fsync: the log acknowledges nothing it could lose, so
+// acks=1 and acks=all are the same here, and acks=0 only skips the answer.
+func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	txn := req.TransactionID != nil
-	for _, t := range req.Topics {
+	type pending struct {
+		t, p int
+		wait func(context.Context) error
+	}
+	var waits []pending
+	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
+		for pi, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LogAppendTime = -1
@@ -30,7 +38,11 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 				err = kerr.TransactionalIDAuthorizationFailed
 				rp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this listener")
 			} else {
-				base, err = s.appendBatches(ctx, t.Topic, p.Partition, p.Records)
+				var wait func(context.Context) error
+				base, wait, err = s.appendBatches(ctx, t.Topic, p.Partition, p.Records)
+				if err == nil && wait != nil {
+					waits = append(waits, pending{ti, pi, wait})
+				}
 			}
 			rp.BaseOffset = base
 			if err != nil {
@@ -40,49 +52,69 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 				}
 				s.logger.Debug("kafka produce refused", "topic", t.Topic, "partition", p.Partition, "error", err)
 			}
-			if start, _, err := s.log.Offsets(t.Topic, p.Partition); err == nil {
-				rp.LogStartOffset = start
-			} else {
-				rp.LogStartOffset = -1
-			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp
+	return func() *kmsg.ProduceResponse {
+		for _, w := range waits {
+			if err := w.wait(ctx); err != nil {
+				rp := &resp.Topics[w.t].Partitions[w.p]
+				rp.BaseOffset, rp.ErrorCode, rp.ErrorMessage = -1, kerr.KafkaStorageError.Code, errorMessage(err)
+				s.logger.Warn("kafka produce not durable", "topic", resp.Topics[w.t].Topic, "partition", rp.Partition, "error", err)
+			}
+		}
+		for ti := range resp.Topics {
+			rt := &resp.Topics[ti]
+			for pi := range rt.Partitions {
+				rp := &rt.Partitions[pi]
+				if start, _, err := s.log.Offsets(rt.Topic, rp.Partition); err == nil {
+					rp.LogStartOffset = start
+				} else {
+					rp.LogStartOffset = -1
+				}
+			}
+		}
+		return resp
+	}
 }
 
-// appendBatches appends the batches of one partition's records field and
-// returns the base offset of the first.
-func (s *Server) appendBatches(ctx context.Context, topic string, partition int32, records []byte) (int64, error) {
+// appendBatches appends the batches of one partition's records field
+// without waiting for durability. It returns the base offset of the first
+// and the wait for all of them (the last one's: durability only grows).
+func (s *Server) appendBatches(ctx context.Context, topic string, partition int32, records []byte) (int64, func(context.Context) error, error) {
 	if len(records) == 0 {
-		return -1, kerr.InvalidRecord
+		return -1, nil, kerr.InvalidRecord
 	}
 	first := int64(-1)
+	var wait func(context.Context) error
 	for len(records) > 0 {
 		if len(records) < 17 {
-			return first, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(records))
+			return first, wait, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(records))
 		}
 		n := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
 		if n < 61 || n > int64(len(records)) {
-			return first, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(records))
+			return first, wait, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(records))
 		}
 		if magic := records[16]; magic != 2 {
-			return first, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
+			return first, wait, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
 		}
 		if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x10 != 0 {
-			return first, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
+			return first, wait, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
 		}
-		base, err := s.log.AppendRaw(ctx, topic, partition, records[:n])
+		base, w, err := s.log.AppendRawAsync(ctx, topic, partition, records[:n])
+		if w != nil {
+			wait = w
+		}
 		if err != nil {
-			return first, fmt.Errorf("produce to %s-%d: %w", topic, partition, err)
+			return first, wait, fmt.Errorf("produce to %s-%d: %w", topic, partition, err)
 		}
 		if first < 0 {
 			first = base
 		}
 		records = records[n:]
 	}
-	return first, nil
+	return first, wait, nil
 }
 
 // initProducerID hands out an idempotent producer id. Transactional ids are

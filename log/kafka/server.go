@@ -125,6 +125,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.wg.Wait()
+	s.groups.unpublishAll()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -166,7 +167,12 @@ func (s *Server) acceptLoop(ctx context.Context) {
 }
 
 // conn is one client connection. Kafka answers the requests of one
-// connection in order, one at a time; so does this server.
+// connection in order; so does this server. Requests are handled one at a
+// time in order, but the connection does not wait for a Produce request's
+// fsync before it reads the next request: the answer waits in a queue
+// (replies) that a writer goroutine answers in request order, so that the
+// produce requests a client pipelines (up to 5 with idempotence) are
+// appended back to back and share fsyncs.
 type conn struct {
 	s       *Server
 	c       net.Conn
@@ -176,6 +182,19 @@ type conn struct {
 	// rawAuthNext: a v0 SaslHandshake was answered, so the next frame is
 	// a bare SASL token.
 	rawAuthNext bool
+}
+
+// maxPendingReplies bounds the answers a connection owes at once: reading
+// stops while this many wait (for their fsync, or for the client to read).
+const maxPendingReplies = 16
+
+// reply is the answer to one request: out when it is ready, or finish,
+// which the connection's writer runs in request order (a Produce request's
+// wait for durability, then its encoding). Both nil, or finish returning
+// nil: no answer (acks=0).
+type reply struct {
+	out    []byte
+	finish func() []byte
 }
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
@@ -188,8 +207,17 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}()
 	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 	cc := &conn{s: s, c: c, host: host, authed: s.opts.SASLPlain == nil}
+	replies := make(chan reply, maxPendingReplies)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		cc.writeReplies(replies)
+	}()
+	defer func() {
+		close(replies)
+		<-writerDone
+	}()
 	r := bufio.NewReaderSize(c, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
 	for {
 		frame, err := readFrame(r, s.opts.MaxRequestBytes)
 		if err != nil {
@@ -198,23 +226,63 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			}
 			return
 		}
-		out, err := cc.handleFrame(ctx, frame)
+		rep, err := cc.handleFrame(ctx, frame)
 		if err != nil {
 			s.logger.Debug("kafka connection dropped", "remote", c.RemoteAddr().String(), "error", err)
 			return
 		}
-		if out == nil { // acks=0 produce: no answer
+		if rep.out == nil && rep.finish == nil { // acks=0 produce: no answer
+			continue
+		}
+		replies <- rep // the writer drains until replies is closed
+	}
+}
+
+// writeReplies answers the requests of a connection in order until replies
+// is closed. A failed write closes the connection (so that the reader
+// stops) and drops the answers still due; answers are flushed whenever no
+// further one is ready.
+func (cc *conn) writeReplies(replies <-chan reply) {
+	w := bufio.NewWriterSize(cc.c, 64<<10)
+	failed := false
+	for rep := range replies {
+		out := rep.out
+		if rep.finish != nil {
+			var ok bool
+			if out, ok = cc.finish(rep.finish); !ok {
+				failed = true
+				cc.c.Close()
+			}
+		}
+		if failed || out == nil {
 			continue
 		}
 		if _, err := w.Write(out); err != nil {
-			return
+			failed = true
+			cc.c.Close()
+			continue
 		}
-		if r.Buffered() == 0 {
+		if len(replies) == 0 {
 			if err := w.Flush(); err != nil {
-				return
+				failed = true
+				cc.c.Close()
 			}
 		}
 	}
+	if !failed {
+		_ = w.Flush()
+	}
+}
+
+// finish runs a deferred answer, with the panic guard of handleFrame.
+func (cc *conn) finish(f func() []byte) (out []byte, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			cc.s.logger.Error("kafka response panicked; closing the connection", "remote", cc.c.RemoteAddr().String(), "panic", r)
+			out, ok = nil, false
+		}
+	}()
+	return f(), true
 }
 
 // readFrame reads one size-prefixed request.
@@ -288,19 +356,20 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// handleFrame decodes one request, answers it and returns the framed
-// response (nil when none is due). An error closes the connection: Kafka
+// handleFrame decodes one request, handles it and returns its framed
+// response, or the function that completes it (see reply). An error closes the connection: Kafka
 // does the same for frames it cannot parse.
-func (cc *conn) handleFrame(ctx context.Context, frame []byte) (out []byte, err error) {
+func (cc *conn) handleFrame(ctx context.Context, frame []byte) (rep reply, err error) {
 	if cc.rawAuthNext {
-		return cc.rawAuth(frame)
+		out, err := cc.rawAuth(frame)
+		return reply{out: out}, err
 	}
 	defer func() {
 		// Requests are untrusted input; a bug in decoding or handling one
 		// must cost its connection, never the process.
 		if r := recover(); r != nil {
 			cc.s.logger.Error("kafka request handler panicked; closing the connection", "remote", cc.c.RemoteAddr().String(), "panic", r)
-			out, err = nil, fmt.Errorf("%w: panic: %v", errMalformed, r)
+			rep, err = reply{}, fmt.Errorf("%w: panic: %v", errMalformed, r)
 		}
 	}()
 	return cc.handle(ctx, frame)
@@ -308,43 +377,53 @@ func (cc *conn) handleFrame(ctx context.Context, frame []byte) (out []byte, err 
 
 // handle is handleFrame without the panic guard (the fuzz target calls it
 // directly, so that a panic is found rather than hidden).
-func (cc *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
+func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	if h.key == 18 { // ApiVersions: answered whatever the version, in v0 when too new
-		return cc.apiVersions(h, body)
+		out, err := cc.apiVersions(h, body)
+		return reply{out: out}, err
 	}
 	if !cc.authed && h.key != 17 && h.key != 36 {
-		return nil, fmt.Errorf("%s before SASL authentication", kmsg.NameForKey(h.key))
+		return reply{}, fmt.Errorf("%s before SASL authentication", kmsg.NameForKey(h.key))
 	}
 	req := kmsg.RequestForKey(h.key)
 	if req == nil {
-		return nil, fmt.Errorf("%w: unknown api key %d", errMalformed, h.key)
+		return reply{}, fmt.Errorf("%w: unknown api key %d", errMalformed, h.key)
 	}
 	v, ok := supported(h.key, cc.s.opts.SASLPlain != nil)
 	if !ok || h.version < v.min || h.version > v.max {
-		return cc.unsupported(h, req), nil
+		return reply{out: cc.unsupported(h, req)}, nil
 	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
-			return nil, err
+			return reply{}, err
 		}
 	}
 	if err := req.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s v%d: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+		return reply{}, fmt.Errorf("%w: %s v%d: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err)
+	}
+	if pr, ok := req.(*kmsg.ProduceRequest); ok {
+		// Appended now, answered once durable (by the connection's writer).
+		finish := cc.s.produce(ctx, pr)
+		return reply{finish: func() []byte {
+			resp := finish()
+			if pr.Acks == 0 {
+				return nil
+			}
+			resp.SetVersion(h.version)
+			return frameResponse(h.corr, resp)
+		}}, nil
 	}
 	resp, err := cc.dispatch(ctx, h, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp == nil {
-		return nil, nil
+	if err != nil || resp == nil {
+		return reply{}, err
 	}
 	resp.SetVersion(h.version)
-	return frameResponse(h.corr, resp), nil
+	return reply{out: frameResponse(h.corr, resp)}, nil
 }
 
 // frameResponse encodes a response with its size and header. Flexible
@@ -365,12 +444,6 @@ func frameResponse(corr int32, resp kmsg.Response) []byte {
 func (cc *conn) dispatch(ctx context.Context, h requestHeader, req kmsg.Request) (kmsg.Response, error) {
 	s := cc.s
 	switch r := req.(type) {
-	case *kmsg.ProduceRequest:
-		resp := s.produce(ctx, r)
-		if r.Acks == 0 {
-			return nil, nil
-		}
-		return resp, nil
 	case *kmsg.FetchRequest:
 		return s.fetch(ctx, r), nil
 	case *kmsg.ListOffsetsRequest:
