@@ -406,7 +406,7 @@ sinks:
 			`p.yaml:4:84: sinks[0].errors.deadletter: missing required key "topic" in errors.deadletter`,
 		}},
 		{"plugins", "version: 1\nplugins: {dir: [a]}\n", []string{
-			`p.yaml:2:11: plugins.dir: unknown key "dir" in plugins; did you mean "dirs"? valid keys: dirs`,
+			`p.yaml:2:11: plugins.dir: unknown key "dir" in plugins; did you mean "dirs"? valid keys: dirs, sha256`,
 		}},
 		{"unused merge key cycle", "version: 1\nx-a: &a {<<: *a}\n", nil},
 		{"merge key cycle", "version: 1\nlog: &l {<<: *l}\n", []string{
@@ -608,7 +608,7 @@ func TestParse_KafkaListen(t *testing.T) {
 		t.Fatalf("Parse = %+v, %v", p, err)
 	}
 	for bad, pos := range map[string]string{
-		"version: 1\nlog:\n  kafka: {listen: nope}\n": "p.yaml:3:19:",
+		"version: 1\nlog:\n  kafka: {listen: nope}\n":                                                "p.yaml:3:19:",
 		"version: 1\nlog:\n  backend: kafka\n  kafka: {brokers: [k:9092], listen: 127.0.0.1:9092}\n": "p.yaml:4:38:",
 	} {
 		if _, err := Parse("p.yaml", []byte(bad), Options{}); err == nil || !strings.Contains(err.Error(), pos) {
