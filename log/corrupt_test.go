@@ -85,8 +85,6 @@ type segLayout struct {
 	batches []batchPos
 }
 
-func (s segLayout) last() int64 { return s.batches[len(s.batches)-1].last }
-
 // scanLayout lists the segments of a partition dir and the batches in each,
 // read straight from the files.
 func scanLayout(t *testing.T, partDir string) []segLayout {
