@@ -11,6 +11,11 @@
 // commits the group offsets only after the write is confirmed. Delivery is
 // at least once.
 //
+// The stages of a task overlap: a source task reads the next batch while
+// the previous ones are appended and fsync'ed, and reads that wait for the
+// appender go out as one append; positions and group offsets are stored at
+// most every 200 ms, merging what became durable or written meanwhile.
+//
 // Failing records are retried with exponential backoff and jitter; with
 // error tolerance "all" a record that still fails goes to the dead-letter
 // topic with headers naming its origin (Kafka Connect's __connect.errors.*).

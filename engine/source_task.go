@@ -12,17 +12,55 @@ import (
 // the source reads the next one. One fsync then covers several batches.
 const sourceWindow = 8
 
-// inflight is a batch written to the log and not yet known durable.
+// Lingering: while an append is in flight (written, not yet durable), the
+// records read meanwhile can be held and appended together once it is
+// durable, for up to sourceLinger, or sooner when sourceLingerRecords or
+// sourceLingerBytes are held. With nothing in flight a read is appended at
+// once. Measured with bench/engine at 10,000 events/s on a loaded 2-core VM,
+// a 5 ms linger cut appends and log fsyncs about 3x and CPU per record from
+// about 50 to 29 µs, but raised the p50 latency from about 3 to 14 ms
+// without a clear p99 gain, so it is off: only reads already waiting are
+// merged into an append (which is what batches a source at full speed).
+const (
+	sourceLinger        = 0
+	sourceLingerRecords = 4096
+	sourceLingerBytes   = 4 << 20
+)
+
+// sourcePositionInterval is the least time between two position stores of
+// a source task: the positions of batches made durable meanwhile are merged
+// into the next store. Each store is an append and fsync of the offsets
+// topic; the interval bounds how much a source reads again after a crash
+// (Kafka Connect flushes source offsets every 60 s by default).
+const sourcePositionInterval = 200 * time.Millisecond
+
+// sourceReadAhead is how many read (and transformed) batches wait for the
+// appender; the reader reads the next one meanwhile.
+const sourceReadAhead = 4
+
+// readBatch is a batch read from the source and transformed.
+type readBatch struct {
+	recs  []connect.Record
+	pos   connect.Position // of the batch's last positioned record; nil if none
+	bytes int              // of keys and values
+	start time.Time        // when it was read
+}
+
+// inflight is a batch written to the log and not yet known durable. The
+// committer closes done once it is durable (or failed).
 type inflight struct {
 	wait  func(context.Context) error
 	pos   connect.Position
 	start time.Time
+	done  chan struct{}
 }
 
 // runSource runs a source task until soft ends (clean stop) or it fails:
-// read → transform → append → (once durable) store position → Ack. Appends
-// keep their order; a committer goroutine waits for durability, so the
-// next batch is read while the previous ones are fsync'ed.
+// read → transform → append → (once durable) store position → Ack. Three
+// goroutines share the work: a reader (Read and transforms), the appender
+// (this one) and a committer that waits for durability, so the next batch
+// is read and appended while the previous ones are fsync'ed. Appends keep
+// the order of reads.
 func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c chain) error {
 	src := r.conn.NewSource()
 	if err := src.Open(soft, cfg); err != nil {
@@ -38,12 +76,26 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 			r.logger.Warn("close source", "error", err)
 		}
 	}()
-	window := make(chan inflight, sourceWindow)
-	committed := make(chan error, 1)
+	r.setTaskState(StateRunning, "")
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
+	reads := make(chan readBatch, sourceReadAhead)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(reads)
+		readErr <- r.readSource(rctx, src, c, reads)
+	}()
+	window := make(chan inflight, sourceWindow)
+	committed := make(chan error, 1)
 	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading) }()
-	err := r.readSource(hard, rctx, src, c, window)
+
+	err := r.appendSource(hard, rctx, reads, window)
+	stopReading()
+	for range reads { // what was read and not appended is not acked and comes again
+	}
+	if rerr := <-readErr; err == nil {
+		err = rerr
+	}
 	close(window) // drain: the committer finishes every batch in flight
 	if cerr := <-committed; err == nil {
 		err = cerr
@@ -51,23 +103,23 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	return err
 }
 
-// readSource is the reading half of a source task.
-func (r *runner) readSource(hard, soft context.Context, src connect.Source, c chain, window chan<- inflight) error {
-	r.setTaskState(StateRunning, "")
+// readSource is the reading half of a source task: Read and transform,
+// until ctx ends (nil) or reading fails. It blocks while paused.
+func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, reads chan<- readBatch) error {
 	m := r.w.metrics
 	bo := backoff{initial: 100 * time.Millisecond, max: 10 * time.Second}
 	for {
-		if !r.waitWhilePaused(soft) {
+		if !r.waitWhilePaused(ctx) {
 			return nil
 		}
-		recs, err := src.Read(soft)
-		if soft.Err() != nil {
+		recs, err := src.Read(ctx)
+		if ctx.Err() != nil {
 			return nil // stop requested: whatever was read is not acked and comes again
 		}
 		if err != nil {
 			if connect.IsRetryable(err) {
 				m.errors.WithLabelValues(r.spec.Name, "read").Inc()
-				if sleep(soft, bo.next()) != nil {
+				if sleep(ctx, bo.next()) != nil {
 					return nil
 				}
 				continue
@@ -78,12 +130,11 @@ func (r *runner) readSource(hard, soft context.Context, src connect.Source, c ch
 		if len(recs) == 0 {
 			continue
 		}
-		f := inflight{start: time.Now(), wait: func(context.Context) error { return nil }}
+		b := readBatch{start: time.Now(), recs: make([]connect.Record, 0, len(recs))}
 		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
-		out := make([]connect.Record, 0, len(recs))
 		for _, rec := range recs {
 			if rec.Position != nil {
-				f.pos = rec.Position
+				b.pos = rec.Position
 			}
 			if rec.Topic == "" {
 				rec.Topic = r.spec.Topic
@@ -94,67 +145,189 @@ func (r *runner) readSource(hard, soft context.Context, src connect.Source, c ch
 				m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
 				return fmt.Errorf("source %s: %w", r.spec.Name, err)
 			}
-			out = append(out, got...)
+			for i := range got {
+				b.bytes += len(got[i].Key) + len(got[i].Value)
+			}
+			b.recs = append(b.recs, got...)
 		}
-		if len(out) > 0 {
+		select {
+		case reads <- b:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// appendSource is the appending half of a source task: it appends what the
+// reader hands over, merging the batches that wait (and, while an append
+// is in flight, lingering for more), until reads is closed or ctx ends.
+func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight) error {
+	m := r.w.metrics
+	var last chan struct{} // closed once the last append is durable; nil before the first
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
+	for {
+		var b readBatch
+		var ok bool
+		select {
+		case b, ok = <-reads:
+		case <-ctx.Done():
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+		closed := gather(ctx, &b, reads, last, sourceLinger, linger)
+		f := inflight{start: b.start, pos: b.pos, wait: func(context.Context) error { return nil }, done: make(chan struct{})}
+		if len(b.recs) > 0 {
 			// Appends use the hard context: a batch that was read is
 			// finished even while stopping, so its position can be stored.
-			wait, err := r.w.opts.Backend.Append(hard, out)
+			wait, err := r.w.opts.Backend.Append(hard, b.recs)
 			if err != nil {
 				return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
 			}
 			f.wait = wait
-			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
+			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(b.recs)))
 		}
 		window <- f // blocks while sourceWindow batches wait for their fsync
+		last = f.done
+		if closed {
+			return nil
+		}
+	}
+}
+
+// gather merges into b the batches waiting in reads and, while the last
+// append is in flight (lastDone not closed), those read meanwhile, for up
+// to d, until b is full. It returns early when reads is closed (and says
+// so) or ctx ends: b is then appended, as a stop finishes the batch in
+// hand.
+func gather(ctx context.Context, b *readBatch, reads <-chan readBatch, lastDone <-chan struct{}, d time.Duration, linger *time.Timer) (closed bool) {
+	var timeout <-chan time.Time
+	for !b.full() {
+		select {
+		case next, ok := <-reads:
+			if !ok {
+				return true
+			}
+			b.merge(next)
+			continue
+		default:
+		}
+		if lastDone == nil || d <= 0 {
+			return false // nothing in flight, or no lingering: append at once
+		}
+		if timeout == nil {
+			linger.Reset(d)
+			timeout = linger.C
+		}
+		select {
+		case next, ok := <-reads:
+			if !ok {
+				return true
+			}
+			b.merge(next)
+		case <-lastDone:
+			return false
+		case <-timeout:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return false
+}
+
+// full reports whether b holds enough to append without lingering.
+func (b *readBatch) full() bool {
+	return len(b.recs) >= sourceLingerRecords || b.bytes >= sourceLingerBytes
+}
+
+// merge appends next, read after b, to b.
+func (b *readBatch) merge(next readBatch) {
+	b.recs = append(b.recs, next.recs...)
+	b.bytes += next.bytes
+	if next.pos != nil {
+		b.pos = next.pos
 	}
 }
 
 // commitSourcePositions is the committing half of a source task: for each
 // batch, in order, it waits until the batch is durable; then it stores the
-// newest position reached (once per burst, not per batch) and acks it.
+// newest position reached and acks it, at most every
+// sourcePositionInterval, and once more when window is closed.
 // On a failure it calls stopReading and drains the window.
 func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func()) error {
 	m := r.w.metrics
 	var pending connect.Position
 	var failed error
-	flush := func() error {
-		if pending == nil {
-			return nil
+	var last time.Time // of the last store
+	var timer *time.Timer
+	var fire <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	flush := func() {
+		if pending == nil || failed != nil {
+			return
 		}
 		if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, pending); err != nil {
-			return err
+			failed = err
+			stopReading()
+			return
 		}
+		last = time.Now()
 		if err := src.Ack(ctx, pending); err != nil {
 			if !connect.IsRetryable(err) {
-				return fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
+				failed = fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
+				stopReading()
+				return
 			}
 			r.logger.Warn("ack failed; the next ack covers it", "error", err)
 		}
 		pending = nil
-		return nil
 	}
-	for f := range window {
-		if failed != nil {
-			continue // drain without storing anything past the failure
-		}
-		if err := f.wait(ctx); err != nil {
-			failed = fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
-			stopReading()
-			continue
-		}
-		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
-		if f.pos != nil {
-			pending = f.pos
-		}
-		if len(window) == 0 {
-			if failed = flush(); failed != nil {
-				stopReading()
+	for {
+		select {
+		case f, ok := <-window:
+			if !ok {
+				flush()
+				return failed
 			}
+			if failed != nil {
+				close(f.done)
+				continue // drain without storing anything past the failure
+			}
+			if err := f.wait(ctx); err != nil {
+				close(f.done)
+				failed = fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
+				stopReading()
+				continue
+			}
+			close(f.done)
+			m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
+			if f.pos != nil {
+				pending = f.pos
+			}
+			if pending == nil {
+				continue
+			}
+			if wait := sourcePositionInterval - time.Since(last); wait <= 0 {
+				flush()
+			} else if fire == nil {
+				if timer == nil {
+					timer = time.NewTimer(wait)
+				} else {
+					timer.Reset(wait)
+				}
+				fire = timer.C
+			}
+		case <-fire:
+			fire = nil
+			flush()
 		}
 	}
-	if failed != nil {
-		return failed
-	}
-	return flush()
 }

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -72,6 +74,7 @@ type config struct {
 	partitions int
 	rate       float64
 	duration   time.Duration
+	runs       int
 	cpuprofile string
 }
 
@@ -87,6 +90,7 @@ func main() {
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
 	flag.Float64Var(&c.rate, "rate", 10000, "events per second in the latency phase")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of the latency phase")
+	flag.IntVar(&c.runs, "runs", 1, "rounds of every phase; the table shows medians with the spread (min-max)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if err := run(context.Background(), c, os.Stdout); err != nil {
@@ -99,8 +103,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if c.dir == "" {
 		return errors.New("-dir is required")
 	}
-	if c.records <= 0 || c.size <= 0 || c.batch <= 0 || c.genBatch <= 0 || c.inflight <= 0 || c.partitions <= 0 || c.rate <= 0 || c.duration <= 0 {
-		return errors.New("-records, -size, -batch, -gen-batch, -inflight, -partitions, -rate and -duration must be positive")
+	if c.records <= 0 || c.size <= 0 || c.batch <= 0 || c.genBatch <= 0 || c.inflight <= 0 || c.partitions <= 0 || c.rate <= 0 || c.duration <= 0 || c.runs <= 0 {
+		return errors.New("-records, -size, -batch, -gen-batch, -inflight, -partitions, -rate, -duration and -runs must be positive")
 	}
 	phases := map[string]bool{}
 	for p := range strings.SplitSeq(c.phases, ",") {
@@ -123,29 +127,37 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var (
-		res results
-		err error
-	)
-	if phases["append"] {
-		progress("log append: %d records of %d B, %d x %d in flight over %d partitions", c.records, c.size, c.inflight, c.batch, c.partitions)
-		if res.append, err = runAppend(ctx, c, filepath.Join(c.dir, "append")); err != nil {
-			return fmt.Errorf("append: %w", err)
+	// Rounds interleave the phases, so that a slow minute of the shared
+	// disk hits every phase of a round alike, and each round's ratio pairs
+	// an end-to-end run with the append run just before it.
+	var rounds []round
+	for i := range c.runs {
+		var (
+			rd  round
+			err error
+		)
+		dir := filepath.Join(c.dir, fmt.Sprintf("round%d", i+1))
+		if phases["append"] {
+			progress("round %d/%d: log append: %d records of %d B, %d x %d in flight over %d partitions", i+1, c.runs, c.records, c.size, c.inflight, c.batch, c.partitions)
+			if rd.append, err = runAppend(ctx, c, filepath.Join(dir, "append")); err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
 		}
-	}
-	if phases["e2e"] {
-		progress("end to end: generator → log → file sink, %d records of %d B, generator batch.size %d", c.records, c.size, c.genBatch)
-		if res.e2e, err = runE2E(ctx, c, filepath.Join(c.dir, "e2e")); err != nil {
-			return fmt.Errorf("end to end: %w", err)
+		if phases["e2e"] {
+			progress("round %d/%d: end to end: generator → log → file sink, %d records of %d B, generator batch.size %d", i+1, c.runs, c.records, c.size, c.genBatch)
+			if rd.e2e, err = runE2E(ctx, c, filepath.Join(dir, "e2e")); err != nil {
+				return fmt.Errorf("end to end: %w", err)
+			}
 		}
-	}
-	if phases["latency"] {
-		progress("latency: generator at %.0f events/s for %v → log → file sink", c.rate, c.duration)
-		if res.latency, err = runLatency(ctx, c, filepath.Join(c.dir, "latency")); err != nil {
-			return fmt.Errorf("latency: %w", err)
+		if phases["latency"] {
+			progress("round %d/%d: latency: generator at %.0f events/s for %v → log → file sink", i+1, c.runs, c.rate, c.duration)
+			if rd.latency, err = runLatency(ctx, c, filepath.Join(dir, "latency")); err != nil {
+				return fmt.Errorf("latency: %w", err)
+			}
 		}
+		rounds = append(rounds, rd)
 	}
-	res.print(out, c)
+	printResults(out, c, rounds)
 	return nil
 }
 
@@ -263,8 +275,9 @@ func values(n, size int) [][]byte {
 
 // pipeline is a worker on a fresh log running generator → topic → a sink.
 type pipeline struct {
-	log *tlog.Log
-	w   *engine.Worker
+	log     *tlog.Log
+	w       *engine.Worker
+	metrics *engine.Metrics
 }
 
 // openPipeline opens a log in dir with the topic and a worker on it.
@@ -278,20 +291,21 @@ func openPipeline(ctx context.Context, c config, dir string, reg *connect.Regist
 		l.Close()
 		return nil, err
 	}
-	w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Connectors: reg, Logger: discard()})
+	m := engine.NewMetrics()
+	w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Connectors: reg, Logger: discard(), Metrics: m})
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	return &pipeline{log: l, w: w}, nil
+	return &pipeline{log: l, w: w, metrics: m}, nil
 }
 
-// start starts the generator with genCfg and the sink connector sink
-// writing to dir/out/events.jsonl.
-func (p *pipeline) start(ctx context.Context, dir string, genCfg map[string]string, sink string) error {
+// start starts the generator with genCfg and the probed file sink writing
+// to dir/out/events.jsonl.
+func (p *pipeline) start(ctx context.Context, dir string, genCfg map[string]string) error {
 	specs := []engine.ConnectorSpec{
 		{Pipeline: "bench", Name: sourceName, Kind: connect.KindSource, Connector: generator.Name, Topic: topic, Config: genCfg},
-		{Pipeline: "bench", Name: sinkName, Kind: connect.KindSink, Connector: sink, Topics: []string{topic},
+		{Pipeline: "bench", Name: sinkName, Kind: connect.KindSink, Connector: probeName, Topics: []string{topic},
 			Config: map[string]string{"path": filepath.Join(dir, "out", "events.jsonl")}},
 	}
 	for _, s := range specs {
@@ -309,16 +323,20 @@ func (p *pipeline) close() error {
 	return errors.Join(p.w.Shutdown(ctx), p.log.Close())
 }
 
-// appended returns the records in the topic, which is new: its offsets
-// count from 0.
-func (p *pipeline) appended() int64 {
-	var n int64
-	for i := range p.partitions() {
-		_, end, _ := p.log.Offsets(topic, i)
-		n += end
+// ends returns the records in a topic; the topics are new, so their
+// offsets count from 0.
+func (p *pipeline) ends(name string) int64 {
+	n, _ := p.log.Partitions(name)
+	var sum int64
+	for i := range n {
+		_, end, _ := p.log.Offsets(name, int32(i))
+		sum += end
 	}
-	return n
+	return sum
 }
+
+// appended returns the records in the pipeline's topic.
+func (p *pipeline) appended() int64 { return p.ends(topic) }
 
 // committed returns the records below the sink group's committed offsets.
 func (p *pipeline) committed() int64 {
@@ -329,11 +347,6 @@ func (p *pipeline) committed() int64 {
 		}
 	}
 	return n
-}
-
-func (p *pipeline) partitions() int32 {
-	n, _ := p.log.Partitions(topic)
-	return int32(n)
 }
 
 // failure returns the trace of a failed task, if any.
@@ -368,23 +381,67 @@ func (p *pipeline) waitUntil(what string, interval, timeout time.Duration, cond 
 	return nil
 }
 
-func registry(latency *latencyRecorder) *connect.Registry {
+// flow returns how the records moved: batch counts of the source task
+// (from the worker's batch histogram), of the log, of the sink and of the
+// position stores and group commits (records of the internal topics).
+func (p *pipeline) flow(probe *probe, log0 int64) flow {
+	f := flow{
+		logBatches:   p.log.Metrics().Batches.Load() - log0,
+		positions:    p.ends(engine.OffsetsTopic),
+		groupCommits: p.ends(tlog.OffsetsTopic),
+	}
+	f.sinkWrites, f.sinkRecords, f.sinkWriteTime = probe.totals()
+	if mfs, err := p.metrics.Registry.Gather(); err == nil {
+		for _, mf := range mfs {
+			if mf.GetName() != "tributary_connector_batch_seconds" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "connector" && lp.GetValue() == sourceName {
+						f.sourceBatches = int64(m.GetHistogram().GetSampleCount())
+					}
+				}
+			}
+		}
+	}
+	// The internal topics' own appends are log batches too.
+	f.logBatches -= f.positions + f.groupCommits
+	return f
+}
+
+// probeName is the file sink wrapped by the probe, under its own name.
+const probeName = "probed-file"
+
+func registry(pr *probe) *connect.Registry {
 	reg := connect.NewRegistry()
 	reg.MustRegister(generator.Connector())
-	reg.MustRegister(file.Connector())
 	fc := file.Connector()
 	reg.MustRegister(connect.Connector{
-		Name: "latency-file", Kind: connect.KindSink, Version: "bench",
-		Description: "The file sink, noting each record's time from its timestamp to its fsync'ed write.",
+		Name: probeName, Kind: connect.KindSink, Version: "bench",
+		Description: "The file sink, noting its writes and each record's time from its timestamp to its fsync'ed write.",
 		Spec:        fc.Spec,
-		NewSink:     func() connect.Sink { return &latencySink{inner: fc.NewSink(), rec: latency} },
+		NewSink:     func() connect.Sink { return &probeSink{inner: fc.NewSink(), probe: pr} },
 	})
 	return reg
+}
+
+// flow is how records moved through a pipeline: how many batches each
+// stage made of them.
+type flow struct {
+	sourceBatches int64 // appends by the source task
+	logBatches    int64 // record batches the log stored for the topic
+	positions     int64 // source positions stored (one offsets-topic fsync each)
+	groupCommits  int64 // sink group commits (one fsync each)
+	sinkWrites    int64 // Write calls of the file sink (one file fsync each)
+	sinkRecords   int64
+	sinkWriteTime time.Duration // in the sink's Write, fsync included
 }
 
 type e2eResult struct {
 	throughput
 	sourceElapsed time.Duration // until every record was appended
+	flow
 }
 
 // runE2E runs generator → log → file sink at full speed for c.records
@@ -394,15 +451,16 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 		"rate": "0", "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(c.records, 10), "value.size": strconv.Itoa(c.size),
 	}
-	p, err := openPipeline(ctx, c, dir, registry(nil))
+	pr := &probe{}
+	p, err := openPipeline(ctx, c, dir, registry(pr))
 	if err != nil {
 		return e2eResult{}, err
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, log0 := time.Now(), cpuTime(), p.log.Metrics().Batches.Load()
 	var sourceDone time.Duration
-	err = p.start(ctx, dir, gen, file.Name)
+	err = p.start(ctx, dir, gen)
 	if err == nil {
-		err = p.waitUntil("the sink to commit every record", 5*time.Millisecond, 30*time.Minute, func() bool {
+		err = p.waitUntil("the sink to commit every record", 2*time.Millisecond, 30*time.Minute, func() bool {
 			if sourceDone == 0 && p.appended() >= c.records {
 				sourceDone = time.Since(start)
 			}
@@ -414,6 +472,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 		sourceElapsed: sourceDone,
 	}
 	res.cost(cpu0, p.log)
+	res.flow = p.flow(pr, log0)
 	if err := errors.Join(err, p.close()); err != nil {
 		return e2eResult{}, err
 	}
@@ -437,11 +496,7 @@ func countLines(path string) (int64, error) {
 	buf := make([]byte, 1<<20)
 	for {
 		k, err := f.Read(buf)
-		for _, b := range buf[:k] {
-			if b == '\n' {
-				n++
-			}
-		}
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
 		if err == io.EOF {
 			return n, nil
 		}
@@ -455,23 +510,28 @@ type latencyResult struct {
 	throughput // from the start of the connectors to the last commit
 	p50, p99   time.Duration
 	p90, max   time.Duration
+	// The parts: from the timestamp to the start of the sink's write
+	// (source, log, fetch, waiting for the sink), and the write itself.
+	beforeP50, beforeP99 time.Duration
+	inP50, inP99         time.Duration
+	flow
 }
 
 // runLatency runs the pipeline with the generator at c.rate for
 // c.duration and returns the distribution of event-to-sink latencies.
 func runLatency(ctx context.Context, c config, dir string) (latencyResult, error) {
 	events := int64(c.rate * c.duration.Seconds())
-	rec := &latencyRecorder{lat: make([]time.Duration, 0, events)}
+	pr := &probe{lat: make([]time.Duration, 0, events), noteLatency: true}
 	gen := map[string]string{
 		"rate": strconv.FormatFloat(c.rate, 'f', -1, 64), "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(events, 10), "value.size": strconv.Itoa(c.size),
 	}
-	p, err := openPipeline(ctx, c, dir, registry(rec))
+	p, err := openPipeline(ctx, c, dir, registry(pr))
 	if err != nil {
 		return latencyResult{}, err
 	}
-	start, cpu0 := time.Now(), cpuTime()
-	err = p.start(ctx, dir, gen, "latency-file")
+	start, cpu0, log0 := time.Now(), cpuTime(), p.log.Metrics().Batches.Load()
+	err = p.start(ctx, dir, gen)
 	if err == nil {
 		err = p.waitUntil("the sink to commit every event", 20*time.Millisecond, c.duration+5*time.Minute, func() bool {
 			return p.committed() >= events
@@ -479,14 +539,17 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	}
 	res := latencyResult{throughput: throughput{records: events, bytes: events * int64(c.size), elapsed: time.Since(start)}}
 	res.cost(cpu0, p.log)
+	res.flow = p.flow(pr, log0)
 	if err := errors.Join(err, p.close()); err != nil {
 		return latencyResult{}, err
 	}
-	lat := rec.sorted()
+	lat, before, in := pr.sorted()
 	if int64(len(lat)) < events {
 		return latencyResult{}, fmt.Errorf("the sink noted %d events, want %d", len(lat), events)
 	}
 	res.p50, res.p90, res.p99, res.max = quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), lat[len(lat)-1]
+	res.beforeP50, res.beforeP99 = quantile(before, 0.50), quantile(before, 0.99)
+	res.inP50, res.inP99 = quantile(in, 0.50), quantile(in, 0.99)
 	return res, os.RemoveAll(dir)
 }
 
@@ -496,115 +559,279 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// latencyRecorder collects latencies noted by the sink's task.
-type latencyRecorder struct {
-	mu  sync.Mutex
-	lat []time.Duration
+// probe collects what the probed sink notes: its writes and, when
+// noteLatency is set, every record's latency.
+type probe struct {
+	noteLatency bool
+
+	mu        sync.Mutex
+	writes    int64
+	records   int64
+	writeTime time.Duration
+	lat       []time.Duration
+	before    []time.Duration // of each record: from its timestamp to the start of its sink write
+	in        []time.Duration // of each record: its sink write's time
 }
 
-func (r *latencyRecorder) note(now time.Time, recs []connect.Record) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range recs {
-		r.lat = append(r.lat, now.Sub(recs[i].Timestamp))
+func (p *probe) note(start, now time.Time, recs []connect.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes++
+	p.records += int64(len(recs))
+	p.writeTime += now.Sub(start)
+	if p.noteLatency {
+		for i := range recs {
+			p.lat = append(p.lat, now.Sub(recs[i].Timestamp))
+			p.before = append(p.before, start.Sub(recs[i].Timestamp))
+			p.in = append(p.in, now.Sub(start))
+		}
 	}
 }
 
-func (r *latencyRecorder) sorted() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := slices.Clone(r.lat)
-	slices.Sort(out)
-	return out
+func (p *probe) totals() (writes, records int64, writeTime time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.writes, p.records, p.writeTime
 }
 
-// latencySink is the file sink, noting for every record of a write that
-// returned (so is fsync'ed) the time since its timestamp. Record timestamps
-// are stored in milliseconds, so a latency reads up to 1 ms long.
-type latencySink struct {
+func (p *probe) sorted() (lat, before, in []time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sorted := func(d []time.Duration) []time.Duration {
+		out := slices.Clone(d)
+		slices.Sort(out)
+		return out
+	}
+	return sorted(p.lat), sorted(p.before), sorted(p.in)
+}
+
+// probeSink is the file sink, noting each write that returned (so is
+// fsync'ed): its size and time, and for every record the time since its
+// timestamp. Record timestamps are stored in milliseconds, so a latency
+// reads up to 1 ms long.
+type probeSink struct {
 	inner connect.Sink
-	rec   *latencyRecorder
+	probe *probe
 }
 
-var _ connect.Sink = (*latencySink)(nil)
+var _ connect.Sink = (*probeSink)(nil)
 
-func (s *latencySink) Open(ctx context.Context, cfg connect.Config) error {
+func (s *probeSink) Open(ctx context.Context, cfg connect.Config) error {
 	return s.inner.Open(ctx, cfg)
 }
 
-func (s *latencySink) Write(ctx context.Context, recs []connect.Record) error {
+func (s *probeSink) Write(ctx context.Context, recs []connect.Record) error {
+	start := time.Now()
 	if err := s.inner.Write(ctx, recs); err != nil {
 		return err
 	}
-	s.rec.note(time.Now(), recs)
+	s.probe.note(start, time.Now(), recs)
 	return nil
 }
 
-func (s *latencySink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
+func (s *probeSink) Close(ctx context.Context) error { return s.inner.Close(ctx) }
 
-type results struct {
+// round is one run of every phase.
+type round struct {
 	append  appendResult
 	e2e     e2eResult
 	latency latencyResult
 }
 
-func (r results) print(w io.Writer, c config) {
+// ratio is the end-to-end records/s of a round over its log append's.
+func (r round) ratio() float64 {
+	if r.append.elapsed <= 0 || r.e2e.elapsed <= 0 {
+		return 0
+	}
+	return r.e2e.recordsPerSec() / r.append.recordsPerSec()
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), and the smallest and largest.
+func median(xs []float64) (med, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+// medianOf returns the median of f over the rounds, and its spread.
+func medianOf[T any](xs []T, f func(T) float64) (med, lo, hi float64) {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	return median(v)
+}
+
+// spread formats a median with its spread when there is more than one
+// round.
+func spread(runs int, format string, med, lo, hi float64) string {
+	if runs < 2 {
+		return fmt.Sprintf(format, med)
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", med, lo, hi)
+}
+
+func printResults(w io.Writer, c config, rounds []round) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s\n\n",
-		c.records, c.size, c.partitions, runtime.NumCPU(), host, loadavg(), time.Now().UTC().Format("2006-01-02T15:04Z"))
-	fmt.Fprintf(w, "%s %7s %10s %7s %7s %8s %7s %8s %9s\n", pad("", labelWidth), "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync", "fsync p99")
-	row := func(label string, t throughput, note string) {
-		cpu, fsyncs, fsync, fsyncP99 := "-", "-", "-", "-"
-		if t.cpu > 0 {
-			cpu = fmt.Sprintf("%.2f", t.cpu.Seconds())
+	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s, GOGC=%s GOMEMLIMIT=%s\n",
+		c.records, c.size, c.partitions, runtime.NumCPU(), host, loadavg(), time.Now().UTC().Format("2006-01-02T15:04Z"),
+		cmp.Or(os.Getenv("GOGC"), "100"), cmp.Or(os.Getenv("GOMEMLIMIT"), "off"))
+	if len(rounds) > 1 {
+		fmt.Fprintf(w, "%d rounds; each figure is the median of the rounds, records/s with its spread (min–max)\n", len(rounds))
+	}
+	fmt.Fprintf(w, "\n%s %7s %26s %7s %7s %8s %7s %8s %9s\n", pad("", labelWidth), "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync", "fsync p99")
+	row := func(label string, ts []throughput, note string) {
+		n := len(ts)
+		mb, _, _ := medianOf(ts, throughput.mbPerSec)
+		rps, rlo, rhi := medianOf(ts, throughput.recordsPerSec)
+		secs, _, _ := medianOf(ts, func(t throughput) float64 { return t.elapsed.Seconds() })
+		cpuS, _, _ := medianOf(ts, func(t throughput) float64 { return t.cpu.Seconds() })
+		perRec, _, _ := medianOf(ts, func(t throughput) float64 { return float64(t.cpu) / float64(max(t.records, 1)) / 1e3 })
+		fsyncs, _, _ := medianOf(ts, func(t throughput) float64 { return float64(t.fsyncs) })
+		fsync, _, _ := medianOf(ts, func(t throughput) float64 {
+			if t.fsyncs == 0 {
+				return 0
+			}
+			return float64(t.fsyncTime) / float64(t.fsyncs) / 1e6
+		})
+		p99, _, _ := medianOf(ts, func(t throughput) float64 {
+			if t.fsyncP99 == 0 {
+				return math.Inf(1) // past the last bucket
+			}
+			return float64(t.fsyncP99) / 1e6
+		})
+		cpuCol, perCol, fsCol, fsMean, fsP99 := "-", "-", "-", "-", "-"
+		if cpuS > 0 {
+			cpuCol, perCol = fmt.Sprintf("%.2f", cpuS), fmt.Sprintf("%.1f µs", perRec)
 		}
-		if t.fsyncs > 0 {
-			fsyncs, fsync = strconv.FormatInt(t.fsyncs, 10), ms(t.fsyncTime/time.Duration(t.fsyncs))
-			fsyncP99 = "> " + ms(tlog.FsyncBucketBounds[len(tlog.FsyncBucketBounds)-1])
-			if t.fsyncP99 > 0 {
-				fsyncP99 = "<= " + ms(t.fsyncP99)
+		if fsyncs > 0 {
+			fsCol, fsMean = fmt.Sprintf("%.0f", fsyncs), fmt.Sprintf("%.1f ms", fsync)
+			fsP99 = "> " + ms(tlog.FsyncBucketBounds[len(tlog.FsyncBucketBounds)-1])
+			if !math.IsInf(p99, 1) {
+				fsP99 = fmt.Sprintf("<= %.1f ms", p99)
 			}
 		}
-		perRec := "-"
-		if t.cpu > 0 && t.records > 0 {
-			perRec = fmt.Sprintf("%.1f µs", float64(t.cpu)/float64(t.records)/1e3)
-		}
-		line := fmt.Sprintf("%s %7.1f %10.0f %7.2f %7s %8s %7s %8s %9s  %s",
-			pad(label, labelWidth), t.mbPerSec(), t.recordsPerSec(), t.elapsed.Seconds(), cpu, perRec, fsyncs, fsync, fsyncP99, note)
+		line := fmt.Sprintf("%s %7.1f %26s %7.2f %7s %8s %7s %8s %9s  %s",
+			pad(label, labelWidth), mb, spread(n, "%.0f", rps, rlo, rhi), secs, cpuCol, perCol, fsCol, fsMean, fsP99, note)
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
-	if r.append.elapsed > 0 {
-		row(fmt.Sprintf("log append, fsync per ack (%d x %d rec in flight)", c.inflight, c.batch), r.append.throughput, "")
+	phase := func(f func(round) throughput) []throughput {
+		var out []throughput
+		for _, r := range rounds {
+			if t := f(r); t.elapsed > 0 {
+				out = append(out, t)
+			}
+		}
+		return out
 	}
-	ratio := 0.0
-	if r.e2e.elapsed > 0 {
-		e := r.e2e
-		if e.sourceElapsed > 0 {
-			row("  generator → log (until all appended)", throughput{records: e.records, bytes: e.bytes, elapsed: e.sourceElapsed}, "")
+	appends := phase(func(r round) throughput { return r.append.throughput })
+	e2es := phase(func(r round) throughput { return r.e2e.throughput })
+	lats := phase(func(r round) throughput { return r.latency.throughput })
+	if len(appends) > 0 {
+		row(fmt.Sprintf("log append, fsync per ack (%d x %d rec in flight)", c.inflight, c.batch), appends, "")
+	}
+	var ratio, rlo, rhi float64
+	if len(e2es) > 0 {
+		srcs := phase(func(r round) throughput {
+			return throughput{records: r.e2e.records, bytes: r.e2e.bytes, elapsed: r.e2e.sourceElapsed}
+		})
+		if len(srcs) > 0 {
+			row("  generator → log (until all appended)", srcs, "")
 		}
 		note := ""
-		if r.append.elapsed > 0 {
-			ratio = e.recordsPerSec() / r.append.recordsPerSec()
-			note = fmt.Sprintf("x%.2f of log append", ratio)
+		if len(appends) > 0 {
+			ratio, rlo, rhi = medianOf(rounds, round.ratio)
+			note = "x" + spread(len(rounds), "%.2f", ratio, rlo, rhi) + " of log append"
 		}
-		row(fmt.Sprintf("generator → log → file sink, batch.size %d (to commit)", c.genBatch), e.throughput, note)
+		row(fmt.Sprintf("generator → log → file sink, batch.size %d (to commit)", c.genBatch), e2es, note)
 	}
-	if r.latency.elapsed > 0 {
-		l := r.latency
-		row(fmt.Sprintf("generator at %.0f/s → log → file sink", c.rate), l.throughput, "")
-		fmt.Fprintf(w, "\nevent-to-sink latency at %.0f events/s, %d events (event due time → file sink's fsync'ed write returned):\n", c.rate, l.records)
-		fmt.Fprintf(w, "  p50 %s   p90 %s   p99 %s   max %s\n", ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max))
+	if len(lats) > 0 {
+		row(fmt.Sprintf("generator at %.0f/s → log → file sink", c.rate), lats, "")
 	}
 	fmt.Fprintln(w, "\nCPU s: CPU time of the whole process (user + system) in the phase; CPU/rec: per record.")
 	fmt.Fprintln(w, "fsyncs, fsync: the log's fsyncs in the phase and their mean time (the file sink's own fsyncs are not counted);")
 	fmt.Fprintln(w, "fsync p99: the bound of the log's fsync latency bucket that holds the 99th percentile.")
-	fmt.Fprintf(w, "\nTargets (issue 3)\n%-52s %12s %10s\n", "", "measured", "target")
-	if r.append.elapsed > 0 && r.e2e.elapsed > 0 {
-		fmt.Fprintf(w, "%-52s %12.2f %10s %s\n", "end-to-end / log append, records/s", ratio, fmt.Sprintf(">= %.2f", targetRatio), verdict(ratio >= targetRatio))
+
+	flows := func(label string, fs []flow, records int64) {
+		if len(fs) == 0 {
+			return
+		}
+		per := func(f func(flow) float64) float64 { m, _, _ := medianOf(fs, f); return m }
+		src := per(func(f flow) float64 { return float64(f.sourceBatches) })
+		logB := per(func(f flow) float64 { return float64(f.logBatches) })
+		pos := per(func(f flow) float64 { return float64(f.positions) })
+		gc := per(func(f flow) float64 { return float64(f.groupCommits) })
+		sw := per(func(f flow) float64 { return float64(f.sinkWrites) })
+		swt := per(func(f flow) float64 {
+			if f.sinkWrites == 0 {
+				return 0
+			}
+			return float64(f.sinkWriteTime) / float64(f.sinkWrites) / 1e6
+		})
+		div := func(a, b float64) float64 {
+			if b == 0 {
+				return 0
+			}
+			return a / b
+		}
+		fmt.Fprintf(w, "  %-22s %8.0f appends (%6.1f rec each) %8.0f log batches (%6.1f rec) %7.0f positions %6.0f group commits %7.0f sink writes (%6.1f rec, %5.1f ms each)\n",
+			label, src, div(float64(records), src), logB, div(float64(records), logB), pos, gc, sw, div(float64(records), sw), swt)
 	}
-	if r.latency.elapsed > 0 {
-		fmt.Fprintf(w, "%-52s %12s %10s %s\n", fmt.Sprintf("p99 event-to-sink latency at %.0f events/s", c.rate), ms(r.latency.p99),
-			"< "+ms(targetP99), verdict(r.latency.p99 < targetP99))
+	fmt.Fprintln(w, "\nHow records moved (medians): source appends, log batches of the topic, position stores, group commits, file sink writes")
+	var e2eFlows, latFlows []flow
+	for _, r := range rounds {
+		if r.e2e.elapsed > 0 {
+			e2eFlows = append(e2eFlows, r.e2e.flow)
+		}
+		if r.latency.elapsed > 0 {
+			latFlows = append(latFlows, r.latency.flow)
+		}
+	}
+	flows("end to end", e2eFlows, c.records)
+	flows(fmt.Sprintf("at %.0f/s", c.rate), latFlows, int64(c.rate*c.duration.Seconds()))
+
+	var p99, plo, phi float64
+	var latRounds []latencyResult
+	for _, r := range rounds {
+		if r.latency.elapsed > 0 {
+			latRounds = append(latRounds, r.latency)
+		}
+	}
+	if len(latRounds) > 0 {
+		n := len(latRounds)
+		msOf := func(f func(latencyResult) time.Duration) (float64, float64, float64) {
+			return medianOf(latRounds, func(l latencyResult) float64 { return float64(f(l)) / 1e6 })
+		}
+		p50, lo50, hi50 := msOf(func(l latencyResult) time.Duration { return l.p50 })
+		p90, lo90, hi90 := msOf(func(l latencyResult) time.Duration { return l.p90 })
+		p99, plo, phi = msOf(func(l latencyResult) time.Duration { return l.p99 })
+		mx, lomx, himx := msOf(func(l latencyResult) time.Duration { return l.max })
+		fmt.Fprintf(w, "\nevent-to-sink latency at %.0f events/s, %d events (event due time → file sink's fsync'ed write returned):\n", c.rate, latRounds[0].records)
+		fmt.Fprintf(w, "  p50 %s ms   p90 %s ms   p99 %s ms   max %s ms\n",
+			spread(n, "%.1f", p50, lo50, hi50), spread(n, "%.1f", p90, lo90, hi90), spread(n, "%.1f", p99, plo, phi), spread(n, "%.1f", mx, lomx, himx))
+		b50, _, _ := msOf(func(l latencyResult) time.Duration { return l.beforeP50 })
+		b99, blo, bhi := msOf(func(l latencyResult) time.Duration { return l.beforeP99 })
+		i50, _, _ := msOf(func(l latencyResult) time.Duration { return l.inP50 })
+		i99, ilo, ihi := msOf(func(l latencyResult) time.Duration { return l.inP99 })
+		fmt.Fprintf(w, "  parts: until the sink's write starts p50 %.1f ms, p99 %s ms; the sink's write (fsync included) p50 %.1f ms, p99 %s ms\n",
+			b50, spread(n, "%.1f", b99, blo, bhi), i50, spread(n, "%.1f", i99, ilo, ihi))
+	}
+	fmt.Fprintf(w, "\nTargets (issue 3), medians of %d round(s)\n%-52s %22s %10s\n", len(rounds), "", "measured", "target")
+	if len(appends) > 0 && len(e2es) > 0 {
+		fmt.Fprintf(w, "%-52s %22s %10s %s\n", "end-to-end / log append, records/s", spread(len(rounds), "%.2f", ratio, rlo, rhi), fmt.Sprintf(">= %.2f", targetRatio), verdict(ratio >= targetRatio))
+	}
+	if len(latRounds) > 0 {
+		fmt.Fprintf(w, "%-52s %22s %10s %s\n", fmt.Sprintf("p99 event-to-sink latency at %.0f events/s, ms", c.rate), spread(len(latRounds), "%.1f", p99, plo, phi),
+			"< "+ms(targetP99), verdict(p99 < float64(targetP99)/1e6))
 	}
 }
 

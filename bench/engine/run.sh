@@ -7,11 +7,19 @@
 #   - event-to-sink latency p50/p99 at a fixed 10,000 events/s (target p99
 #     < 50 ms).
 #
-#   bench/engine/run.sh                    # 200,000 records, 10 s at 10k/s
+#   bench/engine/run.sh                    # 3 rounds of 200,000 records, 10 s at 10k/s
 #   RECORDS=1000000 bench/engine/run.sh    # scale it
-#   bench/engine/run.sh -phases latency    # extra arguments go to the program
+#   RUNS=1 bench/engine/run.sh -phases latency -cpuprofile /tmp/cpu.prof
+#                                          # extra arguments go to the program
+#   GOGC=400 bench/engine/run.sh           # the Go runtime's variables pass through
+#
+# The phases run in rounds (append, e2e, latency, then again), so that a slow
+# spell of the shared disk hits every phase alike; the table shows the median
+# of the rounds with the spread (min–max). The ratio is taken per round, each
+# end-to-end run over the append run just before it.
 #
 # Environment (defaults in brackets):
+#   RUNS [3]             rounds of every phase
 #   RECORDS [200000]     records of the append and end-to-end phases
 #   RECORD_BYTES [1024]  record value size (the generator's value.size)
 #   BATCH [500]          records per Append call of the log append phase
@@ -24,6 +32,7 @@
 set -euo pipefail
 export LC_ALL=C
 
+RUNS=${RUNS:-3}
 RECORDS=${RECORDS:-200000}
 RECORD_BYTES=${RECORD_BYTES:-1024}
 BATCH=${BATCH:-500}
@@ -45,4 +54,4 @@ echo "== in $work on $(df -P "$work" | awk 'NR == 2 { print $1 }') ($(df -PT "$w
 TIMEFORMAT="== whole run: %R s, CPU %U s user + %S s system (%P%% of one CPU)"
 time "$work/enginebench" -dir "$work/data" \
 	-records "$RECORDS" -size "$RECORD_BYTES" -batch "$BATCH" -gen-batch "$GEN_BATCH" -inflight "$INFLIGHT" \
-	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" "$@"
+	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" -runs "$RUNS" "$@"

@@ -13,9 +13,10 @@
 //
 // # Durability
 //
-// Write appends the whole batch with one write and fsyncs the file before
-// it returns, so that every record it acknowledges survives a crash. Open
-// fsyncs the file's directory, so that a new file survives one too. The
+// Write appends the whole batch (in writes of about 1 MiB) and fsyncs the
+// file before it returns, so that every record it acknowledges survives a
+// crash. Open fsyncs the file's directory, so that a new file survives one
+// too. The
 // sink assumes it is the only writer of its file: a torn last line (left
 // by a crash or a failed write) is cut off when the sink opens the file or
 // sees the write fail; the records on it were never acknowledged and are
@@ -45,8 +46,13 @@ const Name = "file"
 // version is the connector's version.
 const version = "0.1.0"
 
-// maxKeptBuffer is the largest batch buffer kept between writes; a larger
-// one, from an unusually large batch, is dropped.
+// writeChunk is about how many bytes of lines Write hands to one write
+// call: the buffer stays small and warm in the cache however large the
+// batch, and one fsync still covers the whole batch.
+const writeChunk = 1 << 20
+
+// maxKeptBuffer is the largest line buffer kept between writes; a larger
+// one, grown by an unusually large record, is dropped.
 const maxKeptBuffer = 4 << 20
 
 func init() { connect.Default().MustRegister(Connector()) }
@@ -123,8 +129,8 @@ func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
 	return nil
 }
 
-// Write appends the batch, one line per record but tombstones, with a
-// single write, and returns once the file is fsync'ed.
+// Write appends the batch, one line per record but tombstones, in writes
+// of about writeChunk bytes, and returns once the file is fsync'ed.
 func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -132,31 +138,42 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	if s.f == nil {
 		return errors.New("file sink: write to a sink that is not open")
 	}
-	s.buf.Reset()
-	need := 0
-	for i := range records {
-		need += len(records[i].Value) + 1
-	}
-	s.buf.Grow(need)
-	for i := range records {
-		if records[i].IsTombstone() {
-			continue
-		}
-		appendLine(&s.buf, &records[i], s.metadata)
-	}
 	defer func() {
 		if s.buf.Cap() > maxKeptBuffer {
 			s.buf = bytes.Buffer{}
 		}
 	}()
-	if s.buf.Len() == 0 {
+	s.buf.Reset()
+	written := 0 // bytes of this batch in the file
+	flush := func() error {
+		n, err := s.f.Write(s.buf.Bytes())
+		written += n
+		s.buf.Reset()
+		if err != nil {
+			return s.undoWrite(written, err)
+		}
 		return nil
 	}
-	n, err := s.f.Write(s.buf.Bytes())
-	if err != nil {
-		return s.undoWrite(n, err)
+	for i := range records {
+		if records[i].IsTombstone() {
+			continue
+		}
+		appendLine(&s.buf, &records[i], s.metadata)
+		if s.buf.Len() >= writeChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
-	s.size += int64(n)
+	if s.buf.Len() > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if written == 0 {
+		return nil
+	}
+	s.size += int64(written)
 	if err := s.f.Sync(); err != nil {
 		// What reached the disk is unknown: fail the task, so that the
 		// batch is written again after a restart.
@@ -165,8 +182,8 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	return nil
 }
 
-// undoWrite cuts off what a failed write of n bytes left, so that the file
-// keeps whole lines only, and returns the error to report.
+// undoWrite cuts off the n bytes a batch whose write failed left, so that
+// the file keeps whole lines only, and returns the error to report.
 func (s *Sink) undoWrite(n int, werr error) error {
 	werr = fmt.Errorf("write %s: %w", s.path, werr)
 	if n > 0 {

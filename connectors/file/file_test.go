@@ -150,12 +150,15 @@ type spyFile struct {
 	appendFile
 	calls     []string
 	failWrite error // write half the buffer, then fail
+	failAfter int   // with failWrite: writes that succeed first
 	failSync  error
 }
 
 func (f *spyFile) Write(p []byte) (int, error) {
 	f.calls = append(f.calls, fmt.Sprintf("write %d", len(p)))
-	if f.failWrite != nil {
+	if f.failWrite != nil && f.failAfter > 0 {
+		f.failAfter--
+	} else if f.failWrite != nil {
 		n, _ := f.appendFile.Write(p[:len(p)/2])
 		return n, f.failWrite
 	}
@@ -220,6 +223,48 @@ func TestSink_Write_FailedWrite(t *testing.T) {
 	if got != "{\"ok\":1}\n{\"lost\":1}\n{\"lost\":2}\n" {
 		t.Errorf("file after the retry = %q", got)
 	}
+}
+
+// TestSink_Write_Chunks checks that a large batch goes out in writes of
+// about writeChunk bytes with one fsync, and that a write failing after
+// others of its batch took effect cuts off the whole batch.
+func TestSink_Write_Chunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	s := open(t, map[string]string{"path": path})
+	write(t, s, value(`{"ok":1}`))
+	f := spy(s)
+	line := `"` + strings.Repeat("x", 1000) + `"`
+	var recs []connect.Record
+	for range 3*writeChunk/(len(line)+1) - 2 {
+		recs = append(recs, value(line))
+	}
+	write(t, s, recs...)
+	writes, syncs := 0, 0
+	for _, c := range f.calls {
+		if c == "sync" {
+			syncs++
+		} else {
+			writes++
+		}
+	}
+	if writes != 3 || syncs != 1 || f.calls[len(f.calls)-1] != "sync" {
+		t.Errorf("calls = %v, want 3 writes and then one sync", f.calls)
+	}
+	want := "{\"ok\":1}\n" + strings.Repeat(line+"\n", len(recs))
+	if got := readFile(t, path); got != want {
+		t.Errorf("file holds %d bytes, want %d", len(got), len(want))
+	}
+
+	f.calls, f.failWrite, f.failAfter = nil, errors.New("no space left on device"), 2
+	if err := s.Write(t.Context(), recs); !connect.IsRetryable(err) {
+		t.Fatalf("Write = %v, want a retryable error", err)
+	}
+	if got := readFile(t, path); got != want {
+		t.Errorf("after a failed third write the file holds %d bytes, want the %d from before the batch", len(got), len(want))
+	}
+	f.failWrite = nil
+	write(t, s, value(`{"after":1}`))
+	checkLines(t, readFile(t, path))
 }
 
 func TestSink_Write_FailedSync(t *testing.T) {

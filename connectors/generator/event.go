@@ -11,9 +11,13 @@ type event struct {
 	seq    uint64
 	userID string
 	name   string
-	props  []prop // in output order
-	rng    rng    // continues the event's stream, for padding
+	props  [maxProps]prop // in output order, the first nprops of them
+	nprops int
+	rng    rng // continues the event's stream, for padding
 }
+
+// maxProps is the most properties an event has (a purchase).
+const maxProps = 5
 
 // prop is one event property; a value is a string, or a JSON number when
 // num is set.
@@ -66,8 +70,8 @@ func newEvent(seed int64, seq, users uint64) event {
 		}
 		pick -= k.weight
 	}
-	str := func(k, v string) { ev.props = append(ev.props, prop{key: k, value: v}) }
-	num := func(k, v string) { ev.props = append(ev.props, prop{key: k, value: v, num: true}) }
+	str := func(k, v string) { ev.props[ev.nprops] = prop{key: k, value: v}; ev.nprops++ }
+	num := func(k, v string) { ev.props[ev.nprops] = prop{key: k, value: v, num: true}; ev.nprops++ }
 	switch ev.name {
 	case "page_view":
 		str("path", oneOf(&r, paths))
@@ -110,7 +114,7 @@ func (ev event) appendJSON(b []byte, ts time.Time, size int) []byte {
 	b = append(b, `,"event":`...)
 	b = appendString(b, ev.name)
 	b = append(b, `,"properties":{`...)
-	for i, p := range ev.props {
+	for i, p := range ev.props[:ev.nprops] {
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -399,3 +399,21 @@ func ExampleSource() {
 	// {"seq":2} user-562 click
 	// {"seq":3} user-769 page_view
 }
+
+// BenchmarkSource_Read measures a read of a batch of 500 events of 1 KiB,
+// as bench/engine's end-to-end phase makes them.
+func BenchmarkSource_Read(b *testing.B) {
+	s := &Source{}
+	cfg := connect.Config{Values: map[string]string{"rate": "0", "batch.size": "500", "value.size": "1KiB"}}
+	if err := s.Open(b.Context(), cfg); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(b.Context())
+	b.ReportAllocs()
+	b.SetBytes(500 * 1024)
+	for b.Loop() {
+		if _, err := s.Read(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

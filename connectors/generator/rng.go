@@ -1,5 +1,7 @@
 package generator
 
+import "slices"
+
 // rng is SplitMix64 (Steele, Lea and Flood, 2014), written out here rather
 // than taken from math/rand so that the events of a seed stay the same
 // across Go releases.
@@ -35,14 +37,35 @@ func (r *rng) intn(n uint64) uint64 { return r.next() % n }
 const padAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // appendText appends n pseudo-random characters of padAlphabet: random, so
-// that padded events compress as poorly as real ones.
+// that padded events compress as poorly as real ones. Each draw gives ten
+// characters, six bits each from the lowest up.
 func (r *rng) appendText(b []byte, n int) []byte {
-	for n > 0 {
+	if n <= 0 {
+		return b
+	}
+	start := len(b)
+	b = slices.Grow(b, n)[:start+n]
+	out := b[start:]
+	for len(out) >= 10 {
 		x := r.next()
-		for k := 0; k < 10 && n > 0; k++ {
-			b = append(b, padAlphabet[x&63])
+		o := out[:10:10]
+		o[0] = padAlphabet[x&63]
+		o[1] = padAlphabet[x>>6&63]
+		o[2] = padAlphabet[x>>12&63]
+		o[3] = padAlphabet[x>>18&63]
+		o[4] = padAlphabet[x>>24&63]
+		o[5] = padAlphabet[x>>30&63]
+		o[6] = padAlphabet[x>>36&63]
+		o[7] = padAlphabet[x>>42&63]
+		o[8] = padAlphabet[x>>48&63]
+		o[9] = padAlphabet[x>>54&63]
+		out = out[10:]
+	}
+	if len(out) > 0 {
+		x := r.next()
+		for i := range out {
+			out[i] = padAlphabet[x&63]
 			x >>= 6
-			n--
 		}
 	}
 	return b
