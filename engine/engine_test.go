@@ -345,3 +345,73 @@ func TestWorker_FailedTaskRestartsWithTrace(t *testing.T) {
 		t.Fatalf("records after the poison one were delivered")
 	}
 }
+
+// bufSink is a Flusher: Write buffers, Flush makes durable.
+type bufSink struct {
+	mu               *sync.Mutex
+	pending, durable *[]connect.Record
+	flushes          *int
+}
+
+func (s *bufSink) Open(ctx context.Context, cfg connect.Config) error { return nil }
+func (s *bufSink) Write(ctx context.Context, recs []connect.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		*s.pending = append(*s.pending, r.Clone())
+	}
+	return nil
+}
+func (s *bufSink) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*s.durable = append(*s.durable, *s.pending...)
+	*s.pending = nil
+	*s.flushes++
+	return nil
+}
+func (s *bufSink) Close(ctx context.Context) error { return nil }
+
+func TestWorker_FlusherCommitsOnlyFlushedOffsets(t *testing.T) {
+	old := flushInterval
+	flushInterval = 300 * time.Millisecond
+	defer func() { flushInterval = old }()
+	h := newHarness(t, t.TempDir())
+	var pending, durable []connect.Record
+	flushes := 0
+	h.worker.Registry().MustRegister(connect.Connector{Name: "buf", Kind: connect.KindSink, Version: "test",
+		NewSink: func() connect.Sink { return &bufSink{mu: &h.mu, pending: &pending, durable: &durable, flushes: &flushes} }})
+	ctx := t.Context()
+	if err := h.log.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]tlog.Record, 50)
+	for i := range recs {
+		recs[i] = tlog.Record{Value: []byte(strconv.Itoa(i))}
+	}
+	if _, err := h.log.Append(ctx, "in", 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "lake", Kind: connect.KindSink, Connector: "buf", Topics: []string{"in"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Written but not flushed: nothing is committed yet.
+	waitFor(t, "records written", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(pending)+len(durable) == 50 })
+	h.mu.Lock()
+	if flushes == 0 {
+		if off, ok := h.log.Groups().CommittedOffset("lake", "in", 0); ok && off > 0 {
+			h.mu.Unlock()
+			t.Fatalf("offset %d committed before any Flush", off)
+		}
+	}
+	h.mu.Unlock()
+	waitFor(t, "flush and commit", func() bool {
+		off, ok := h.log.Groups().CommittedOffset("lake", "in", 0)
+		return ok && off == 50
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(durable) != 50 || flushes < 1 {
+		t.Fatalf("durable %d, flushes %d", len(durable), flushes)
+	}
+}

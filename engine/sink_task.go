@@ -61,53 +61,104 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 	return err
 }
 
+// flushInterval is how often the worker flushes a buffering sink
+// (connect.Flusher) and then commits what the flush made durable. Between
+// flushes the sink buffers (an Iceberg sink writes one snapshot per flush),
+// so a longer interval means fewer, larger commits downstream and more
+// records delivered again after a crash.
+var flushInterval = 5 * time.Second // a var for tests
+
 // deliver is the delivering half of a sink task: poll → transform → Write
-// (→ Flush) → hand the next offsets to the committer.
+// → hand the next offsets to the committer; for a Flusher, offsets are
+// handed over only after a Flush, every flushInterval and before a pause
+// or stop.
 func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer Consumer, c chain, commits chan<- []PartitionOffset) error {
 	r.setTaskState(StateRunning, "")
 	flusher, _ := sink.(connect.Flusher)
-	m := r.w.metrics
+	var unflushed []PartitionOffset // written, not yet flushed (Flusher only)
+	lastFlush := time.Now()
+	flush := func() error {
+		if len(unflushed) == 0 {
+			return nil
+		}
+		if err := flusher.Flush(hard); err != nil {
+			return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+		}
+		commits <- unflushed
+		unflushed, lastFlush = nil, time.Now()
+		return nil
+	}
+	if flusher != nil {
+		defer func() {
+			// Stopping: make what was written durable and commit it. An
+			// error here leaves the offsets uncommitted: redelivered.
+			if err := flush(); err != nil {
+				r.logger.Warn("final flush failed; its records will be delivered again", "error", err)
+			}
+		}()
+	}
 	for {
+		if flusher != nil && r.targetState() == StatePaused {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		if !r.waitWhilePaused(soft) {
 			return nil
 		}
-		recs, err := consumer.Poll(soft, 500*time.Millisecond)
+		wait := 500 * time.Millisecond
+		if flusher != nil && len(unflushed) > 0 {
+			wait = max(min(wait, flushInterval-time.Since(lastFlush)), time.Millisecond)
+		}
+		recs, err := consumer.Poll(soft, wait)
 		if soft.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("sink %s: poll: %w", r.spec.Name, err)
 		}
-		if len(recs) == 0 {
+		if len(recs) > 0 {
+			if err := r.deliverBatch(hard, sink, c, recs); err != nil {
+				return err
+			}
+			if flusher == nil {
+				commits <- nextOffsets(recs)
+			} else {
+				unflushed = append(unflushed, nextOffsets(recs)...)
+			}
+		}
+		if flusher != nil && time.Since(lastFlush) >= flushInterval {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// deliverBatch transforms and writes one polled batch.
+func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, recs []connect.Record) error {
+	m := r.w.metrics
+	start := time.Now()
+	m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
+	var out []connect.Record
+	for _, rec := range recs {
+		got, err := c.apply(rec)
+		if err != nil {
+			m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
+			if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
+				return err
+			}
 			continue
 		}
-		start := time.Now()
-		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
-		var out []connect.Record
-		for _, rec := range recs {
-			got, err := c.apply(rec)
-			if err != nil {
-				m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
-				if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
-					return err
-				}
-				continue
-			}
-			out = append(out, got...)
-		}
-		if err := r.write(hard, sink, out); err != nil {
-			return err
-		}
-		if flusher != nil {
-			if err := flusher.Flush(hard); err != nil {
-				return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
-			}
-		}
-		commits <- nextOffsets(recs)
-		m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
-		m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
-		m.observeDelivery(r.spec.Name, recs)
+		out = append(out, got...)
 	}
+	if err := r.write(hard, sink, out); err != nil {
+		return err
+	}
+	m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
+	m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
+	m.observeDelivery(r.spec.Name, recs)
+	return nil
 }
 
 // sinkCommitInterval is the least time between two group commits of a

@@ -145,9 +145,8 @@ func (w *Worker) lookup(spec ConnectorSpec) (connect.Connector, error) {
 	}
 	switch spec.Kind {
 	case connect.KindSource:
-		if spec.Topic == "" {
-			return c, fmt.Errorf("%w: source %s has no topic", ErrBadRequest, spec.Name)
-		}
+		// No topic is allowed: the connector then sets each record's
+		// topic itself (a record without one fails the task).
 	case connect.KindSink:
 		if spec.TopicsRegex != "" {
 			if _, err := regexp.Compile(spec.TopicsRegex); err != nil {
