@@ -27,11 +27,12 @@ const (
 	sourceLingerBytes   = 4 << 20
 )
 
-// sourcePositionInterval is the least time between two position stores of
-// a source task: the positions of batches made durable meanwhile are merged
-// into the next store. Each store is an append and fsync of the offsets
-// topic; the interval bounds how much a source reads again after a crash
-// (Kafka Connect flushes source offsets every 60 s by default).
+// sourcePositionInterval bounds how long a position store waits while
+// batches keep becoming durable: positions of batches made durable
+// meanwhile are merged into one store (an append and fsync of the offsets
+// topic). When no other batch is waiting, the position is stored and acked
+// at once, so a source that answers clients on Ack (httptrack) is not held
+// back.
 const sourcePositionInterval = 200 * time.Millisecond
 
 // sourceReadAhead is how many read (and transformed) batches wait for the
@@ -315,7 +316,10 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			if pending == nil {
 				continue
 			}
-			if wait := sourcePositionInterval - time.Since(last); wait <= 0 {
+			// Store now when nothing else is waiting (a source such as
+			// httptrack answers its clients on Ack), else at least every
+			// sourcePositionInterval while batches keep coming.
+			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || len(window) == 0 {
 				flush()
 			} else if fire == nil {
 				if timer == nil {

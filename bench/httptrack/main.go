@@ -6,14 +6,20 @@
 //   - bare: a bare net/http handler that reads the body and answers 200,
 //     sent the same single-event requests: the limit of HTTP on this box;
 //   - single: single-event POST /v1/track requests, durable;
-//   - batch: POST /v1/batch requests of -batch events, durable.
+//   - batch: POST /v1/batch requests of -batch events, durable;
+//   - src-single, src-batch: the same requests straight to the source's
+//     ServeHTTP, without network, and acknowledged at once without a log:
+//     the source's own cost.
 //
-// Each phase runs -conns closed-loop clients for -duration over keep-alive
-// connections and reports requests/s, events/s and the p50/p99 latency of
-// the answers. It prints a table with the targets: single events at least
-// 50% of the bare handler's requests/s; batches at least 200k events/s.
+// Each phase runs closed-loop clients for -duration (over keep-alive
+// connections where there is a network) and reports requests/s, events/s,
+// the p50/p99 latency of the answers and the process's CPU time per
+// request. With -rounds the phases run that many times, interleaved, and
+// each phase's rounds are added up. It prints a table with the targets:
+// single events at least 50% of the bare handler's requests/s; batches at
+// least 200k events/s.
 //
-//	go run ./bench/httptrack -duration 10s
+//	go run ./bench/httptrack -duration 4s -rounds 3
 package main
 
 import (
@@ -26,14 +32,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -62,7 +71,9 @@ type config struct {
 	partitions int
 	stateDir   bool
 	phases     string
+	rounds     int
 	cpuprofile string
+	memprofile string
 }
 
 func main() {
@@ -75,7 +86,9 @@ func main() {
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
 	flag.BoolVar(&c.stateDir, "journal", true, "keep the dedup journal (state.dir) on the disk under test")
 	flag.StringVar(&c.phases, "phases", "bare,single,batch", "phases to run")
+	flag.IntVar(&c.rounds, "rounds", 1, "run the phases this many times, interleaved, and add up each phase's rounds: on a loaded machine the phases then share its ups and downs")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (load generator included) to this file")
+	flag.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile of the whole run (load generator included) to this file")
 	flag.Parse()
 	if c.cpuprofile != "" {
 		f, err := os.Create(c.cpuprofile)
@@ -87,10 +100,24 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if c.memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	if err := run(c); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "httptrackbench:", err)
 		os.Exit(1)
+	}
+	if c.memprofile != "" {
+		f, err := os.Create(c.memprofile)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -102,6 +129,8 @@ type result struct {
 	failed    int64
 	elapsed   time.Duration
 	p50, p99  time.Duration
+	lat       []time.Duration // of the 200s, sorted
+	cpu       time.Duration   // CPU time of the whole process (user + system) during the phase
 	firstFail string
 }
 
@@ -120,26 +149,62 @@ func run(c config) error {
 	}
 	fmt.Printf("httptrack benchmark: %d CPUs (GOMAXPROCS %d), %s per phase, %d clients (batch: %d), batch %d events, log in %s\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), c.duration, c.conns, c.batchConns, c.batch, dir)
-	var results []result
-	for _, phase := range splitComma(c.phases) {
-		var r result
-		var err error
-		switch phase {
-		case "bare":
-			r, err = runBare(c)
-		case "single", "batch":
-			r, err = runSource(c, filepath.Join(dir, phase), phase)
-		default:
-			err = fmt.Errorf("unknown phase %q (bare, single, batch)", phase)
+	phases := splitComma(c.phases)
+	results := make([]result, len(phases))
+	for round := 1; round <= max(c.rounds, 1); round++ {
+		var rates []string
+		for i, phase := range phases {
+			var r result
+			var err error
+			switch phase {
+			case "bare":
+				r, err = runBare(c)
+			case "single", "batch":
+				r, err = runSource(c, filepath.Join(dir, fmt.Sprintf("%s-%d", phase, round)), phase)
+			case "src-single", "src-batch":
+				r, err = runHandler(c, filepath.Join(dir, fmt.Sprintf("%s-%d", phase, round)), phase)
+			default:
+				err = fmt.Errorf("unknown phase %q (bare, single, batch, src-single, src-batch)", phase)
+			}
+			if err != nil {
+				return fmt.Errorf("phase %s: %w", phase, err)
+			}
+			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s)\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec())
+			rates = append(rates, fmt.Sprintf("%s %.0f/s", phase, r.reqPerSec()))
+			results[i] = results[i].add(r)
 		}
-		if err != nil {
-			return fmt.Errorf("phase %s: %w", phase, err)
+		if c.rounds > 1 {
+			fmt.Printf("  round %d: %s\n", round, strings.Join(rates, ", "))
 		}
-		results = append(results, r)
-		fmt.Printf("  %-7s done: %d requests, %d events, %d failed\n", r.name, r.requests, r.events, r.failed)
 	}
 	printTable(results)
 	return nil
+}
+
+// add merges the figures of another round of the same phase.
+func (r result) add(o result) result {
+	if r.name == "" {
+		return o
+	}
+	r.requests += o.requests
+	r.events += o.events
+	r.failed += o.failed
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	if r.firstFail == "" {
+		r.firstFail = o.firstFail
+	}
+	r.lat = append(r.lat, o.lat...)
+	slices.Sort(r.lat)
+	r.p50, r.p99 = percentiles(r.lat)
+	return r
+}
+
+func percentiles(sorted []time.Duration) (p50, p99 time.Duration) {
+	if len(sorted) == 0 {
+		return 0, 0
+	}
+	return sorted[len(sorted)/2], sorted[min(len(sorted)-1, len(sorted)*99/100)]
 }
 
 // runBare serves a handler that reads the body and answers 200.
@@ -155,6 +220,73 @@ func runBare(c config) (result, error) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	return load(c, "bare", "http://"+ln.Addr().String()+"/v1/track", c.conns, 1)
+}
+
+// runHandler measures the source alone: requests go straight to its
+// ServeHTTP (no network), and a loop reads and acknowledges every batch at
+// once, as a worker with an instant log would. The CPU per event is the
+// source's own cost (and the load generator's, which builds the bodies).
+func runHandler(c config, dir, phase string) (result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := httptrack.Connector()
+	src := conn.NewSource().(*httptrack.Source)
+	values := map[string]string{"listen": "127.0.0.1:0", "write.keys": writeKey}
+	if c.stateDir {
+		values["state.dir"] = filepath.Join(dir, "state")
+	}
+	if err := src.Open(ctx, connect.Config{Pipeline: "bench", Connector: "web", Values: values, Spec: conn.Spec}); err != nil {
+		return result{}, err
+	}
+	defer src.Close(context.Background())
+	worker := make(chan error, 1)
+	go func() {
+		for {
+			recs, err := src.Read(ctx)
+			if ctx.Err() != nil {
+				worker <- nil
+				return
+			}
+			if err != nil {
+				worker <- err
+				return
+			}
+			for i := len(recs) - 1; i >= 0; i-- {
+				if recs[i].Position != nil {
+					if err := src.Ack(ctx, recs[i].Position); err != nil {
+						worker <- err
+						return
+					}
+					break
+				}
+			}
+		}
+	}()
+	path, conns, per := "/v1/track", c.conns, 1
+	if phase == "src-batch" {
+		path, conns, per = "/v1/batch", c.batchConns, c.batch
+	}
+	r, err := loadWith(c, phase, conns, per, func(body []byte) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.SetBasicAuth(writeKey, "")
+		w := httptest.NewRecorder()
+		src.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	})
+	cancel()
+	if werr := <-worker; err == nil {
+		err = werr
+	}
+	return r, err
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runSource runs the httptrack source in the engine on a fresh embedded
@@ -223,6 +355,24 @@ func load(c config, name, url string, conns, per int) (result, error) {
 	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	return loadWith(c, name, conns, per, func(body []byte) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.SetBasicAuth(writeKey, "")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Status
+	})
+}
+
+// loadWith runs conns closed-loop clients for c.duration, each sending
+// requests of per events with send, which returns the status (0 on an
+// error) and what to report of a failure.
+func loadWith(c config, name string, conns, per int, send func(body []byte) (int, string)) (result, error) {
 	var (
 		requests, events, failed atomic.Int64
 		mu                       sync.Mutex
@@ -233,6 +383,7 @@ func load(c config, name, url string, conns, per int) (result, error) {
 	// Warm up the connections for a moment before measuring.
 	stop := time.Now().Add(c.duration)
 	start := time.Now()
+	cpu0 := cpuTime()
 	var wg sync.WaitGroup
 	for g := range conns {
 		wg.Add(1)
@@ -243,25 +394,14 @@ func load(c config, name, url string, conns, per int) (result, error) {
 			for time.Now().Before(stop) {
 				buf.Reset()
 				body(&buf, g, per, &seq)
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(buf.Bytes()))
-				req.SetBasicAuth(writeKey, "")
-				req.Header.Set("Content-Type", "application/json")
 				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
+				status, what := send(buf.Bytes())
 				d := time.Since(t0)
-				if err != nil || resp.StatusCode != http.StatusOK {
+				if status != http.StatusOK {
 					failed.Add(1)
 					mu.Lock()
 					if firstFail == "" {
-						if err != nil {
-							firstFail = err.Error()
-						} else {
-							firstFail = resp.Status
-						}
+						firstFail = what
 					}
 					mu.Unlock()
 					continue
@@ -277,11 +417,11 @@ func load(c config, name, url string, conns, per int) (result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	r := result{name: name, requests: requests.Load(), events: events.Load(), failed: failed.Load(), elapsed: elapsed, firstFail: firstFail}
+	r := result{name: name, requests: requests.Load(), events: events.Load(), failed: failed.Load(), elapsed: elapsed, firstFail: firstFail, cpu: cpuTime() - cpu0}
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		r.p50 = lat[len(lat)/2]
-		r.p99 = lat[min(len(lat)-1, len(lat)*99/100)]
+		r.lat = lat
+		r.p50, r.p99 = percentiles(lat)
 	}
 	if r.requests == 0 {
 		return r, fmt.Errorf("no request succeeded: %s", firstFail)
@@ -331,11 +471,11 @@ func body(b *bytes.Buffer, g, per int, seq *atomic.Int64) {
 
 func printTable(rs []result) {
 	fmt.Println()
-	fmt.Printf("%-8s %12s %12s %10s %10s %8s\n", "phase", "requests/s", "events/s", "p50", "p99", "failed")
+	fmt.Printf("%-10s %12s %12s %10s %10s %12s %8s\n", "phase", "requests/s", "events/s", "p50", "p99", "cpu/request", "failed")
 	var bare, single, batch *result
 	for i := range rs {
 		r := &rs[i]
-		fmt.Printf("%-8s %12.0f %12.0f %10s %10s %8d\n", r.name, r.reqPerSec(), r.evPerSec(), ms(r.p50), ms(r.p99), r.failed)
+		fmt.Printf("%-10s %12.0f %12.0f %10s %10s %12s %8d\n", r.name, r.reqPerSec(), r.evPerSec(), ms(r.p50), ms(r.p99), us(r.cpuPerRequest()), r.failed)
 		switch r.name {
 		case "bare":
 			bare = r
@@ -349,6 +489,10 @@ func printTable(rs []result) {
 	if bare != nil && single != nil {
 		ratio := single.reqPerSec() / bare.reqPerSec()
 		fmt.Printf("single vs bare: %.0f%% of the bare handler's requests/s (target >= %.0f%%): %s\n", 100*ratio, 100*targetSingleRatio, verdict(ratio >= targetSingleRatio))
+
+		if bare.cpuPerRequest() > 0 {
+			fmt.Printf("single vs bare: %.1fx the bare handler's CPU per request (process total, load generator included)\n", float64(single.cpuPerRequest())/float64(bare.cpuPerRequest()))
+		}
 	}
 	if batch != nil {
 		fmt.Printf("batch: %.0f events/s (target >= %d): %s\n", batch.evPerSec(), targetBatchEvents, verdict(batch.evPerSec() >= targetBatchEvents))
@@ -365,6 +509,15 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "NOT met"
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond)) }
+
+func (r result) cpuPerRequest() time.Duration {
+	if r.requests == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.requests)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -51,8 +50,8 @@ func requestProblem(code, format string, args ...any) *problem {
 type envelope struct {
 	writeKey     string
 	sentAt       time.Time // zero when absent
-	context      map[string]json.RawMessage
-	integrations map[string]json.RawMessage
+	context      object
+	integrations object
 }
 
 // message is one validated message, ready for enrichment. Fields holds every
@@ -67,9 +66,9 @@ type message struct {
 	originalTimestamp time.Time
 	sentAt            time.Time
 	rawTimestamp      json.RawMessage // the client's own timestamp, kept as originalTimestamp
-	context           map[string]json.RawMessage
-	integrations      map[string]json.RawMessage
-	fields            map[string]json.RawMessage
+	context           object
+	integrations      object
+	fields            object
 }
 
 // key is the message's partitioning key: userId, else anonymousId.
@@ -87,6 +86,7 @@ type decoded struct {
 	msgs     []*message
 	problems []problem // the rejected messages, by index
 	total    int       // messages in the request, accepted or not
+	arena    arena     // backs the members of the messages
 }
 
 // decodeRequest parses and validates a request body. typ is the message
@@ -102,7 +102,7 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 	if typ != "" && len(body) > lim.maxMessageBytes {
 		return nil, requestProblem("message_too_large", "message is %d bytes, more than the %d allowed", len(body), lim.maxMessageBytes)
 	}
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		var v any
 		err := json.Unmarshal(body, &v)
 		if err == nil {
@@ -110,19 +110,19 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 		}
 		return nil, requestProblem("invalid_json", "body is not a JSON object: %s", jsonErrorText(err))
 	}
-	top, err := scanMembers(body)
+	d := &decoded{}
+	top, err := scanMembers(&d.arena, body)
 	if err != nil {
 		return nil, requestProblem("invalid_json", "body is not a JSON object: found %s", clip(bytes.TrimSpace(body)))
 	}
-	d := &decoded{}
-	env, p := decodeEnvelope(top, typ == "")
+	env, p := decodeEnvelope(&d.arena, &top, typ == "")
 	if p != nil {
 		return nil, p
 	}
 	d.env = env
 	if typ != "" {
 		d.total = 1
-		m, p := decodeMessage(top, typ, 0, typ+" message", d.env, lim, len(body))
+		m, p := decodeMessage(&d.arena, top, typ, -1, d.env, lim, len(body))
 		if p != nil {
 			d.problems = append(d.problems, *p)
 		} else {
@@ -130,7 +130,7 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 		}
 		return d, nil
 	}
-	raw, ok := top["batch"]
+	raw, ok := top.get("batch")
 	if !ok || isNull(raw) {
 		return nil, &problem{Index: -1, Field: "batch", Code: "missing_batch", Message: `body has no "batch": send {"batch":[...]} to /v1/batch`}
 	}
@@ -144,7 +144,7 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 	d.total = len(items)
 	d.msgs = make([]*message, 0, len(items))
 	for i, item := range items {
-		m, p := decodeItem(item, i, d.env, lim)
+		m, p := decodeItem(&d.arena, item, i, d.env, lim)
 		if p != nil {
 			d.problems = append(d.problems, *p)
 			continue
@@ -157,12 +157,13 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 // decodeEnvelope reads and removes the request-level members of top:
 // writeKey, sentAt and, for a batch, context and integrations (which merge
 // into every message).
-func decodeEnvelope(top map[string]json.RawMessage, isBatch bool) (envelope, *problem) {
+func decodeEnvelope(a *arena, top *object, isBatch bool) (envelope, *problem) {
 	var env envelope
-	if raw, ok := top["writeKey"]; ok {
-		delete(top, "writeKey") // a secret: never stored
+	if raw, ok := top.get("writeKey"); ok {
+		top.del("writeKey") // a secret: never stored
 		if !isNull(raw) {
-			if err := json.Unmarshal(raw, &env.writeKey); err != nil {
+			var ok bool
+			if env.writeKey, ok = jsonString(raw); !ok {
 				return env, &problem{Index: -1, Field: "writeKey", Code: "invalid_field", Message: `"writeKey" is not a string`}
 			}
 		}
@@ -170,7 +171,7 @@ func decodeEnvelope(top map[string]json.RawMessage, isBatch bool) (envelope, *pr
 	if !isBatch {
 		return env, nil // a single message keeps its own sentAt and context
 	}
-	if raw, ok := top["sentAt"]; ok && !isNull(raw) {
+	if raw, ok := top.get("sentAt"); ok && !isNull(raw) {
 		t, err := parseTime(raw)
 		if err != nil {
 			return env, &problem{Index: -1, Field: "sentAt", Code: "invalid_timestamp", Message: `"sentAt" of the batch ` + err.Error()}
@@ -179,10 +180,10 @@ func decodeEnvelope(top map[string]json.RawMessage, isBatch bool) (envelope, *pr
 	}
 	for _, f := range []struct {
 		name string
-		dst  *map[string]json.RawMessage
+		dst  *object
 	}{{"context", &env.context}, {"integrations", &env.integrations}} {
-		if raw, ok := top[f.name]; ok && !isNull(raw) {
-			m, err := scanMembers(raw)
+		if raw, ok := top.get(f.name); ok && !isNull(raw) {
+			m, err := scanMembers(a, raw)
 			if err != nil {
 				return env, &problem{Index: -1, Field: f.name, Code: "invalid_field", Message: fmt.Sprintf("%q of the batch is not an object", f.name)}
 			}
@@ -193,45 +194,77 @@ func decodeEnvelope(top map[string]json.RawMessage, isBatch bool) (envelope, *pr
 }
 
 // decodeItem validates the batch item at index i.
-func decodeItem(raw json.RawMessage, i int, env envelope, lim limits) (*message, *problem) {
+func decodeItem(a *arena, raw json.RawMessage, i int, env envelope, lim limits) (*message, *problem) {
 	if len(raw) > lim.maxMessageBytes {
 		return nil, &problem{Index: i, Code: "message_too_large", Message: fmt.Sprintf("batch[%d] is %d bytes, more than the %d allowed per message", i, len(raw), lim.maxMessageBytes)}
 	}
-	fields, err := scanMembers(raw)
+	fields, err := scanMembers(a, raw)
 	if err != nil {
 		return nil, &problem{Index: i, Code: "invalid_message", Message: fmt.Sprintf("batch[%d] is not a JSON object", i)}
 	}
-	delete(fields, "writeKey")
-	rawType, ok := fields["type"]
+	fields.del("writeKey")
+	rawType, ok := fields.get("type")
 	if !ok || isNull(rawType) {
 		return nil, &problem{Index: i, Field: "type", Code: "missing_type", Message: fmt.Sprintf(`batch[%d] has no "type" (one of track, identify, page, screen, group, alias)`, i)}
 	}
-	var typ string
-	if err := json.Unmarshal(rawType, &typ); err != nil || !messageTypes[typ] {
+	typ, ok := messageType(rawType)
+	if !ok {
 		return nil, &problem{Index: i, Field: "type", Code: "invalid_type", Message: fmt.Sprintf(`batch[%d] has "type" %s: want one of track, identify, page, screen, group, alias`, i, clip(rawType))}
 	}
-	return decodeMessage(fields, typ, i, fmt.Sprintf("batch[%d]", i), env, lim, len(raw))
+	return decodeMessage(a, fields, typ, i, env, lim, len(raw))
+}
+
+// messageType returns the type a JSON string names, without allocating.
+func messageType(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	switch string(raw[1 : len(raw)-1]) {
+	case "track":
+		return "track", true
+	case "identify":
+		return "identify", true
+	case "page":
+		return "page", true
+	case "screen":
+		return "screen", true
+	case "group":
+		return "group", true
+	case "alias":
+		return "alias", true
+	}
+	// An escaped spelling ("\u0074rack") is still a valid name.
+	var typ string
+	if err := json.Unmarshal(raw, &typ); err != nil || !messageTypes[typ] {
+		return "", false
+	}
+	return typ, true
 }
 
 // decodeMessage validates the members of one message of type typ and takes
-// the ones enrichment rewrites out of fields.
-func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where string, env envelope, lim limits, size int) (*message, *problem) {
+// the ones enrichment rewrites out of fields. i is the message's index in
+// its batch, or -1 for a single message.
+func decodeMessage(a *arena, fields object, typ string, i int, env envelope, lim limits, size int) (*message, *problem) {
 	bad := func(field, code, format string, args ...any) *problem {
-		return &problem{Index: i, Field: field, Code: code, Message: where + " " + fmt.Sprintf(format, args...)}
+		where, index := typ+" message", 0
+		if i >= 0 {
+			where, index = fmt.Sprintf("batch[%d]", i), i
+		}
+		return &problem{Index: index, Field: field, Code: code, Message: where + " " + fmt.Sprintf(format, args...)}
 	}
 	if size > lim.maxMessageBytes {
 		return nil, bad("", "message_too_large", "is %d bytes, more than the %d allowed per message", size, lim.maxMessageBytes)
 	}
-	m := &message{typ: typ, fields: fields}
-	delete(fields, "type")
+	m := &message{typ: typ}
+	fields.del("type")
 
 	var p *problem
 	id := func(name string) string {
-		raw, ok := fields[name]
+		raw, ok := fields.get(name)
 		if !ok || p != nil {
 			return ""
 		}
-		delete(fields, name)
+		fields.del(name)
 		if isNull(raw) {
 			return ""
 		}
@@ -249,10 +282,11 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 	if m.userID == "" && m.anonymousID == "" {
 		return nil, bad("userId", "no_user_anon_id", `has neither "userId" nor "anonymousId": set one of them`)
 	}
-	if raw, ok := fields["messageId"]; ok {
-		delete(fields, "messageId")
+	if raw, ok := fields.get("messageId"); ok {
+		fields.del("messageId")
 		if !isNull(raw) {
-			if err := json.Unmarshal(raw, &m.messageID); err != nil {
+			var ok bool
+			if m.messageID, ok = jsonString(raw); !ok {
 				return nil, bad("messageId", "invalid_field", `has "messageId" %s: want a string`, clip(raw))
 			}
 			if utf8.RuneCountInString(m.messageID) >= maxMessageIDLen {
@@ -265,7 +299,7 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 		if p != nil {
 			return
 		}
-		raw, ok := fields[name]
+		raw, ok := fields.get(name)
 		if !ok || isNull(raw) {
 			p = bad(name, code, "is a %s without %q", typ, name)
 			return
@@ -277,8 +311,8 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 	switch typ {
 	case "track":
 		need("event", "missing_event")
-		if p == nil && raw(fields["event"])[0] != '"' {
-			p = bad("event", "invalid_field", `has "event" %s: want a non-empty string`, clip(fields["event"]))
+		if ev, _ := fields.get("event"); p == nil && raw(ev)[0] != '"' {
+			p = bad("event", "invalid_field", `has "event" %s: want a non-empty string`, clip(ev))
 		}
 	case "group":
 		need("groupId", "missing_group_id")
@@ -292,7 +326,7 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 		return nil, p
 	}
 	for _, name := range []string{"properties", "traits"} {
-		if raw, ok := fields[name]; ok && !isNull(raw) && raw[0] != '{' {
+		if raw, ok := fields.get(name); ok && !isNull(raw) && raw[0] != '{' {
 			return nil, bad(name, "invalid_field", "has %q %s: want an object", name, clip(raw))
 		}
 	}
@@ -301,11 +335,11 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 		dst  *time.Time
 	}{{"timestamp", &m.timestamp}, {"originalTimestamp", &m.originalTimestamp}, {"sentAt", &m.sentAt}}
 	for _, f := range times {
-		raw, ok := fields[f.name]
+		raw, ok := fields.get(f.name)
 		if !ok {
 			continue
 		}
-		delete(fields, f.name)
+		fields.del(f.name)
 		if isNull(raw) {
 			continue
 		}
@@ -322,14 +356,17 @@ func decodeMessage(fields map[string]json.RawMessage, typ string, i int, where s
 		m.sentAt = env.sentAt
 	}
 	var err error
-	if m.context, err = mergeObject(env.context, fields["context"]); err != nil {
-		return nil, bad("context", "invalid_field", `has "context" %s: want an object`, clip(fields["context"]))
+	ctx, _ := fields.get("context")
+	if m.context, err = mergeObject(a, env.context, ctx); err != nil {
+		return nil, bad("context", "invalid_field", `has "context" %s: want an object`, clip(ctx))
 	}
-	delete(fields, "context")
-	if m.integrations, err = mergeObject(env.integrations, fields["integrations"]); err != nil {
-		return nil, bad("integrations", "invalid_field", `has "integrations" %s: want an object`, clip(fields["integrations"]))
+	fields.del("context")
+	integ, _ := fields.get("integrations")
+	if m.integrations, err = mergeObject(a, env.integrations, integ); err != nil {
+		return nil, bad("integrations", "invalid_field", `has "integrations" %s: want an object`, clip(integ))
 	}
-	delete(fields, "integrations")
+	fields.del("integrations")
+	m.fields = fields
 	return m, nil
 }
 
@@ -345,26 +382,26 @@ func raw(b json.RawMessage) json.RawMessage {
 // mergeObject returns the members of the object item over those of base
 // (item's win). item may be absent or null; it fails when item is not an
 // object.
-func mergeObject(base map[string]json.RawMessage, item json.RawMessage) (map[string]json.RawMessage, error) {
-	var own map[string]json.RawMessage
+func mergeObject(a *arena, base object, item json.RawMessage) (object, error) {
+	var own object
 	if len(item) > 0 && !isNull(item) {
 		if item[0] != '{' {
 			return nil, fmt.Errorf("not an object")
 		}
 		var err error
-		if own, err = scanMembers(item); err != nil {
+		if own, err = scanMembers(a, item); err != nil {
 			return nil, err
 		}
 	}
 	if len(base) == 0 {
 		return own, nil
 	}
-	out := make(map[string]json.RawMessage, len(base)+len(own))
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range own {
-		out[k] = v
+	out := make(object, 0, len(base)+len(own))
+	out = append(out, own...)
+	for _, m := range base {
+		if _, ok := own.get(m.name); !ok {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
@@ -376,11 +413,7 @@ func idString(raw json.RawMessage) (string, bool) {
 	case len(raw) == 0:
 		return "", false
 	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", false
-		}
-		return s, true
+		return jsonString(raw)
 	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
 		return string(raw), true
 	}
@@ -389,8 +422,8 @@ func idString(raw json.RawMessage) (string, bool) {
 
 // parseTime parses an ISO-8601 timestamp as the SDKs send it.
 func parseTime(raw json.RawMessage) (time.Time, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok := jsonString(raw)
+	if !ok {
 		return time.Time{}, fmt.Errorf("%s is not an ISO-8601 string", clip(raw))
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02"} {
@@ -399,6 +432,18 @@ func parseTime(raw json.RawMessage) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%s is not an ISO-8601 time such as 2026-01-02T15:04:05.000Z", clip(raw))
+}
+
+// jsonString returns the string a JSON string literal stands for.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	s, err := unquote(raw)
+	if err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(raw, []byte("null")) }
@@ -447,7 +492,36 @@ const timeLayout = "2006-01-02T15:04:05.000Z"
 // first (type, messageId, userId, anonymousId, ...), then the others by
 // name.
 func enrich(m *message, receivedAt time.Time, ip string, newID func() string) enriched {
-	receivedAt = receivedAt.UTC().Truncate(time.Millisecond) // as receivedAt shows it
+	return enrichStamped(m, newStamps(receivedAt), ip, newID)
+}
+
+// stamps caches the text of the times the messages of one request share:
+// receivedAt, and the batch's sentAt.
+type stamps struct {
+	received     time.Time // UTC, truncated to milliseconds as the text shows it
+	receivedText []byte
+	sent         time.Time
+	sentText     []byte // nil until a sentAt is formatted
+}
+
+func newStamps(receivedAt time.Time) *stamps {
+	r := receivedAt.UTC().Truncate(time.Millisecond)
+	return &stamps{received: r, receivedText: r.AppendFormat(make([]byte, 0, len(timeLayout)), timeLayout)}
+}
+
+// sentAtText returns t as text, formatting it only when it differs from
+// the last one.
+func (st *stamps) sentAtText(t time.Time) []byte {
+	if st.sentText == nil || !t.Equal(st.sent) {
+		st.sent = t
+		st.sentText = t.UTC().AppendFormat(st.sentText[:0], timeLayout)
+	}
+	return st.sentText
+}
+
+// enrichStamped is enrich with the request's shared times.
+func enrichStamped(m *message, st *stamps, ip string, newID func() string) enriched {
+	receivedAt := st.received
 	e := enriched{key: m.key(), messageID: m.messageID}
 	if e.messageID == "" {
 		e.messageID = newID()
@@ -468,14 +542,10 @@ func enrich(m *message, receivedAt time.Time, ip string, newID func() string) en
 	e.timestamp = e.timestamp.UTC()
 
 	size := 256 + len(m.messageID) + len(m.userID) + len(m.anonymousID)
-	for k, v := range m.fields {
-		size += len(k) + len(v) + 4
-	}
-	for k, v := range m.context {
-		size += len(k) + len(v) + 4
-	}
-	for k, v := range m.integrations {
-		size += len(k) + len(v) + 4
+	for _, o := range [...]object{m.fields, m.context, m.integrations} {
+		for _, f := range o {
+			size += len(f.name) + len(f.value) + 4
+		}
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"type":`...)
@@ -490,32 +560,27 @@ func enrich(m *message, receivedAt time.Time, ip string, newID func() string) en
 		b = append(b, `,"anonymousId":`...)
 		b = appendString(b, m.anonymousID)
 	}
-	for _, name := range []string{"event", "name", "groupId", "previousId"} {
-		if v, ok := m.fields[name]; ok {
-			b = appendMember(b, name, v)
-		}
-	}
-	for _, name := range []string{"properties", "traits"} {
-		if v, ok := m.fields[name]; ok {
+	for _, name := range [...]string{"event", "name", "groupId", "previousId", "properties", "traits"} {
+		if v, ok := m.fields.get(name); ok {
 			b = appendMember(b, name, v)
 		}
 	}
 	b = append(b, `,"context":{`...)
-	ctxKeys := sortedKeys(m.context)
+	m.context.sortByName()
 	hasIP := false
-	for i, k := range ctxKeys {
-		if k == "ip" {
+	for i, f := range m.context {
+		if f.name == "ip" {
 			hasIP = true
 		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = appendString(b, f.name)
 		b = append(b, ':')
-		b = append(b, m.context[k]...)
+		b = append(b, f.value...)
 	}
 	if !hasIP && ip != "" {
-		if len(ctxKeys) > 0 {
+		if len(m.context) > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `"ip":`...)
@@ -524,13 +589,14 @@ func enrich(m *message, receivedAt time.Time, ip string, newID func() string) en
 	b = append(b, '}')
 	if m.integrations != nil {
 		b = append(b, `,"integrations":{`...)
-		for i, k := range sortedKeys(m.integrations) {
+		m.integrations.sortByName()
+		for i, f := range m.integrations {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, f.name)
 			b = append(b, ':')
-			b = append(b, m.integrations[k]...)
+			b = append(b, f.value...)
 		}
 		b = append(b, '}')
 	}
@@ -542,18 +608,19 @@ func enrich(m *message, receivedAt time.Time, ip string, newID func() string) en
 	}
 	if !m.sentAt.IsZero() {
 		b = append(b, `,"sentAt":"`...)
-		b = m.sentAt.UTC().AppendFormat(b, timeLayout)
+		b = append(b, st.sentAtText(m.sentAt)...)
 		b = append(b, '"')
 	}
 	b = append(b, `,"receivedAt":"`...)
-	b = receivedAt.AppendFormat(b, timeLayout)
+	b = append(b, st.receivedText...)
 	b = append(b, '"')
-	for _, k := range sortedKeys(m.fields) {
-		switch k {
+	m.fields.sortByName()
+	for _, f := range m.fields {
+		switch f.name {
 		case "event", "name", "groupId", "previousId", "properties", "traits":
 			continue
 		}
-		b = appendMember(b, k, m.fields[k])
+		b = appendMember(b, f.name, f.value)
 	}
 	e.value = append(b, '}')
 	return e
@@ -564,15 +631,6 @@ func appendMember(b []byte, name string, v json.RawMessage) []byte {
 	b = appendString(b, name)
 	b = append(b, ':')
 	return append(b, v...)
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.

@@ -2,6 +2,7 @@ package httptrack
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,7 +75,7 @@ func FuzzScanMembers(f *testing.F) {
 		}
 		var want map[string]json.RawMessage
 		werr := json.Unmarshal(b, &want)
-		got, gerr := scanMembers(b)
+		got, gerr := scanMembers(nil, b)
 		if (werr == nil && want != nil) != (gerr == nil) {
 			t.Fatalf("encoding/json: %v (%v), scanMembers: %v", werr, want, gerr)
 		}
@@ -83,9 +84,12 @@ func FuzzScanMembers(f *testing.F) {
 				t.Fatalf("%d members, encoding/json finds %d", len(got), len(want))
 			}
 			for k, v := range want {
-				if string(got[k]) != string(v) {
-					t.Fatalf("member %q: %s, encoding/json: %s", k, got[k], v)
+				if g, _ := got.get(k); string(g) != string(v) {
+					t.Fatalf("member %q: %s, encoding/json: %s", k, g, v)
 				}
+			}
+			if (want == nil) != (got == nil) {
+				t.Fatalf("members %v, encoding/json %v: want both nil or neither", got, want)
 			}
 		}
 		var wantElems []json.RawMessage
@@ -100,4 +104,35 @@ func FuzzScanMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzValidJSON checks validJSON against encoding/json.Valid.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,-2.5e+3,0,true,false,null,"x\u00e9\n"],"b":{}}`, ` [ ] `, `01`, `1.`, `-`, `1e`, `"\x"`, `"a` + "\x01" + `"`,
+		`{"a" 1}`, `[1,]`, `{,}`, `nul`, `"\ud800"`, "\"\xff\"", `{"a":1}{}`, `[[[[[]]]]]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, encoding/json.Valid = %v", b, got, want)
+		}
+	})
+}
+
+// TestValidJSON_Depth checks the nesting limit against encoding/json's.
+func TestValidJSON_Depth(t *testing.T) {
+	for _, n := range []int{9999, 10000, 10001} {
+		for _, open := range []string{"[", `{"a":`} {
+			closer := "]"
+			if open != "[" {
+				closer = "}"
+			}
+			b := []byte(strings.Repeat(open, n) + "1" + strings.Repeat(closer, n))
+			if got, want := validJSON(b), json.Valid(b); got != want {
+				t.Errorf("depth %d of %s: validJSON %v, encoding/json.Valid %v", n, open, got, want)
+			}
+		}
+	}
 }

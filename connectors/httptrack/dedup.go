@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -18,14 +19,13 @@ import (
 type msgHash [16]byte
 
 func hashID(writeKey, messageID string) msgHash {
-	h := sha256.New()
-	h.Write([]byte(writeKey))
-	h.Write([]byte{0})
-	h.Write([]byte(messageID))
-	var sum [sha256.Size]byte
-	var out msgHash
-	copy(out[:], h.Sum(sum[:0]))
-	return out
+	// The input is built on the stack for the usual sizes: no allocation.
+	buf := make([]byte, 0, 256)
+	buf = append(buf, writeKey...)
+	buf = append(buf, 0)
+	buf = append(buf, messageID...)
+	sum := sha256.Sum256(buf)
+	return msgHash(sum[:16])
 }
 
 // seen is what the dedup set knows of one messageId: the seq of the request
@@ -97,14 +97,17 @@ func (d *dedupSet) len() int { return len(d.ids) }
 // An entry is appended before its request's records are handed to the
 // worker, so that any stored position covers only requests whose entries
 // are in the file. On Open, the entries of requests after the stored
-// position (their records never became durable, their clients got no 200
-// and will retry) and those older than the window are dropped, and the
-// file is rewritten atomically (tmp, fsync, rename, fsync dir). A torn or
-// corrupt tail, from a crash in the middle of a write, ends the file there.
-// Writes reach the page cache at once and the disk within a second
-// (fsync by the reader when idle, or once a second when busy): a process
-// crash loses nothing, a machine crash may forget the last second of ids,
-// which can then be accepted twice (at least once, never lost).
+// position (their clients got no 200 and will retry; their records may or
+// may not be in the log, and keeping the ids could lose the retried events)
+// and those older than the window are dropped, and the file is rewritten
+// atomically (tmp, fsync, rename, fsync dir). A torn tail, from a crash in
+// the middle of a write, ends the file there; so does a corrupt entry,
+// which is logged as corruption, and the ids after it are forgotten (they
+// may then be accepted twice: at least once, never lost). Writes reach the
+// page cache at once and the disk within a second (the journal's own
+// goroutine fsyncs it once a second when it was written): a process crash
+// loses nothing, a machine crash may forget the last second of ids, which
+// can then be accepted twice (at least once, never lost).
 const journalMagic = "TRHTDJ1\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -125,30 +128,90 @@ func appendJournalEntry(b []byte, seq uint64, at int64, hashes []msgHash) []byte
 	return b
 }
 
-// journal is the open dedup journal. Only the goroutine that calls Read
-// (and Open and Close, which never run with it) uses it.
+// journal is the open dedup journal. The goroutine that calls Read (and
+// Open and Close, which never run with it) writes and compacts it; its own
+// syncer goroutine fsyncs it every syncEvery, so that an fsync never holds
+// up a Read. Lock order: syncMu, then mu.
 type journal struct {
-	path     string
-	f        *os.File
-	size     int64 // bytes in the file
-	dirty    bool  // written since the last fsync
-	lastSync time.Time
+	path string
+	size int64 // bytes in the file; the Read goroutine's
+
+	// syncMu is held across an fsync, so that compact and close do not
+	// close the file under it.
+	syncMu sync.Mutex
+
+	mu      sync.Mutex // guards the fields below
+	f       *os.File
+	dirty   bool  // written since the last fsync
+	syncErr error // a background fsync's failure, returned by the next write
+
+	stop chan struct{} // closed by close: the syncer returns
+	done chan struct{} // closed when the syncer has returned
+}
+
+// syncEvery is how often the journal is fsynced while it is written.
+const syncEvery = time.Second
+
+func newJournal(path string, f *os.File, size int64) *journal {
+	j := &journal{path: path, f: f, size: size, stop: make(chan struct{}), done: make(chan struct{})}
+	go j.syncLoop()
+	return j
+}
+
+// syncLoop fsyncs the journal every syncEvery when it was written, until
+// close.
+func (j *journal) syncLoop() {
+	defer close(j.done)
+	t := time.NewTicker(syncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+			if err := j.sync(); err != nil {
+				j.mu.Lock()
+				j.syncErr = err
+				j.mu.Unlock()
+			}
+		}
+	}
+}
+
+// recovery says what loadJournal cut off the end of a journal file.
+type recovery struct {
+	offset  int64 // where the cut starts, from the start of the file
+	dropped int64 // bytes dropped from there
+	// corrupt is true when a bad entry is followed by more bytes than it
+	// claims, so it is not the torn tail of a crash during a write.
+	corrupt bool
+}
+
+func (r recovery) String() string {
+	if r.dropped == 0 {
+		return ""
+	}
+	if r.corrupt {
+		return fmt.Sprintf("the journal is corrupt at offset %d: dropped the %d bytes from there; messageIds they held may be accepted again (at least once, never lost)", r.offset, r.dropped)
+	}
+	return fmt.Sprintf("dropped a torn tail of %d bytes at offset %d, left by a crash during a write", r.dropped, r.offset)
 }
 
 // loadJournal reads the journal at path into d, keeping the entries with a
 // seq up to maxSeq that are within the window at now, then rewrites the
 // file with just those and opens it for appending. A missing file is an
-// empty journal. It reports what it dropped from a torn tail.
-func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, string, error) {
-	var note string
+// empty journal. A torn tail (a crash in the middle of a write) or a
+// corrupt entry ends the file there; the recovery says what was dropped.
+func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, recovery, error) {
+	var rec recovery
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		data = nil
 	case err != nil:
-		return nil, "", fmt.Errorf("read dedup journal %s: %w", path, err)
+		return nil, rec, fmt.Errorf("read dedup journal %s: %w", path, err)
 	case len(data) < len(journalMagic) || string(data[:len(journalMagic)]) != journalMagic:
-		return nil, "", fmt.Errorf("read dedup journal %s: not a dedup journal (bad magic); move it away to start with an empty dedup set", path)
+		return nil, rec, fmt.Errorf("read dedup journal %s: not a dedup journal (bad magic); move it away to start with an empty dedup set", path)
 	default:
 		data = data[len(journalMagic):]
 	}
@@ -160,14 +223,20 @@ func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, 
 	var keep []entry
 	off := 0
 	for off < len(data) {
-		if len(data)-off < 8 {
-			note = fmt.Sprintf("dropped a torn tail of %d bytes at offset %d", len(data)-off, off+len(journalMagic))
+		rest := len(data) - off
+		if rest < 8 {
+			rec = recovery{offset: int64(off + len(journalMagic)), dropped: int64(rest)}
 			break
 		}
 		n := int(binary.BigEndian.Uint32(data[off:]))
 		sum := binary.BigEndian.Uint32(data[off+4:])
-		if n < 16 || (n-16)%16 != 0 || n > len(data)-off-8 || crc32.Checksum(data[off+8:off+8+n], crcTable) != sum {
-			note = fmt.Sprintf("dropped a torn or corrupt tail of %d bytes at offset %d", len(data)-off, off+len(journalMagic))
+		if n < 16 || (n-16)%16 != 0 || n > rest-8 || crc32.Checksum(data[off+8:off+8+n], crcTable) != sum {
+			// A write cut short leaves a last entry that ends the file or
+			// reaches past its end, or zeros where the file system had
+			// not written the data yet; a bad entry with more after it
+			// is corruption.
+			torn := (n >= 16 && (n-16)%16 == 0 && n >= rest-8) || allZero(data[off:])
+			rec = recovery{offset: int64(off + len(journalMagic)), dropped: int64(rest), corrupt: !torn}
 			break
 		}
 		p := data[off+8 : off+8+n]
@@ -196,23 +265,41 @@ func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, 
 		}
 	}
 	if err := writeFileAtomic(path, buf); err != nil {
-		return nil, "", err
+		return nil, rec, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return nil, "", fmt.Errorf("open dedup journal %s: %w", path, err)
+		return nil, rec, fmt.Errorf("open dedup journal %s: %w", path, err)
 	}
-	return &journal{path: path, f: f, size: int64(len(buf)), lastSync: time.Now()}, note, nil
+	return newJournal(path, f, int64(len(buf))), rec, nil
 }
 
-// write appends entries to the journal file.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// write appends entries to the journal file. It fails when the last
+// background fsync did.
 func (j *journal) write(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	n, err := j.f.Write(b)
+	j.mu.Lock()
+	f, err := j.f, j.syncErr
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	n, err := f.Write(b)
 	j.size += int64(n)
+	j.mu.Lock()
 	j.dirty = true
+	j.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("append to dedup journal %s: %w", j.path, err)
 	}
@@ -221,20 +308,24 @@ func (j *journal) write(b []byte) error {
 
 // sync fsyncs the file if it was written since the last sync.
 func (j *journal) sync() error {
-	if !j.dirty {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	f, dirty := j.f, j.dirty
+	j.dirty = false
+	j.mu.Unlock()
+	if !dirty {
 		return nil
 	}
-	j.dirty = false
-	j.lastSync = time.Now()
-	if err := j.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync dedup journal %s: %w", j.path, err)
 	}
 	return nil
 }
 
-// compact rewrites the journal with the live set only. live is the set's
-// content: entries are rebuilt one per id.
-func (j *journal) compact(d *dedupSet) error {
+// compaction returns the content of a journal holding the set d only,
+// one entry per id, oldest first.
+func compaction(d *dedupSet) []byte {
 	buf := make([]byte, 0, len(journalMagic)+d.len()*40)
 	buf = append(buf, journalMagic...)
 	for _, h := range d.order[d.head:] {
@@ -244,6 +335,13 @@ func (j *journal) compact(d *dedupSet) error {
 		}
 		buf = appendJournalEntry(buf, s.seq, s.at, []msgHash{h})
 	}
+	return buf
+}
+
+// compact replaces the journal with buf, a compaction. Entries written to
+// the journal after the compaction was taken must be written again after
+// compact returns (an id found twice on load counts once).
+func (j *journal) compact(buf []byte) error {
 	if err := writeFileAtomic(j.path, buf); err != nil {
 		return err
 	}
@@ -251,14 +349,22 @@ func (j *journal) compact(d *dedupSet) error {
 	if err != nil {
 		return fmt.Errorf("reopen dedup journal %s: %w", j.path, err)
 	}
-	j.f.Close()
+	j.syncMu.Lock()
+	j.mu.Lock()
+	old := j.f
 	j.f = f
-	j.size = int64(len(buf))
 	j.dirty = false
+	j.mu.Unlock()
+	old.Close()
+	j.syncMu.Unlock()
+	j.size = int64(len(buf))
 	return nil
 }
 
+// close stops the syncer, fsyncs and closes the file.
 func (j *journal) close() error {
+	close(j.stop)
+	<-j.done
 	err := j.sync()
 	if cerr := j.f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close dedup journal %s: %w", j.path, cerr)

@@ -11,7 +11,11 @@
 // short paths /v1/t, /i, /p, /s, /g, /a and /b work too, and JSON is parsed
 // whatever the Content-Type (analytics.js sends text/plain). Bodies may be
 // gzipped. GET /health answers {"status":"healthy"}; GET /metrics serves
-// request, event, rejection and latency metrics in the Prometheus format.
+// request, event, rejection and latency metrics per write key in the
+// Prometheus format. The same counters, summed over the keys, and the
+// backlog (requests pending, unacknowledged, waiting) go to the worker
+// through connect.Reporter (report.go), which exports them on its own
+// /metrics and shows them in the task status.
 //
 // The write key is the user of HTTP Basic auth (empty password) or
 // "writeKey" in the body; a key in the header wins. A key may route its
@@ -45,6 +49,8 @@
 // dropped. The set is bounded (dedup.max.ids) and, with state.dir, kept
 // across restarts in a journal whose entries are tagged with their request's
 // seq: on Open only the entries up to the stored position are kept, because
-// the others belong to requests whose records never became durable and
-// whose clients will retry. See dedup.go for the file format.
+// the others belong to requests whose clients got no 200 and will retry,
+// and whose records may not have reached the log. See dedup.go for the file format. A crash
+// between the worker's append and its position store can still let a
+// retry be stored twice: at least once, never lost.
 package httptrack

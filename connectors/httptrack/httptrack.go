@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -32,8 +33,9 @@ const version = "0.1.0"
 // batch, so that the worker can heartbeat and react to pause or stop.
 const idleRead = time.Second
 
-// syncEvery is how often a busy reader fsyncs the dedup journal.
-const syncEvery = time.Second
+// compactMinBytes is the smallest journal that is compacted; a variable
+// for tests.
+var compactMinBytes int64 = 8 << 20
 
 // shutdownGrace bounds the drain phase of Close when its context has no
 // deadline.
@@ -243,6 +245,10 @@ type Source struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	recovered    recovery     // what Open cut off the dedup journal
+	waiting      atomic.Int64 // HTTP requests waiting for their records to be durable
+	journalBytes atomic.Int64 // size of the dedup journal file, for Report
+
 	mu          sync.Mutex
 	queue       []*request
 	queuedBytes int64
@@ -300,7 +306,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.closing = make(chan struct{})
 	s.served = make(chan struct{})
 	s.limiter = newLimiter(set.rateLimit)
-	s.metrics = newMetrics()
+	s.metrics = newMetrics(len(set.keys))
 
 	if set.dedupWindow > 0 {
 		s.dedup = newDedupSet(set.dedupWindow, set.dedupMax)
@@ -309,14 +315,19 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 				return fmt.Errorf("httptrack state dir: %w", err)
 			}
 			path := filepath.Join(set.stateDir, journalName(cfg))
-			j, note, err := loadJournal(path, s.dedup, last, time.Now().UnixMilli())
+			j, rec, err := loadJournal(path, s.dedup, last, time.Now().UnixMilli())
 			if err != nil {
 				return err
 			}
-			if note != "" {
-				s.logger.Warn("dedup journal recovered", "path", path, "what", note)
+			switch {
+			case rec.corrupt:
+				s.logger.Error("dedup journal corrupt", "path", path, "offset", rec.offset, "dropped_bytes", rec.dropped, "what", rec.String())
+			case rec.dropped > 0:
+				s.logger.Warn("dedup journal recovered", "path", path, "offset", rec.offset, "dropped_bytes", rec.dropped, "what", rec.String())
 			}
+			s.recovered = rec
 			s.journal = j
+			s.journalBytes.Store(j.size)
 			s.logger.Info("dedup journal loaded", "path", path, "ids", s.dedup.len(), "after_seq", last)
 		} else {
 			s.logger.Warn("dedup keeps messageIds in memory only: set state.dir to keep them across restarts")
@@ -410,11 +421,6 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		case <-s.closing:
 			return nil, errors.New("httptrack: read after close")
 		case <-idle.C:
-			if s.journal != nil {
-				if err := s.journal.sync(); err != nil {
-					return nil, err
-				}
-			}
 			return nil, nil
 		}
 	}
@@ -444,8 +450,8 @@ func (s *Source) takeLocked() ([]connect.Record, []byte) {
 }
 
 // writeJournal appends entries to the dedup journal before their records
-// are handed out; it compacts the file when it has grown well past the
-// live set, and fsyncs it once a second.
+// are handed out, and compacts the file when it has grown well past the
+// live set. The journal's own goroutine fsyncs it once a second.
 func (s *Source) writeJournal(b []byte) error {
 	j := s.journal
 	if j == nil {
@@ -457,17 +463,17 @@ func (s *Source) writeJournal(b []byte) error {
 	s.mu.Lock()
 	live := int64(s.dedup.len())
 	s.mu.Unlock()
-	if j.size > max(8<<20, 4*40*live) {
+	if j.size > max(compactMinBytes, 4*40*live) {
+		// Take the set under the lock, write it without: entries added
+		// meanwhile are in s.jbuf, appended by the next Read.
 		s.mu.Lock()
-		err := j.compact(s.dedup)
+		buf := compaction(s.dedup)
 		s.mu.Unlock()
-		if err != nil {
+		if err := j.compact(buf); err != nil {
 			return err
 		}
 	}
-	if time.Since(j.lastSync) >= syncEvery {
-		return j.sync()
-	}
+	s.journalBytes.Store(j.size)
 	return nil
 }
 

@@ -5,135 +5,166 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of the request latency
 // histogram.
-var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+var latencyBuckets = [...]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// statusCodes are the statuses the tracking paths answer with, in the
+// order metrics list them; any other counts as the last slot, "other".
+var statusCodes = [...]int{200, 400, 401, 404, 405, 429, 503}
+
+// keyMetrics are the counters of one write key (or of requests without a
+// valid key). They are atomics: the request path updates them without a
+// lock.
+type keyMetrics struct {
+	label    string                              // the key's position in write.keys, or "none"
+	requests [len(statusCodes) + 1]atomic.Uint64 // by statusCodes index; the last is "other"
+	accepted atomic.Uint64                       // events handed to the log
+	dups     atomic.Uint64                       // events dropped as duplicates
+	rejects  [len(reasonsArr)]atomic.Uint64      // by reasons index: events, or requests when no event count applies
+}
+
+// reasonsArr are the rejection reasons, in the order metrics list them.
+var reasonsArr = [...]string{reasonAuth, reasonInvalid, reasonTooLarge, reasonRateLimited, reasonBackpressure, reasonTimeout, reasonStopping}
 
 // metrics counts requests, events and rejections per write key (labelled
 // by the key's position in write.keys, never by the key) and keeps a
-// latency histogram, served in the Prometheus text format at /metrics.
+// latency histogram. The source serves them in the Prometheus text format
+// at its own /metrics, per key; Report gives the worker the totals.
 type metrics struct {
-	mu         sync.Mutex
-	requests   map[[2]string]uint64 // key, code
-	accepted   map[string]uint64    // key
-	dups       map[string]uint64    // key
-	rejects    map[[2]string]uint64 // key, reason: events, or requests when no event count applies
-	buckets    []uint64             // cumulative counts are computed when written
-	latencySum float64
-	latencyN   uint64
+	keys    []*keyMetrics // in write.keys order, then "none"
+	none    *keyMetrics
+	buckets [len(latencyBuckets) + 1]atomic.Uint64 // not cumulative; the last is +Inf
+	sumNs   atomic.Int64
+	count   atomic.Uint64 // requests observed, for Report
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		requests: make(map[[2]string]uint64),
-		accepted: make(map[string]uint64),
-		dups:     make(map[string]uint64),
-		rejects:  make(map[[2]string]uint64),
-		buckets:  make([]uint64, len(latencyBuckets)+1),
+// newMetrics makes the metrics of n write keys, labelled "1".."n".
+func newMetrics(n int) *metrics {
+	m := &metrics{none: &keyMetrics{label: "none"}}
+	for i := range n {
+		m.keys = append(m.keys, &keyMetrics{label: strconv.Itoa(i + 1)})
 	}
+	m.keys = append(m.keys, m.none)
+	return m
 }
 
-func label(key string) string {
-	if key == "" {
-		return "none"
+// of returns the counters of the key labelled label ("" for none).
+func (m *metrics) of(label string) *keyMetrics {
+	if i, err := strconv.Atoi(label); err == nil && i >= 1 && i < len(m.keys) {
+		return m.keys[i-1]
 	}
-	return key
+	return m.none
 }
 
-func (m *metrics) request(key string, code int, d time.Duration) {
-	sec := d.Seconds()
-	i, _ := slices.BinarySearch(latencyBuckets, sec)
-	m.mu.Lock()
-	m.requests[[2]string{label(key), strconv.Itoa(code)}]++
-	m.buckets[i]++
-	m.latencySum += sec
-	m.latencyN++
-	m.mu.Unlock()
+func codeIndex(code int) int {
+	for i, c := range statusCodes {
+		if c == code {
+			return i
+		}
+	}
+	return len(statusCodes)
 }
 
-func (m *metrics) events(key string, accepted, dups int) {
-	m.mu.Lock()
-	m.accepted[label(key)] += uint64(accepted)
-	m.dups[label(key)] += uint64(dups)
-	m.mu.Unlock()
+func reasonIndex(reason string) int {
+	for i, r := range reasonsArr {
+		if r == reason {
+			return i
+		}
+	}
+	panic("httptrack: unknown rejection reason " + reason)
+}
+
+func (m *metrics) request(label string, code int, d time.Duration) {
+	m.of(label).requests[codeIndex(code)].Add(1)
+	i, _ := slices.BinarySearch(latencyBuckets[:], d.Seconds())
+	m.buckets[i].Add(1)
+	m.sumNs.Add(int64(d))
+	m.count.Add(1)
+}
+
+func (m *metrics) events(label string, accepted, dups int) {
+	k := m.of(label)
+	k.accepted.Add(uint64(accepted))
+	k.dups.Add(uint64(dups))
 }
 
 // rejected counts n rejected events, or one rejected request when n is 0.
-func (m *metrics) rejected(key, reason string, n int) {
-	m.mu.Lock()
-	m.rejects[[2]string{label(key), reason}] += uint64(max(n, 1))
-	m.mu.Unlock()
+func (m *metrics) rejected(label, reason string, n int) {
+	m.of(label).rejects[reasonIndex(reason)].Add(uint64(max(n, 1)))
+}
+
+// totals are the counters summed over the keys, for Report.
+type totals struct {
+	requests, ok, accepted, dups uint64
+	rejects                      [len(reasonsArr)]uint64
+	latencySum                   float64
+	latencyCount                 uint64
+}
+
+func (m *metrics) totals() totals {
+	var t totals
+	for _, k := range m.keys {
+		for i := range k.requests {
+			t.requests += k.requests[i].Load()
+		}
+		t.ok += k.requests[0].Load()
+		t.accepted += k.accepted.Load()
+		t.dups += k.dups.Load()
+		for i := range k.rejects {
+			t.rejects[i] += k.rejects[i].Load()
+		}
+	}
+	t.latencySum = time.Duration(m.sumNs.Load()).Seconds()
+	t.latencyCount = m.count.Load()
+	return t
 }
 
 func (m *metrics) write(w io.Writer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	fmt.Fprintln(w, "# HELP tributary_httptrack_requests_total Tracking requests answered, by write key and HTTP status.")
 	fmt.Fprintln(w, "# TYPE tributary_httptrack_requests_total counter")
-	for _, k := range sortedPairs(m.requests) {
-		fmt.Fprintf(w, "tributary_httptrack_requests_total{key=%q,code=%q} %d\n", k[0], k[1], m.requests[k])
+	for _, k := range m.keys {
+		for i := range k.requests {
+			n := k.requests[i].Load()
+			code := "other"
+			if i < len(statusCodes) {
+				code = strconv.Itoa(statusCodes[i])
+			}
+			if n > 0 || code == "200" {
+				fmt.Fprintf(w, "tributary_httptrack_requests_total{key=%q,code=%q} %d\n", k.label, code, n)
+			}
+		}
 	}
 	fmt.Fprintln(w, "# HELP tributary_httptrack_events_total Events accepted (new, handed to the log), by write key.")
 	fmt.Fprintln(w, "# TYPE tributary_httptrack_events_total counter")
-	for _, k := range sortedStrings(m.accepted) {
-		fmt.Fprintf(w, "tributary_httptrack_events_total{key=%q} %d\n", k, m.accepted[k])
+	for _, k := range m.keys {
+		fmt.Fprintf(w, "tributary_httptrack_events_total{key=%q} %d\n", k.label, k.accepted.Load())
 	}
 	fmt.Fprintln(w, "# HELP tributary_httptrack_duplicates_total Events dropped as duplicates of a messageId within dedup.window.")
 	fmt.Fprintln(w, "# TYPE tributary_httptrack_duplicates_total counter")
-	for _, k := range sortedStrings(m.dups) {
-		fmt.Fprintf(w, "tributary_httptrack_duplicates_total{key=%q} %d\n", k, m.dups[k])
+	for _, k := range m.keys {
+		fmt.Fprintf(w, "tributary_httptrack_duplicates_total{key=%q} %d\n", k.label, k.dups.Load())
 	}
 	fmt.Fprintln(w, "# HELP tributary_httptrack_rejections_total Rejected events (invalid) or requests (other reasons), by write key and reason.")
 	fmt.Fprintln(w, "# TYPE tributary_httptrack_rejections_total counter")
-	for _, k := range sortedPairs(m.rejects) {
-		fmt.Fprintf(w, "tributary_httptrack_rejections_total{key=%q,reason=%q} %d\n", k[0], k[1], m.rejects[k])
+	for _, k := range m.keys {
+		for i, r := range reasonsArr {
+			fmt.Fprintf(w, "tributary_httptrack_rejections_total{key=%q,reason=%q} %d\n", k.label, r, k.rejects[i].Load())
+		}
 	}
 	fmt.Fprintln(w, "# HELP tributary_httptrack_request_seconds Time from request to answer, durability wait included.")
 	fmt.Fprintln(w, "# TYPE tributary_httptrack_request_seconds histogram")
 	var cum uint64
 	for i, le := range latencyBuckets {
-		cum += m.buckets[i]
+		cum += m.buckets[i].Load()
 		fmt.Fprintf(w, "tributary_httptrack_request_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(le, 'g', -1, 64), cum)
 	}
-	cum += m.buckets[len(latencyBuckets)]
+	cum += m.buckets[len(latencyBuckets)].Load()
 	fmt.Fprintf(w, "tributary_httptrack_request_seconds_bucket{le=\"+Inf\"} %d\n", cum)
-	fmt.Fprintf(w, "tributary_httptrack_request_seconds_sum %g\n", m.latencySum)
-	fmt.Fprintf(w, "tributary_httptrack_request_seconds_count %d\n", m.latencyN)
-}
-
-func sortedPairs(m map[[2]string]uint64) [][2]string {
-	keys := make([][2]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int {
-		if a[0] != b[0] {
-			return compareStrings(a[0], b[0])
-		}
-		return compareStrings(a[1], b[1])
-	})
-	return keys
-}
-
-func sortedStrings(m map[string]uint64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	fmt.Fprintf(w, "tributary_httptrack_request_seconds_sum %g\n", time.Duration(m.sumNs.Load()).Seconds())
+	fmt.Fprintf(w, "tributary_httptrack_request_seconds_count %d\n", cum)
 }

@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -28,13 +30,13 @@ var paths = map[string]string{
 
 // Rejection reasons, as metrics and logs name them.
 const (
-	reasonAuth        = "unauthorized"
-	reasonInvalid     = "invalid"
-	reasonTooLarge    = "too_large"
-	reasonRateLimited = "rate_limited"
-	reasonBackpressue = "backpressure"
-	reasonTimeout     = "ack_timeout"
-	reasonStopping    = "stopping"
+	reasonAuth         = "unauthorized"
+	reasonInvalid      = "invalid"
+	reasonTooLarge     = "too_large"
+	reasonRateLimited  = "rate_limited"
+	reasonBackpressure = "backpressure"
+	reasonTimeout      = "ack_timeout"
+	reasonStopping     = "stopping"
 )
 
 // ServeHTTP answers the tracking API, /health and /metrics.
@@ -89,6 +91,9 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		limit = s.set.lim.maxMessageBytes
 	}
 	body, p := readBody(r, limit)
+	// Nothing keeps a subslice of the body past the records built below
+	// (enrich copies what it keeps), so its buffer goes back to the pool.
+	defer func() { putBody(body) }()
 	if p != nil {
 		status, reason := http.StatusBadRequest, reasonInvalid
 		if p.Code == "request_too_large" || p.Code == "message_too_large" {
@@ -133,27 +138,34 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		return s.reject(w, http.StatusTooManyRequests, key.label, reasonRateLimited, problem{Index: -1, Code: "rate_limited", Message: fmt.Sprintf("write key is over its limit of %g events/s: retry after %s", s.set.rateLimit, wait.Round(time.Millisecond))})
 	}
 
-	// Enrich and build the records.
+	// Enrich and build the records; hash the messageIds for dedup here,
+	// outside the source's lock.
 	ip := s.clientIP(r)
 	recs := make([]connect.Record, 0, len(d.msgs))
-	ids := make([]string, 0, len(d.msgs))
+	var hashes []msgHash // per record; the zero hash for a generated id
+	if s.dedup != nil {
+		hashes = make([]msgHash, 0, len(d.msgs))
+	}
 	var bytes int64
+	st := newStamps(received)
 	for _, m := range d.msgs {
-		e := enrich(m, received, ip, newMessageID)
+		e := enrichStamped(m, st, ip, newMessageID)
 		rec := connect.Record{Key: []byte(e.key), Value: e.value, Timestamp: e.timestamp, Topic: key.topic}
 		recs = append(recs, rec)
-		if e.generated {
-			ids = append(ids, "")
-		} else {
-			ids = append(ids, e.messageID)
+		if hashes != nil {
+			var h msgHash
+			if !e.generated {
+				h = hashID(key.key, e.messageID)
+			}
+			hashes = append(hashes, h)
 		}
 		bytes += int64(len(e.value) + len(e.key))
 	}
 
-	wait, accepted, ok := s.enqueue(key.key, recs, ids, bytes, received)
+	wait, accepted, ok := s.enqueue(recs, hashes, bytes, received)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
-		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressue, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
+		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressure, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
 	}
 	s.metrics.events(key.label, accepted, len(d.msgs)-accepted)
 	if wait > 0 {
@@ -181,9 +193,11 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 // the queue had room. A duplicate of a message whose request is not yet
 // durable makes this request wait for that one too: answering 200 before
 // would acknowledge an event that may still be lost.
-func (s *Source) enqueue(key string, recs []connect.Record, ids []string, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
+//
+// hashes holds the hash of each record's messageId, the zero hash for an
+// id the server generated (never a duplicate); nil when dedup is off.
+func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
 	now := received.UnixMilli()
-	var hashes []msgHash
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queuedBytes+bytes > s.set.maxPending && s.queuedBytes > 0 {
@@ -192,31 +206,39 @@ func (s *Source) enqueue(key string, recs []connect.Record, ids []string, bytes 
 	seq := s.nextSeq
 	keep := recs[:0]
 	if s.dedup != nil {
-		hashes = make([]msgHash, 0, len(recs))
-		var inThis map[msgHash]bool
+		// keepHashes reuses hashes' array: it never gets ahead of the
+		// index being read.
+		keepHashes := hashes[:0]
+		var inThis map[msgHash]bool // for large requests; small ones search keepHashes
 		for i, rec := range recs {
-			if ids[i] == "" {
+			h := hashes[i]
+			if h == (msgHash{}) {
 				keep = append(keep, rec)
 				continue
 			}
-			h := hashID(key, ids[i])
 			if old, dup := s.dedup.lookup(h, now); dup {
 				if old.seq > s.acked {
 					wait = max(wait, old.seq)
 				}
 				continue
 			}
-			if inThis[h] {
-				continue
+			if len(recs) <= 16 {
+				if slices.Contains(keepHashes, h) {
+					continue
+				}
+			} else {
+				if inThis[h] {
+					continue
+				}
+				if inThis == nil {
+					inThis = make(map[msgHash]bool, len(recs))
+				}
+				inThis[h] = true
 			}
-			if inThis == nil {
-				inThis = make(map[msgHash]bool, len(recs))
-			}
-			inThis[h] = true
-			hashes = append(hashes, h)
+			keepHashes = append(keepHashes, h)
 			keep = append(keep, rec)
 		}
-		recs = keep
+		recs, hashes = keep, keepHashes
 	}
 	if len(recs) == 0 {
 		return wait, 0, true
@@ -241,8 +263,9 @@ func (s *Source) enqueue(key string, recs []connect.Record, ids []string, bytes 
 // awaitDurable waits until the request with seq is acknowledged, or answers
 // 503 on timeout and when the source is stopping.
 func (s *Source) awaitDurable(seq uint64) (int, *problem) {
-	timer := time.NewTimer(s.set.ackTimeout)
-	defer timer.Stop()
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	var timeout <-chan time.Time
 	for {
 		s.mu.Lock()
 		if s.acked >= seq {
@@ -251,9 +274,14 @@ func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 		}
 		ch := s.ackCh
 		s.mu.Unlock()
+		if timeout == nil {
+			timer := time.NewTimer(s.set.ackTimeout)
+			defer timer.Stop()
+			timeout = timer.C
+		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-timeout:
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
 		case <-s.closing:
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "stopping", Message: "the source is stopping: retry later"}
@@ -376,8 +404,27 @@ func basicUser(r *http.Request) (string, bool) {
 	return user, true
 }
 
-// readBody reads the request body, gunzipping it when it says so, and
-// refuses more than limit bytes either way (a gzip bomb included).
+// bodyPool holds request body buffers; buffers over maxPooledBody are
+// left to the garbage collector.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBody = 1 << 20
+
+func getBody() []byte { return (*bodyPool.Get().(*[]byte))[:0] }
+
+// putBody returns a body from readBody to the pool; b must not be used
+// afterwards.
+func putBody(b []byte) {
+	if b == nil || cap(b) > maxPooledBody {
+		return
+	}
+	b = b[:0]
+	bodyPool.Put(&b)
+}
+
+// readBody reads the request body into a pooled buffer, gunzipping it
+// when it says so, and refuses more than limit bytes either way (a gzip
+// bomb included).
 func readBody(r *http.Request, limit int) ([]byte, *problem) {
 	tooLarge := func() *problem {
 		return requestProblem("request_too_large", "request body is more than the %d bytes allowed", limit)
@@ -386,6 +433,7 @@ func readBody(r *http.Request, limit int) ([]byte, *problem) {
 		return nil, tooLarge()
 	}
 	var src io.Reader = r.Body
+	sizeHint := int(r.ContentLength)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
@@ -394,21 +442,46 @@ func readBody(r *http.Request, limit int) ([]byte, *problem) {
 			return nil, requestProblem("invalid_gzip", "body says Content-Encoding gzip but is not gzip: %v", err)
 		}
 		defer zr.Close()
-		src = zr
+		src, sizeHint = zr, 4*sizeHint
 	default:
 		return nil, requestProblem("unsupported_encoding", "Content-Encoding %q is not supported: send gzip or no encoding", clipString(enc))
 	}
-	body, err := io.ReadAll(io.LimitReader(src, int64(limit)+1))
+	body, err := readAll(getBody(), src, limit+1, sizeHint)
 	if err != nil {
+		putBody(body)
 		if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, requestProblem("invalid_gzip", "gzip body is corrupt or cut short: %v", err)
 		}
 		return nil, requestProblem("unreadable_body", "read request body: %v", err)
 	}
 	if len(body) > limit {
+		putBody(body)
 		return nil, tooLarge()
 	}
 	return body, nil
+}
+
+// readAll appends what r holds, at most limit bytes, to b, which it first
+// grows to hint+1 bytes (the size the client announced; the extra byte
+// lets the final read see EOF without growing the buffer).
+func readAll(b []byte, r io.Reader, limit, hint int) ([]byte, error) {
+	if hint > 0 {
+		b = slices.Grow(b, min(hint, limit)+1)
+	}
+	for len(b) < limit {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(limit-len(b), max(cap(b), 512)))
+		}
+		n, err := r.Read(b[len(b):min(cap(b), limit)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // writeKeyOf digs the writeKey out of a body that did not decode as a

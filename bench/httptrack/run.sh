@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Benchmarks the httptrack source (issue 6, "Benchmark") and prints one
+# table: single-event POST /v1/track and POST /v1/batch of 100 events, both
+# durable (through the engine on the embedded log, fsync before every 200),
+# beside a bare net/http handler that reads the body and answers 200 (the
+# limit), and the source alone (src-*: straight to its ServeHTTP, no
+# network, no log). Events/s, p50/p99 latency, process CPU per request, and
+# the ratios against the bare handler of the same run.
+#
+#   bench/httptrack/run.sh                           # 3 interleaved rounds of 4 s per phase
+#   ROUNDS=1 DURATION=10s bench/httptrack/run.sh
+#   bench/httptrack/run.sh -phases single -cpuprofile /tmp/cpu.prof
+#                                                    # extra arguments go to the program
+#
+# The phases run in rounds (bare, single, batch, src-single, src-batch, then
+# again), so that a slow spell of the shared machine hits every phase alike;
+# each phase's rounds are added up.
+#
+# Environment (defaults in brackets):
+#   ROUNDS [3]          rounds of every phase
+#   DURATION [4s]       length of each phase in each round
+#   CONNS [64]          clients (keep-alive connections) of bare and single
+#   BATCH_CONNS [32]    clients of batch
+#   PHASES [bare,single,batch,src-single,src-batch]
+set -euo pipefail
+export LC_ALL=C
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-4s}
+CONNS=${CONNS:-64}
+BATCH_CONNS=${BATCH_CONNS:-32}
+PHASES=${PHASES:-bare,single,batch,src-single,src-batch}
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== building" >&2
+(cd "$repo" && go build -o "$work/httptrackbench" ./bench/httptrack)
+echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >&2
+TIMEFORMAT="== whole run: %R s, CPU %U s user + %S s system (%P%% of one CPU)"
+time "$work/httptrackbench" -rounds "$ROUNDS" -duration "$DURATION" -conns "$CONNS" \
+	-batch-conns "$BATCH_CONNS" -phases "$PHASES" "$@"

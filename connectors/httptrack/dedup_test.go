@@ -1,0 +1,251 @@
+package httptrack
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeTestJournal writes a journal of entries seq 1..n, each with k ids,
+// and returns its bytes and the end offset of each entry.
+func writeTestJournal(t *testing.T, path string, n, k int, now int64) ([]byte, []int) {
+	t.Helper()
+	j, rec, err := loadJournal(path, newDedupSet(time.Hour, 1000), 0, now)
+	if err != nil || rec.dropped != 0 {
+		t.Fatalf("new journal: %v %v", err, rec)
+	}
+	var ends []int
+	size := len(journalMagic)
+	for seq := 1; seq <= n; seq++ {
+		var hs []msgHash
+		for i := range k {
+			hs = append(hs, hashID("key", fmt.Sprintf("m%d-%d", seq, i)))
+		}
+		b := appendJournalEntry(nil, uint64(seq), now, hs)
+		if err := j.write(b); err != nil {
+			t.Fatal(err)
+		}
+		size += len(b)
+		ends = append(ends, size)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != size {
+		t.Fatalf("journal is %d bytes, want %d", len(data), size)
+	}
+	return data, ends
+}
+
+// has reports which of entries 1..n the set holds, all k ids of each, as
+// a string like "1,2,3"; it fails on an entry held in part.
+func has(t *testing.T, d *dedupSet, n, k int, now int64) string {
+	t.Helper()
+	var out []string
+	for seq := 1; seq <= n; seq++ {
+		got := 0
+		for i := range k {
+			if _, ok := d.lookup(hashID("key", fmt.Sprintf("m%d-%d", seq, i)), now); ok {
+				got++
+			}
+		}
+		switch got {
+		case k:
+			out = append(out, fmt.Sprint(seq))
+		case 0:
+		default:
+			t.Fatalf("entry %d is held in part: %d of %d ids", seq, got, k)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// TestJournal_TornTail cuts the journal at every byte of its last entry, as a crash in the middle of a write would: the whole entries
+// before the cut are kept, the rest is dropped and reported as a torn tail
+// (not corruption), the file is rewritten to the kept entries, and
+// appending after the recovery works.
+func TestJournal_TornTail(t *testing.T) {
+	const n, k = 5, 2
+	now := time.Now().UnixMilli()
+	dir := t.TempDir()
+	data, ends := writeTestJournal(t, filepath.Join(dir, "full.dedup"), n, k, now)
+
+	// Every byte of the last entry, and the end of the one before.
+	for cut := ends[n-2] - 3; cut <= len(data); cut++ {
+		path := filepath.Join(dir, fmt.Sprintf("cut%d.dedup", cut))
+		if err := os.WriteFile(path, data[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		whole := 0
+		for whole < n && ends[whole] <= cut {
+			whole++
+		}
+		d := newDedupSet(time.Hour, 1000)
+		j, rec, err := loadJournal(path, d, 100, now)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		var want []string
+		for i := 1; i <= whole; i++ {
+			want = append(want, fmt.Sprint(i))
+		}
+		if got := has(t, d, n, k, now); got != strings.Join(want, ",") {
+			t.Errorf("cut at %d: set holds entries %q, want %q", cut, got, strings.Join(want, ","))
+		}
+		atBoundary := cut == ends[whole-1]
+		switch {
+		case atBoundary && rec.dropped != 0:
+			t.Errorf("cut at %d (an entry boundary): recovery %q, want none", cut, rec)
+		case !atBoundary && (rec.dropped != int64(cut-ends[whole-1]) || rec.offset != int64(ends[whole-1]) || rec.corrupt):
+			t.Errorf("cut at %d: recovery %+v, want a torn tail of %d bytes at %d", cut, rec, cut-ends[whole-1], ends[whole-1])
+		case !atBoundary && !strings.Contains(rec.String(), "torn tail"):
+			t.Errorf("cut at %d: %q does not say torn tail", cut, rec)
+		}
+		if j.size != int64(ends[whole-1]) {
+			t.Errorf("cut at %d: rewritten journal is %d bytes, want %d", cut, j.size, ends[whole-1])
+		}
+		// Appending after the recovery leaves a journal that loads whole.
+		b := appendJournalEntry(nil, uint64(n+1), now, []msgHash{hashID("key", "after")})
+		if err := j.write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.close(); err != nil {
+			t.Fatal(err)
+		}
+		d2 := newDedupSet(time.Hour, 1000)
+		j2, rec2, err := loadJournal(path, d2, 100, now)
+		if err != nil || rec2.dropped != 0 {
+			t.Fatalf("cut at %d, reload after append: %v, recovery %q", cut, err, rec2)
+		}
+		j2.close()
+		if _, ok := d2.lookup(hashID("key", "after"), now); !ok || d2.len() != whole*k+1 {
+			t.Errorf("cut at %d: after append and reload the set holds %d ids, want %d with the new one", cut, d2.len(), whole*k+1)
+		}
+	}
+}
+
+// TestJournal_ZeroTail treats zeros at the end (data a machine crash did
+// not write) as a torn tail.
+func TestJournal_ZeroTail(t *testing.T) {
+	now := time.Now().UnixMilli()
+	path := filepath.Join(t.TempDir(), "j.dedup")
+	data, ends := writeTestJournal(t, path, 3, 2, now)
+	data = append(data, make([]byte, 100)...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDedupSet(time.Hour, 1000)
+	j, rec, err := loadJournal(path, d, 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if rec.corrupt || rec.dropped != 100 || rec.offset != int64(ends[2]) || has(t, d, 3, 2, now) != "1,2,3" {
+		t.Errorf("recovery %+v, set %q: want a torn tail of 100 bytes and all 3 entries", rec, has(t, d, 3, 2, now))
+	}
+}
+
+// TestJournal_Corrupt flips a byte in the middle: the entries before it are
+// kept, and the rest is dropped and reported as corruption, not as a torn
+// tail; the source starts, and warns.
+func TestJournal_Corrupt(t *testing.T) {
+	now := time.Now().UnixMilli()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.web.0.dedup") // the harness's pipeline p, source web, task 0
+	data, ends := writeTestJournal(t, path, 4, 2, now)
+	data[ends[1]+20] ^= 0xff // inside entry 3's payload
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDedupSet(time.Hour, 1000)
+	j, rec, err := loadJournal(path, d, 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if !rec.corrupt || rec.offset != int64(ends[1]) || rec.dropped != int64(len(data)-ends[1]) || !strings.Contains(rec.String(), "corrupt") {
+		t.Errorf("recovery %+v %q, want corruption at %d", rec, rec, ends[1])
+	}
+	if got := has(t, d, 4, 2, now); got != "1,2" {
+		t.Errorf("set holds entries %q, want 1,2", got)
+	}
+
+	// The source opens on a corrupt journal, says so, and keeps working.
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, map[string]string{"state.dir": dir}, []byte(`{"seq":4}`))
+	rep := h.src.Report()
+	if rep.Gauges["httptrack_journal_dropped_bytes"] != float64(len(data)-ends[1]) {
+		t.Errorf("dropped bytes gauge %v, want %d", rep.Gauges["httptrack_journal_dropped_bytes"], len(data)-ends[1])
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, "corrupt")
+	}
+	if !found {
+		t.Errorf("warnings %q, want one about the corrupt journal", rep.Warnings)
+	}
+	wantStatus(t, h.post("/v1/track", `{"userId":"u","event":"E","messageId":"x"}`, auth), 200)
+}
+
+// TestJournal_BadMagic refuses a file that is not a journal, with a hint.
+func TestJournal_BadMagic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.dedup")
+	if err := os.WriteFile(path, []byte("something else entirely"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := loadJournal(path, newDedupSet(time.Hour, 10), 0, 0)
+	if err == nil || !strings.Contains(err.Error(), "move it away") {
+		t.Errorf("err %v, want bad magic with a hint", err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, []byte("something else entirely")) {
+		t.Error("the file was changed")
+	}
+}
+
+// TestJournal_Compact checks that the journal is compacted to the live set
+// while requests keep coming, and that a restart remembers exactly the
+// live ids.
+func TestJournal_Compact(t *testing.T) {
+	old := compactMinBytes
+	compactMinBytes = 1 << 10
+	t.Cleanup(func() { compactMinBytes = old })
+	dir := t.TempDir()
+	values := map[string]string{"state.dir": dir, "dedup.max.ids": "10"}
+	h := start(t, values, nil)
+	msg := `{"userId":"u","event":"E","messageId":"m%d"}`
+	for i := range 200 {
+		wantStatus(t, h.post("/v1/track", fmt.Sprintf(msg, i), auth), 200)
+	}
+	pos := h.position()
+	h.stop()
+	fi, err := os.Stat(filepath.Join(dir, "p.web.0.dedup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 entries of 40 bytes would be 8 KB; compaction keeps it near
+	// the threshold.
+	if fi.Size() > 2<<10 {
+		t.Errorf("journal is %d bytes after 200 ids with 10 live: not compacted", fi.Size())
+	}
+	h2 := start(t, values, pos)
+	for _, i := range []int{199, 190, 189, 5} { // the remembered first: a new id evicts the oldest
+		wantStatus(t, h2.post("/v1/track", fmt.Sprintf(msg, i), auth), 200)
+	}
+	var ids []string
+	for _, r := range h2.records() {
+		ids = append(ids, value(t, r)["messageId"].(string))
+	}
+	if got := strings.Join(ids, ","); got != "m189,m5" {
+		t.Errorf("after restart the records are %s, want m189,m5 (m190..m199 remembered)", got)
+	}
+}
