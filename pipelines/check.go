@@ -8,7 +8,7 @@ import (
 
 // crossCheck checks what relates the entries of the files to each other:
 // pipeline, source and sink names and consumer groups are unique, no topic
-// is defined twice, every topic a sink reads is defined or produced, and all
+// is defined twice, a plugin file is pinned to one sha256, every topic a sink reads is defined or produced, and all
 // files use the same log. The files are those loaded together: one file, or
 // the files of one directory.
 func crossCheck(files []*file) ErrorList {
@@ -47,6 +47,20 @@ func crossCheck(files []*file) ErrorList {
 		"consumer group %q is already used %s", "each sink needs a consumer group of its own; set group:")
 	unique(func(f *file) []ref { return f.topics },
 		"topic %q is already defined %s", "define each topic once")
+
+	pinned := make(map[string]pinRef)
+	for _, f := range files {
+		for _, r := range f.pins {
+			prev, dup := pinned[r.name]
+			switch {
+			case !dup:
+				pinned[r.name] = r
+			case prev.sum != r.sum:
+				add(r.ref, "the pipelines loaded together share their plugins: pin each file to one sum",
+					"plugin file %q is pinned to another sha256 %s", r.name, where(prev.pos, r.pos))
+			}
+		}
+	}
 
 	known := make(map[string]bool)
 	anyTopic := false

@@ -23,7 +23,7 @@ var (
 	errorsKeys     = []string{"tolerance", "retries", "backoff", "deadletter"}
 	backoffKeys    = []string{"initial", "max"}
 	deadletterKeys = []string{"topic"}
-	pluginsKeys    = []string{"dirs"}
+	pluginsKeys    = []string{"dirs", "sha256"}
 )
 
 var (
@@ -52,6 +52,13 @@ type file struct {
 	produced []ref // topics that sources, their transforms and dead-letter queues write
 	anyTopic bool  // a source writes to a topic template, which can be any topic
 	reads    []ref // topics that sinks read
+	pins     []pinRef
+}
+
+// pinRef is a plugin file pinned to a sha256 under plugins.sha256.
+type pinRef struct {
+	ref
+	sum string
 }
 
 // fileDecoder decodes the pipeline schema of one file.
@@ -94,17 +101,76 @@ func (d *fileDecoder) pipeline(root *yaml.Node, defaultName string) {
 	d.sources(top["sources"].value, p)
 	d.sinks(top["sinks"].value, p)
 	if e, ok := top["plugins"]; ok {
-		f := d.fields(e.value, "plugins", "plugins", pluginsKeys, false)
-		if e, ok := f["dirs"]; ok {
-			dirs, nodes, _ := d.stringList(e.value, "plugins.dirs", "a list of directories")
-			for i, dir := range dirs {
-				if dir == "" {
-					d.errorf(nodes[i], index("plugins.dirs", i), "", "a plugin directory must not be empty")
-				}
+		d.plugins(e.value, &p.Plugins)
+	}
+}
+
+func (d *fileDecoder) plugins(n *yaml.Node, p *Plugins) {
+	f := d.fields(n, "plugins", "plugins", pluginsKeys, false)
+	if e, ok := f["dirs"]; ok {
+		dirs, nodes, _ := d.stringList(e.value, "plugins.dirs", "a list of directories")
+		for i, dir := range dirs {
+			if dir == "" {
+				d.errorf(nodes[i], index("plugins.dirs", i), "", "a plugin directory must not be empty")
 			}
-			p.Plugins.Dirs = dirs
+		}
+		p.Dirs = dirs
+	}
+	if e, ok := f["sha256"]; ok {
+		p.SHA256 = d.pluginPins(e.value)
+	}
+}
+
+// pluginPins reads plugins.sha256: plugin file name → sha256 in hex.
+func (d *fileDecoder) pluginPins(n *yaml.Node) map[string]string {
+	const path = "plugins.sha256"
+	const hint = "e.g. sha256: {counter: <the first field of `sha256sum counter`>}"
+	if n == nil || isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, hint, "plugins.sha256 must be a mapping of plugin file names to sha256 sums, got %s", describe(n))
+		return nil
+	}
+	pins := make(map[string]string)
+	for _, e := range d.pairs(n, path) {
+		name, kpath := e.key.Value, join(path, e.key.Value)
+		switch {
+		case name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`):
+			d.errorf(e.key, kpath, "name the file as it is in its plugin directory, e.g. counter", "%q is not a plugin file name", name)
+			continue
+		case strings.HasPrefix(name, "."):
+			d.errorf(e.key, kpath, "rename the file: hidden files are not plugins", "%q is a hidden file, which plugin discovery skips", name)
+			continue
+		case name == "plugins.lock":
+			d.errorf(e.key, kpath, "", "plugins.lock is the lock file of a plugin directory, not a plugin")
+			continue
+		}
+		s, ok := d.scalar(e.value, kpath, "a sha256 (64 hex digits)")
+		if !ok {
+			continue
+		}
+		sum := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s.value), "sha256:"))
+		if !isSHA256(sum) {
+			d.errorf(e.value, kpath, "the first field of `sha256sum "+name+"`", "expected a sha256 (64 hex digits), got %s", describeValue(s))
+			continue
+		}
+		pins[name] = sum
+		d.f.pins = append(d.f.pins, pinRef{ref: ref{name: name, pos: d.pos(e.value), path: kpath}, sum: sum})
+	}
+	return pins
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
 		}
 	}
+	return true
 }
 
 // version checks the version key; false means the rest of the file is in a

@@ -68,6 +68,8 @@
 //	      deadletter: {topic: dlq.events-file}  # only with tolerance: all
 //	plugins:
 //	  dirs: [./plugins]          # where plugin connectors are found
+//	  sha256:                    # optional pins, by file name: 64 hex digits
+//	    counter: 505c261e...     # (sha256sum's first field); a mismatch is not started
 //
 // Top-level keys starting with "x-" are ignored; they hold anchors (&name)
 // for reuse with aliases (*name) and merge keys (<<: *name).
@@ -122,6 +124,9 @@
 // Plugin connectors are known only after plugins.dirs has been read. A
 // caller that supports plugins loads the file with a nil Catalog (which
 // checks everything but connector and transform names and settings), loads
-// the plugins from Pipeline.Plugins.Dirs, and loads the file again with a
-// catalog that includes them.
+// the plugins from Pipeline.Plugins.Dirs, pinned to Pipeline.Plugins.SHA256,
+// and loads the file again with a catalog that includes them. The loader
+// checks the pins' form (a file name, 64 hex digits; one sum per file
+// across the files loaded together), not the files: that is the plugin
+// host's job, before it starts one.
 package pipelines

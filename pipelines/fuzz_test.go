@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		"", "version: 1\n", "- a\n", "version: 1\nx: &a {<<: *a}\n",
 		"version: 1\nsources: &s [*s]\n", "version: 1\nname: ${X:-${Y}}\n",
 		"version: 1\nlog:\n\tdir: x\n", "\xff\xfe", "version: 1\n---\n",
+		"version: 1\nplugins: {dirs: [p], sha256: {counter: " + strings.Repeat("ab", 32) + ", ../x: sha256:1, .h: , plugins.lock: [1]}}\n",
 	} {
 		f.Add([]byte(s))
 	}

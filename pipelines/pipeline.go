@@ -159,9 +159,15 @@ type DeadLetter struct {
 	Topic string
 }
 
-// Plugins says where plugin connectors are found.
+// Plugins says where plugin connectors are found and which plugin files
+// may run.
 type Plugins struct {
 	Dirs []string // directories holding plugin executables
+	// SHA256 pins plugin files, by file name (e.g. "counter"), to the
+	// sha256 they must have: 64 lowercase hex digits. A pinned file whose
+	// sum differs is not started. The pins of the files loaded together
+	// agree: a file pinned twice is pinned to the same sum.
+	SHA256 map[string]string
 }
 
 // Masked returns a deep copy of p in which every secret connector and
@@ -175,6 +181,7 @@ func (p *Pipeline) Masked() *Pipeline {
 	q.Log.Kafka.Brokers = slices.Clone(p.Log.Kafka.Brokers)
 	q.Log.Defaults.Config = maps.Clone(p.Log.Defaults.Config)
 	q.Plugins.Dirs = slices.Clone(p.Plugins.Dirs)
+	q.Plugins.SHA256 = maps.Clone(p.Plugins.SHA256)
 	q.Topics = make([]Topic, len(p.Topics))
 	for i, t := range p.Topics {
 		t.Config = maps.Clone(t.Config)

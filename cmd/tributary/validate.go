@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/pipelines"
 	"github.com/tributary-io/tributary/plugins"
 )
@@ -61,11 +64,12 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	}
 	// First the shape only, to learn plugins.dirs; then with every
 	// connector, built in or plugin.
+	// A file with errors yields no shapes: the full load below then
+	// reports every error at once, unknown connectors included.
 	shapes, err := load(pipelines.Options{})
-	if err != nil {
-		return nil, cat, err
-	}
+	_ = err
 	var all []string
+	pins := make(map[string]string) // the files agree on them: LoadDir checks
 	for _, d := range dirs {
 		// The default directory need not exist; one a user named must.
 		if _, err := os.Stat(d); d == defaultPluginsDir && errors.Is(err, fs.ErrNotExist) {
@@ -75,10 +79,11 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	}
 	for _, p := range shapes {
 		all = append(all, p.Plugins.Dirs...)
+		maps.Copy(pins, p.Plugins.SHA256)
 	}
 	var found []*plugins.Plugin
 	if len(all) > 0 {
-		found, err = plugins.NewHost(plugins.Options{Logger: a.logger}).Discover(ctx, all...)
+		found, err = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins}).Discover(ctx, all...)
 		if err != nil {
 			return nil, cat, fmt.Errorf("%w (check --plugins-dir and plugins.dirs)", err)
 		}
@@ -91,5 +96,32 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 		cat.connectors = reg
 	}
 	ps, err := load(pipelines.Options{Catalog: cat})
+	// A connector that is unknown because the plugin file meant to provide
+	// it is not usable (a checksum mismatch, another protocol version, not
+	// a plugin): say so where the pipeline names it.
+	var list pipelines.ErrorList
+	if errors.As(err, &list) && len(found) > 0 {
+		at := make(map[string]*pipelines.Error)
+		for _, e := range list {
+			at[e.File+"\x00"+e.Path] = e
+		}
+		explain := func(file, path string, kind connect.Kind, name string) {
+			e := at[file+"\x00"+path]
+			if e == nil || !strings.HasPrefix(e.Message, "unknown ") {
+				return
+			}
+			if why := plugins.Explain(found, kind, name); why != nil {
+				e.Hint = strings.TrimPrefix(why.Error(), fmt.Sprintf("%s connector %q: ", kind, name))
+			}
+		}
+		for _, p := range shapes {
+			for i, s := range p.Sources {
+				explain(p.File, fmt.Sprintf("sources[%d].connector", i), connect.KindSource, s.Connector)
+			}
+			for i, s := range p.Sinks {
+				explain(p.File, fmt.Sprintf("sinks[%d].connector", i), connect.KindSink, s.Connector)
+			}
+		}
+	}
 	return ps, cat, err
 }
