@@ -380,7 +380,9 @@ func TestWorker_FlusherCommitsOnlyFlushedOffsets(t *testing.T) {
 	var pending, durable []connect.Record
 	flushes := 0
 	h.worker.Registry().MustRegister(connect.Connector{Name: "buf", Kind: connect.KindSink, Version: "test",
-		NewSink: func() connect.Sink { return &bufSink{mu: &h.mu, pending: &pending, durable: &durable, flushes: &flushes} }})
+		NewSink: func() connect.Sink {
+			return &bufSink{mu: &h.mu, pending: &pending, durable: &durable, flushes: &flushes}
+		}})
 	ctx := t.Context()
 	if err := h.log.CreateTopic("in", 1, nil); err != nil {
 		t.Fatal(err)
