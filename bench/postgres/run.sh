@@ -6,7 +6,7 @@
 # log, with CPU-seconds per million changes. See README.md.
 #
 #   bench/postgres/run.sh                        # 1M snapshot rows, 50k txns, 5k/s for 20 s
-#   ROWS=200000 TXNS=20000 SECONDS=10 bench/postgres/run.sh
+#   ROWS=200000 TXNS=20000 DURATION=10 bench/postgres/run.sh
 #   bench/postgres/run.sh -blockprofile /tmp/b   # extra arguments go to the program
 #
 # Environment (defaults in brackets):
@@ -14,7 +14,7 @@
 #   TXNS [50000]     single-row transactions of the streaming phase
 #   CLIENTS [4]      connections writing the workloads
 #   RATE [5000]      transactions/s of the latency phase (pgbench -R)
-#   SECONDS [20]     duration of the latency phase
+#   DURATION [20]    seconds of the latency phase (not SECONDS: bash owns that name)
 set -euo pipefail
 export LC_ALL=C
 
@@ -22,7 +22,7 @@ ROWS=${ROWS:-1000000}
 TXNS=${TXNS:-50000}
 CLIENTS=${CLIENTS:-4}
 RATE=${RATE:-5000}
-SECONDS_=${SECONDS:-20}
+DURATION=${DURATION:-20}
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
@@ -31,4 +31,4 @@ trap 'rm -rf "$work"' EXIT
 echo "== building" >&2
 (cd "$repo" && go build -o "$work/pgbench" ./bench/postgres)
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >&2
-"$work/pgbench" -rows "$ROWS" -txns "$TXNS" -clients "$CLIENTS" -rate "$RATE" -seconds "$SECONDS_" "$@"
+"$work/pgbench" -rows "$ROWS" -txns "$TXNS" -clients "$CLIENTS" -rate "$RATE" -seconds "$DURATION" "$@"

@@ -19,7 +19,10 @@
 // snapshot.workers connections of the pool), then streams the binlog, and
 // hands batches to Read over a channel. go-mysql's binlog client runs one
 // goroutine of its own, which the runner stops (BinlogSyncer.Close) before
-// it returns. Close cancels the runner, waits for it and closes the pool.
+// it returns. When the binlog connection drops, the runner makes a new
+// client and reconnects with backoff from the end of the last whole
+// transaction (stream.go); errors no new connection can cure (a purged
+// binlog, missing privileges) end it. Close cancels the runner, waits for it and closes the pool.
 //
 // # Positions and acknowledgements
 //

@@ -2,7 +2,9 @@ package mysql
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -94,21 +96,40 @@ func (g *gtidSet) addMySQL(sid []byte, gno int64) error {
 }
 
 // String returns the set in the flavor's text form, in a stable order.
+// (It runs once per transaction: MariaDB's form is written by hand.)
 func (g *gtidSet) String() string {
-	if g.flavor == flavorMariaDB {
-		ids := make([]uint32, 0, len(g.maria))
-		for d := range g.maria {
-			ids = append(ids, d)
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		parts := make([]string, len(ids))
-		for i, d := range ids {
-			id := g.maria[d]
-			parts[i] = id.String()
-		}
-		return strings.Join(parts, ",")
+	if g.flavor != flavorMariaDB {
+		return g.my.String()
 	}
-	return g.my.String()
+	var one [1]uint32
+	ids := one[:0]
+	for d := range g.maria {
+		ids = append(ids, d)
+	}
+	slices.Sort(ids)
+	b := make([]byte, 0, 32*len(ids))
+	for i, d := range ids {
+		id := g.maria[d]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMariaGTID(b, id)
+	}
+	return string(b)
+}
+
+// mariaGTIDString formats a MariaDB GTID, domain-server-sequence.
+func mariaGTIDString(id mysql.MariadbGTID) string {
+	var buf [32]byte
+	return string(appendMariaGTID(buf[:0], id))
+}
+
+func appendMariaGTID(b []byte, id mysql.MariadbGTID) []byte {
+	b = strconv.AppendUint(b, uint64(id.DomainID), 10)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, uint64(id.ServerID), 10)
+	b = append(b, '-')
+	return strconv.AppendUint(b, id.SequenceNumber, 10)
 }
 
 // isEmpty reports whether the set holds nothing.

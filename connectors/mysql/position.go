@@ -39,12 +39,47 @@ type progress struct {
 	Last map[string][]string `json:"last,omitempty"`
 }
 
+// encode writes p as JSON, by hand when there is no snapshot progress:
+// streaming encodes one position per transaction.
 func (p position) encode() connect.Position {
-	b, err := json.Marshal(p)
-	if err != nil {
-		panic(err) // plain data: cannot fail
+	if p.Snapshot != nil || !plainASCII(p.File) || !plainASCII(p.GTIDs) {
+		b, err := json.Marshal(p)
+		if err != nil {
+			panic(err) // plain data: cannot fail
+		}
+		return b
 	}
-	return b
+	b := make([]byte, 0, 96+len(p.File)+len(p.GTIDs))
+	b = append(b, `{"file":`...)
+	b = append(append(append(b, '"'), p.File...), '"')
+	b = append(b, `,"pos":`...)
+	b = strconv.AppendUint(b, uint64(p.Pos), 10)
+	if p.GTIDs != "" {
+		b = append(b, `,"gtids":`...)
+		b = append(append(append(b, '"'), p.GTIDs...), '"')
+	}
+	b = append(b, `,"row":`...)
+	b = strconv.AppendInt(b, int64(p.Row), 10)
+	b = append(b, `,"event":`...)
+	b = strconv.AppendInt(b, int64(p.Event), 10)
+	b = append(b, `,"server_id":`...)
+	b = strconv.AppendUint(b, uint64(p.ServerID), 10)
+	if p.TsSec != 0 {
+		b = append(b, `,"ts_sec":`...)
+		b = strconv.AppendInt(b, p.TsSec, 10)
+	}
+	return append(b, '}')
+}
+
+// plainASCII reports whether s is printable ASCII that JSON needs not
+// escape.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func decodePosition(b connect.Position) (position, error) {

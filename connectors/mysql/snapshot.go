@@ -3,8 +3,11 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -399,7 +402,10 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 }
 
 // readChunk runs one chunk query. Without a key the whole table is one
-// query, sent in chunks as it is read (and not resumable).
+// query, sent in chunks as it is read (and not resumable). Rows are mapped
+// as they are scanned; the chunk's events are encoded at its end, on
+// several goroutines for large chunks (encoding is most of a snapshot's
+// CPU, and one connection reads a table).
 func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, t *table, q string, args []any, send func(*chunk) error) (*chunk, int, error) {
 	def := t.def
 	rows, err := conn.QueryContext(ctx, q, args...)
@@ -412,7 +418,9 @@ func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
+	src := enc.source(t, si) // the same for every row; events copy it
 	c := &chunk{table: def.ref(), t: t}
+	var evs []*connect.ChangeEvent
 	n := 0
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
@@ -430,28 +438,74 @@ func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si
 			}
 			row[i].Value = v
 		}
-		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: t.key(row), After: row, Source: enc.source(t, si)}
+		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: t.key(row), After: row, Source: src}
 		ev.SetTime(time.Now())
-		rec, err := enc.record(t, ev)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(c.recs) == 0 {
-			c.evs = append(c.evs[:0], ev, ev)
-		}
-		c.evs[1] = ev
-		c.recs = append(c.recs, rec)
+		evs = append(evs, ev)
 		if len(def.Key) > 0 {
 			c.lastKey = c.lastKey[:0]
 			for _, k := range def.Key {
 				c.lastKey = append(c.lastKey, string(vals[k]))
 			}
-		} else if len(c.recs) >= s.set.chunkSize {
+		} else if len(evs) >= s.set.chunkSize {
+			if err := encodeChunk(enc, c, evs); err != nil {
+				return nil, 0, err
+			}
 			if err := send(c); err != nil {
 				return nil, 0, err
 			}
-			c = &chunk{table: def.ref(), t: t}
+			c, evs = &chunk{table: def.ref(), t: t}, nil
 		}
 	}
-	return c, n, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if err := encodeChunk(enc, c, evs); err != nil {
+		return nil, 0, err
+	}
+	return c, n, nil
+}
+
+// parallelFrom is the chunk size from which encodeChunk uses several
+// goroutines.
+const parallelFrom = 256
+
+// encodeChunk encodes a chunk's events into its records, keeping the
+// first and the last event (the snapshot's first and last records are
+// encoded again with their marks).
+func encodeChunk(enc *encoder, c *chunk, evs []*connect.ChangeEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	c.evs = []*connect.ChangeEvent{evs[0], evs[len(evs)-1]}
+	c.recs = make([]connect.Record, len(evs))
+	parts := 1
+	if len(evs) >= parallelFrom {
+		parts = min(runtime.GOMAXPROCS(0), 4, len(evs)/(parallelFrom/2))
+	}
+	encode := func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			r, err := enc.record(c.t, evs[i])
+			if err != nil {
+				return err
+			}
+			c.recs[i] = r
+		}
+		return nil
+	}
+	if parts <= 1 {
+		return encode(0, len(evs))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, parts)
+	per := (len(evs) + parts - 1) / parts
+	for p := range parts {
+		lo, hi := p*per, min(len(evs), (p+1)*per)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = encode(lo, hi)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -111,3 +111,34 @@ func atoiT(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestSnapshot_LargeChunkEncodedInParallel reads a table as one chunk
+// large enough to be encoded on several goroutines: every row once, in key
+// order, first and last marked.
+func TestSnapshot_LargeChunkEncodedInParallel(t *testing.T) {
+	d := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, v varchar(40))")
+	d.exec(t, "INSERT INTO a SELECT seq, REPEAT('x', seq % 40) FROM seq_0_to_999")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "initial_only"}, nil)
+	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
+		return len(r) > 0 && r[len(r)-1].Position != nil && !strings.Contains(string(r[len(r)-1].Position), `"snapshot"`)
+	})
+	evs := decode(t, recs)
+	if len(evs) != 1000 {
+		t.Fatalf("%d records, want 1000", len(evs))
+	}
+	for i, e := range evs {
+		if got, want := e.ev.After.String(), fmt.Sprintf(`{"id":%d,"v":%q}`, i, strings.Repeat("x", i%40)); got != want {
+			t.Fatalf("record %d: %s, want %s", i, got, want)
+		}
+		want := "true"
+		switch i {
+		case 0:
+			want = "first"
+		case 999:
+			want = "last"
+		}
+		if e.ev.Source.Snapshot != want {
+			t.Errorf("record %d: snapshot %q, want %q", i, e.ev.Source.Snapshot, want)
+		}
+	}
+}

@@ -24,6 +24,10 @@ var (
 // empty batch, so that the worker can heartbeat and react to pause or stop.
 const defaultIdle = time.Second
 
+// defaultReconnectFor is how long a dropped binlog connection is retried
+// without progress before the task fails (and the worker restarts it).
+const defaultReconnectFor = 2 * time.Minute
+
 // Source captures a MySQL or MariaDB server. Make one with
 // Connector().NewSource.
 //
@@ -37,6 +41,13 @@ type Source struct {
 	set  settings
 	log  *slog.Logger
 	idle time.Duration // Read's idle timeout; tests shorten it
+
+	// reconnectFor is how long the stream keeps reconnecting after its
+	// binlog connection dropped before it fails the task; tests shorten it.
+	reconnectFor time.Duration
+	// deadAfter is how long a silent binlog connection is taken for alive;
+	// 0: three heartbeat periods, at least 30 s. Tests shorten it.
+	deadAfter time.Duration
 
 	db   *sql.DB // the runner's after Open
 	srv  *server
@@ -79,6 +90,9 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	}
 	if s.idle == 0 {
 		s.idle = defaultIdle
+	}
+	if s.reconnectFor == 0 {
+		s.reconnectFor = defaultReconnectFor
 	}
 	s.log = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector)
 	var pos *position

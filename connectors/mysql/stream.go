@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -44,6 +48,7 @@ type streamer struct {
 	txTime     time.Time
 	txThread   int64
 	txBegun    bool // the transaction's BEGIN record was emitted
+	txMark     int  // where the transaction's records start in pending
 	total      int64
 	counts     []txCount
 
@@ -51,6 +56,8 @@ type streamer struct {
 	last     position
 	nextBeat time.Time
 	warned   map[string]bool
+	events   int64     // events received, to tell a working connection
+	now      time.Time // when the rows event being handled was received
 }
 
 func newStreamer(s *Source, enc *encoder) *streamer {
@@ -68,12 +75,23 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 	return st
 }
 
-// quietLogger passes only warnings and errors of go-mysql's logging on.
-type quietLogger struct{ slog.Handler }
+// demoted passes go-mysql's log records on at debug level: the connector
+// reports what matters (a lost connection, an error) itself, while
+// go-mysql logs every dropped connection, and the failed KILL of an
+// already dead one when closing, as errors of its own.
+type demoted struct{ h slog.Handler }
 
-func (q quietLogger) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && q.Handler.Enabled(ctx, l)
+func (d demoted) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
 }
+
+func (d demoted) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d demoted) WithAttrs(attrs []slog.Attr) slog.Handler { return demoted{d.h.WithAttrs(attrs)} }
+func (d demoted) WithGroup(name string) slog.Handler       { return demoted{d.h.WithGroup(name)} }
 
 // syncerConfig is the binlog client's configuration.
 func (s *Source) syncerConfig() (replication.BinlogSyncerConfig, error) {
@@ -90,7 +108,7 @@ func (s *Source) syncerConfig() (replication.BinlogSyncerConfig, error) {
 		Password:                s.set.dsn.Passwd,
 		TimestampStringLocation: time.UTC,
 		DisableRetrySync:        true,
-		Logger:                  slog.New(quietLogger{s.log.Handler()}),
+		Logger:                  slog.New(demoted{s.log.Handler()}),
 		EventCacheCount:         4096,
 	}
 	if s.set.heartbeat > 0 {
@@ -98,27 +116,133 @@ func (s *Source) syncerConfig() (replication.BinlogSyncerConfig, error) {
 	} else {
 		cfg.HeartbeatPeriod = 30 * time.Second
 	}
+	// The server sends a heartbeat when it has nothing else to send, so a
+	// connection silent for several periods is dead (a network partition
+	// sends no reset): drop it and reconnect. go-mysql's ReadTimeout would
+	// do it by moving the read deadline before every packet, which costs a
+	// tenth of the streaming CPU; deadlineConn moves it at most twice per
+	// timeout.
+	dead := s.deadAfter
+	if dead == 0 {
+		dead = max(3*cfg.HeartbeatPeriod, 30*time.Second)
+	}
+	network := "tcp"
 	if s.set.dsn.Net == "unix" {
-		d := &net.Dialer{}
-		cfg.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", addr)
+		network = "unix"
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	cfg.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
+		return &deadlineConn{Conn: c, timeout: dead}, nil
 	}
 	return cfg, nil
 }
 
+// deadlineConn fails a read that waits longer than timeout: every read
+// starts with at least timeout/2 before the deadline, and the deadline is
+// moved only when less than that is left. Once its user sets a read
+// deadline itself (go-mysql does when closing), it stops moving it.
+type deadlineConn struct {
+	net.Conn
+	timeout time.Duration
+	moved   time.Time // when the deadline was last moved; reads are serial
+	pinned  atomic.Bool
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if !c.pinned.Load() {
+		if now := time.Now(); now.Sub(c.moved) > c.timeout/2 {
+			c.moved = now
+			if err := c.Conn.SetReadDeadline(now.Add(c.timeout)); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.pinned.Store(true)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	c.pinned.Store(true)
+	return c.Conn.SetDeadline(t)
+}
+
+// run streams until ctx is done or an error that reconnecting cannot
+// cure. When the binlog connection drops (a network error, the server
+// restarting, the dump thread killed), it drops the records of the
+// transaction it was receiving and reconnects with backoff from the end of
+// the last whole transaction; it gives up when it has not been able to
+// connect (and receive an event) for reconnectFor.
 func (st *streamer) run(ctx context.Context) error {
 	s := st.src
 	cfg, err := s.syncerConfig()
 	if err != nil {
 		return err
 	}
+	if s.set.heartbeat > 0 {
+		st.nextBeat = time.Now().Add(s.set.heartbeat)
+	}
+	bo := backoff{initial: 100 * time.Millisecond, max: 10 * time.Second}
+	var failing time.Time // since when no connection has worked
+	for attempt := 0; ; attempt++ {
+		before := st.events
+		err := st.session(ctx, cfg, attempt > 0)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !connect.IsRetryable(err) {
+			return err
+		}
+		if st.events != before {
+			failing = time.Time{}
+			bo.reset()
+		}
+		if failing.IsZero() {
+			failing = time.Now()
+		}
+		if time.Since(failing) > s.reconnectFor {
+			return fmt.Errorf("%v (reconnecting failed for %s; the task restarts from the stored position)", err, s.reconnectFor)
+		}
+		st.abandonTx()
+		wait := bo.next()
+		s.log.Warn("mysql: binlog connection lost; reconnecting", "err", err, "from", st.from(), "in", wait.Round(time.Millisecond))
+		s.setPhase("reconnecting")
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// from describes where the next binlog connection starts.
+func (st *streamer) from() string {
+	if st.gtids != nil && !st.gtids.isEmpty() {
+		return "gtid " + st.gtids.String()
+	}
+	return coords{st.last.File, st.last.Pos}.String()
+}
+
+// session connects to the binlog at the end of the last whole transaction
+// and handles events until an error. Errors of the connection that a new
+// one may cure are marked connect.Retryable.
+func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerConfig, again bool) error {
+	s := st.src
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 	var bs *replication.BinlogStreamer
-	from := s.plan.start.String()
+	var err error
+	from := st.from()
 	if st.gtids != nil && !st.gtids.isEmpty() {
-		from = "gtid " + st.gtids.String()
 		set, err := st.gtids.forSync()
 		if err != nil {
 			return err
@@ -128,15 +252,17 @@ func (st *streamer) run(ctx context.Context) error {
 			return st.streamErr(err, from)
 		}
 	} else {
-		bs, err = syncer.StartSync(mysql.Position{Name: s.plan.start.File, Pos: s.plan.start.Pos})
+		bs, err = syncer.StartSync(mysql.Position{Name: st.last.File, Pos: st.last.Pos})
 		if err != nil {
 			return st.streamErr(err, from)
 		}
 	}
-	s.log.Info("mysql: streaming", "from", from, "server_id", s.set.serverID)
-	if s.set.heartbeat > 0 {
-		st.nextBeat = time.Now().Add(s.set.heartbeat)
+	if again {
+		s.log.Info("mysql: streaming again", "from", from, "server_id", s.set.serverID)
+	} else {
+		s.log.Info("mysql: streaming", "from", from, "server_id", s.set.serverID)
 	}
+	s.setPhase("streaming")
 	// One wait context per idle period, not per event: events come
 	// thousands a second.
 	w := &waiter{}
@@ -157,11 +283,43 @@ func (st *streamer) run(ctx context.Context) error {
 			}
 			return st.streamErr(err, from)
 		}
+		st.events++
 		if err := st.handle(ctx, ev); err != nil {
 			return err
 		}
 	}
 }
+
+// abandonTx forgets the transaction being received when the connection
+// dropped: the records not yet handed to Read are dropped (those already
+// handed over come again, at least once), and the next connection starts
+// from the end of the last whole transaction.
+func (st *streamer) abandonTx() {
+	if st.inTx {
+		st.pending = st.pending[:st.txMark]
+		st.inTx = false
+	}
+	st.file = st.last.File
+	clear(st.tables)
+}
+
+// backoff is exponential backoff with jitter: waits in [d/2, d], d
+// doubling from initial up to max.
+type backoff struct {
+	initial, max time.Duration
+	attempt      int
+}
+
+func (b *backoff) next() time.Duration {
+	d := b.initial << min(b.attempt, 30)
+	if d <= 0 || d > b.max {
+		d = b.max
+	}
+	b.attempt++
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func (b *backoff) reset() { b.attempt = 0 }
 
 // waiter hands out contexts that end idleWait after they are made.
 type waiter struct{ cancel context.CancelFunc }
@@ -179,20 +337,60 @@ func (w *waiter) stop() {
 	}
 }
 
-// streamErr explains an error of the binlog stream.
+// streamErr explains an error of the binlog connection, and marks it
+// connect.Retryable when a new connection may cure it (transient).
 func (st *streamer) streamErr(err error, from string) error {
 	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && strings.Contains(me.Message, "server_id") {
+		return fmt.Errorf("read the binlog from %s: %w; another replica uses server.id %d: give this source a unique server.id", from, err, st.src.set.serverID)
+	}
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		return fmt.Errorf("read the binlog from %s: %w; the binlog this position needs was probably purged: start over with a snapshot (delete the source's stored offsets, or set snapshot.mode=when_needed) and keep binlogs longer (binlog_expire_logs_seconds)", from, err)
 	}
-	if errors.As(err, &me) && (me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR || me.Code == mysql.ER_ACCESS_DENIED_ERROR) {
+	if errors.As(err, &me) && (me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR || me.Code == mysql.ER_ACCESS_DENIED_ERROR || me.Code == mysql.ER_DBACCESS_DENIED_ERROR) {
 		return fmt.Errorf("read the binlog from %s: %w; the user needs REPLICATION SLAVE: GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO …;", from, err)
 	}
-	if strings.Contains(err.Error(), "server_id") || (errors.As(err, &me) && me.Code == 1236 && strings.Contains(me.Message, "same server")) {
-		return fmt.Errorf("read the binlog from %s: %w; another replica uses server.id %d: give this source a unique server.id", from, err, st.src.set.serverID)
+	err = fmt.Errorf("read the binlog from %s: %w", from, err)
+	if transient(err) {
+		return connect.Retryable(err)
 	}
-	return fmt.Errorf("read the binlog from %s: %w", from, err)
+	return err
 }
+
+// transient reports whether a binlog connection error may go away with a
+// new connection: the connection broke (network errors, EOF, a killed or
+// timed-out connection) or the server is restarting or busy. Errors the
+// server reports about the request itself (a purged binlog, a duplicate
+// server id, missing privileges) and corrupt events are not.
+func transient(err error) bool {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		switch me.Code {
+		case mysql.ER_SERVER_SHUTDOWN, mysql.ER_NET_READ_INTERRUPTED, mysql.ER_NET_READ_ERROR,
+			mysql.ER_NET_WRITE_INTERRUPTED, mysql.ER_NET_ERROR_ON_WRITE, mysql.ER_QUERY_INTERRUPTED,
+			mysql.ER_CON_COUNT_ERROR, mysql.ER_TOO_MANY_USER_CONNECTIONS, mysql.ER_ABORTING_CONNECTION,
+			mysql.ER_NEW_ABORTING_CONNECTION,
+			erConnectionKilled, erServerGone, erServerLost:
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, replication.ErrChecksumMismatch) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, mysql.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) ||
+		strings.Contains(err.Error(), "connection was bad") || strings.Contains(err.Error(), "sync is been closing")
+}
+
+// MySQL and MariaDB error codes go-mysql has no names for.
+const (
+	erConnectionKilled = 1927 // MariaDB: the connection was killed
+	erServerGone       = 2006 // client: the server has gone away
+	erServerLost       = 2013 // client: lost connection during a query
+)
 
 // idle runs when no event came for a while: hand over what is pending and
 // emit a heartbeat when one is due.
@@ -232,6 +430,7 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	batch := st.pending[:n:n]
 	rest := st.pending[n:]
 	st.pending = append(make([]connect.Record, 0, max(len(rest), 64)), rest...)
+	st.txMark = max(0, st.txMark-n)
 	return st.src.push(ctx, batch)
 }
 
@@ -247,7 +446,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		id := e.GTID
 		st.begin(h)
 		st.txMaria = &id
-		st.txGTID = id.String()
+		st.txGTID = mariaGTIDString(id)
 	case *replication.GTIDEvent:
 		st.begin(h)
 		if !bytes.Equal(e.SID, make([]byte, len(e.SID))) && e.GNO > 0 {
@@ -310,6 +509,7 @@ func (st *streamer) begin(h *replication.EventHeader) {
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
 	st.txBegun = false
+	st.txMark = len(st.pending)
 	st.total, st.counts = 0, st.counts[:0]
 }
 
@@ -412,6 +612,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if !st.inTx {
 		st.begin(h)
 	}
+	st.now = time.Now()
 	si := &srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread}
 	switch e.Type() {
@@ -503,7 +704,7 @@ func (st *streamer) event(t *table, op connect.Op, before, after connect.Row, si
 	} else {
 		ev.Key = t.key(before)
 	}
-	ev.SetTime(time.Now())
+	ev.SetTime(st.now)
 	if st.src.set.txMetadata {
 		if !st.txBegun {
 			st.txBegun = true

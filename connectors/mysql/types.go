@@ -253,12 +253,19 @@ func (m *mapper) fromBinlog(c *column, v any) (any, error) {
 		}
 		return m.temporal(c, s)
 	}
-	// Strings and blobs.
+	// Strings and blobs. go-mysql's values alias its event buffer: what
+	// is kept is copied.
 	var raw []byte
 	switch s := v.(type) {
 	case string:
-		raw = []byte(s) // copies: go-mysql's string aliases the event buffer
+		if !c.isBinary() && isUTF8(c.Charset) && utf8.ValidString(s) {
+			return strings.Clone(s), nil
+		}
+		raw = []byte(s)
 	case []byte:
+		if !c.isBinary() && isUTF8(c.Charset) && utf8.Valid(s) {
+			return string(s), nil
+		}
 		raw = append([]byte(nil), s...)
 	default:
 		return nil, fmt.Errorf("string column: unexpected %T", v)
@@ -539,7 +546,7 @@ var charsets = map[string]encoding.Encoding{
 	"utf16le":  unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM),
 	"utf32":    utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM),
 	"gbk":      simplifiedchinese.GBK,
-	"gb2312":   simplifiedchinese.HZGB2312,
+	"gb2312":   simplifiedchinese.GBK, // EUC-CN, which GBK extends
 	"gb18030":  simplifiedchinese.GB18030,
 	"big5":     traditionalchinese.Big5,
 	"sjis":     japanese.ShiftJIS,
@@ -547,6 +554,15 @@ var charsets = map[string]encoding.Encoding{
 	"ujis":     japanese.EUCJP,
 	"eucjpms":  japanese.EUCJP,
 	"euckr":    korean.EUCKR,
+}
+
+// isUTF8 reports whether a charset's bytes are UTF-8 as they are.
+func isUTF8(cs string) bool {
+	switch cs {
+	case "", "utf8mb4", "utf8", "utf8mb3", "ascii":
+		return true
+	}
+	return false
 }
 
 // decodeCharset turns a string column's bytes into UTF-8.

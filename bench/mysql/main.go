@@ -1,0 +1,450 @@
+// Command mysqlbench measures the mysql source (issue 5, "Benchmark")
+// against one throwaway MariaDB server that it starts itself
+// (mariadb-install-db into a temporary directory, mariadbd with the binary
+// log in ROW format, FULL row images and FULL row metadata):
+//
+//   - snapshot: rows/s of an initial_only snapshot of a table of ~200-byte
+//     rows, beside a plain full-table read by the mariadb client to
+//     /dev/null (the limit), with the peak RSS of this process.
+//
+//   - stream: -txns small transactions (one ~200-byte row each, -clients
+//     connections) are written into a binlog file of their own first; then
+//     the same binlog is read by go-mysql's BinlogSyncer in raw mode (no
+//     event parsing: the limit), by mariadb-binlog --read-from-remote-server
+//     --raw, by the BinlogSyncer parsing events (what the source builds on),
+//     and by the source through Read and Ack, as the worker would, without
+//     a log. It reports changes/s of each and the source's CPU-seconds per
+//     million changes.
+//
+//   - latency: a writer process commits single-row inserts at -rate
+//     transactions/s for -seconds while the source runs in the worker with
+//     the embedded log (fsync on); it reports commit-to-log latency p50/p99
+//     (from the moment COMMIT returned in the writer to the moment a reader
+//     sees the durable record) and CPU-seconds per million changes of this
+//     process (worker, log, reader).
+//
+//     go run ./bench/mysql -rows 1000000 -txns 50000 -rate 5000 -seconds 20
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/mysql"
+)
+
+func main() {
+	rows := flag.Int("rows", 200000, "rows of the snapshot table")
+	txns := flag.Int("txns", 50000, "small transactions of the streaming workload")
+	clients := flag.Int("clients", 4, "connections writing the workloads")
+	rate := flag.Int("rate", 5000, "transactions/s of the latency workload")
+	seconds := flag.Int("seconds", 10, "duration of the latency workload")
+	writer := flag.String("writer", "", "internal: run as the latency phase's writer process with this DSN")
+	out := flag.String("out", "", "internal: the writer's output file")
+	cpuProfile := flag.String("cpuprofile", "", "write CPU profiles of the source in the snapshot and stream phases to this path + .snapshot and .stream")
+	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the run to this file")
+	flag.Parse()
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int(time.Millisecond))
+		defer func() {
+			if f, err := os.Create(*blockProfile); err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	profilePath = *cpuProfile
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	var err error
+	if *writer != "" {
+		err = runWriter(*writer, *out, *rate, *seconds, *clients)
+	} else {
+		err = run(*rows, *txns, *clients, *rate, *seconds)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mysqlbench:", err)
+		os.Exit(1) //nolint:gocritic // the profile is only for good runs
+	}
+}
+
+// profilePath is -cpuprofile.
+var profilePath string
+
+// startProfile starts a CPU profile of a phase when -cpuprofile is given;
+// the function it returns stops it.
+func startProfile(phase string) (func(), error) {
+	if profilePath == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(profilePath + "." + phase)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func run(rows, txns, clients, latRate, seconds int) error {
+	ctx := context.Background()
+	srv, err := startServer()
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	db, err := sql.Open("mysql", srv.dsn("bench"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxIdleConns(clients + 2)
+
+	// The snapshot table, loaded without binlogging it.
+	load, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		"SET SESSION sql_log_bin = 0",
+		"CREATE TABLE snap (id bigint PRIMARY KEY, payload varchar(255))",
+		fmt.Sprintf("INSERT INTO snap SELECT seq, REPEAT(MD5(seq), 6) FROM seq_1_to_%d", rows),
+		"ANALYZE TABLE snap",
+		"SET SESSION sql_log_bin = 1",
+		"CREATE TABLE stream (id bigint AUTO_INCREMENT PRIMARY KEY, payload varchar(255))",
+	} {
+		if _, err := load.ExecContext(ctx, q); err != nil {
+			load.Close()
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	load.Close()
+
+	// Snapshot: the mariadb client, then the source.
+	start := time.Now()
+	cmd := exec.Command(bin("mariadb"), "--no-defaults", "-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot",
+		"--quick", "--batch", "--skip-column-names", "-e", "SELECT * FROM bench.snap ORDER BY id")
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = devnull, &stderr
+	err = cmd.Run()
+	devnull.Close()
+	if err != nil {
+		return fmt.Errorf("mariadb client: %v\n%s", err, stderr.String())
+	}
+	clientTook := time.Since(start)
+	stopProfile, err := startProfile("snapshot")
+	if err != nil {
+		return err
+	}
+	cpu0 := cpuSeconds()
+	start = time.Now()
+	n, err := readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"},
+		nil, rows, coordsOf{})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	snapTook := time.Since(start)
+	snapCPU := cpuSeconds() - cpu0
+	stopProfile()
+
+	// Streaming: the workload in a binlog file of its own, then four
+	// readers of it.
+	if _, err := db.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
+		return err
+	}
+	from, err := masterStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	if err := writeWorkload(ctx, db, txns, clients); err != nil {
+		return err
+	}
+	writeTook := time.Since(start)
+	end, err := masterStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	if end.file != from.file {
+		return fmt.Errorf("the workload spans binlog files %s to %s: raise max_binlog_size", from.file, end.file)
+	}
+	start = time.Now()
+	rawBytes, err := syncerRead(srv, coordsOf{from.file, 4}, end, true)
+	if err != nil {
+		return fmt.Errorf("raw binlog read: %w", err)
+	}
+	rawTook := time.Since(start)
+	start = time.Now()
+	if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, false); err != nil {
+		return fmt.Errorf("parsed binlog read: %w", err)
+	}
+	parsedTook := time.Since(start)
+	rawDir, err := os.MkdirTemp("", "tributary-mysqlbench-raw-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(rawDir)
+	start = time.Now()
+	if out, err := exec.Command(bin("mariadb-binlog"), "--no-defaults", "--read-from-remote-server", "--raw",
+		"-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot", "--result-file="+rawDir+"/", from.file).CombinedOutput(); err != nil {
+		return fmt.Errorf("mariadb-binlog: %v\n%s", err, out)
+	}
+	binlogTook := time.Since(start)
+	stopProfile, err = startProfile("stream")
+	if err != nil {
+		return err
+	}
+	cpu0 = cpuSeconds()
+	start = time.Now()
+	pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
+	streamed, err := readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
+		connect.Position(pos), txns, end)
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	streamTook := time.Since(start)
+	streamCPU := cpuSeconds() - cpu0
+	stopProfile()
+
+	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  mariadb client %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
+		n, rate(n, snapTook), rate(rows, clientTook), clientTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
+	fmt.Printf("stream    changes=%d (written at %.0f txn/s, %.1f MB of binlog)  source %.0f changes/s  raw BinlogSyncer %.0f changes/s  ratio %.2f (target 0.80)  mariadb-binlog --raw %.0f changes/s  parsing BinlogSyncer %.0f changes/s  cpu %.1f s per million changes\n",
+		streamed, rate(txns, writeTook), float64(rawBytes)/1e6, rate(streamed, streamTook), rate(txns, rawTook), rawTook.Seconds()/streamTook.Seconds(),
+		rate(txns, binlogTook), rate(txns, parsedTook), streamCPU/float64(streamed)*1e6)
+	if latRate > 0 && seconds > 0 {
+		lr, err := measureLatency(ctx, srv, db, latRate, seconds, clients)
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+		fmt.Printf("latency   changes=%d at %.0f changes/s (asked %d) through the worker and the embedded log (fsync on): commit-to-log p50 %s  p99 %s  max %s  (commit to source p50 %s p99 %s; source to log p50 %s p99 %s)  cpu %.1f s per million changes (worker, log, reader)\n",
+			lr.changes, lr.rate, latRate, r(lr.p50), r(lr.p99), lr.pmax.Round(time.Millisecond), r(lr.src50), r(lr.src99), r(lr.log50), r(lr.log99), lr.cpuPerMillion)
+	}
+	return nil
+}
+
+// coordsOf are binlog coordinates.
+type coordsOf struct {
+	file string
+	pos  uint32
+}
+
+// readSource opens a source and reads (acking as a worker would) until it
+// has want change records and, when end is set, a position at or after it.
+func readSource(ctx context.Context, values map[string]string, pos connect.Position, want int, end coordsOf) (int, error) {
+	c := mysql.Connector()
+	s := c.NewSource()
+	cfg := connect.Config{Pipeline: "bench", Connector: "bench", Values: values, Spec: c.Spec, Position: pos}
+	if err := s.Open(ctx, cfg); err != nil {
+		return 0, err
+	}
+	defer s.Close(context.Background())
+	n := 0
+	for {
+		recs, err := s.Read(ctx)
+		if err != nil {
+			return n, err
+		}
+		var last connect.Position
+		for _, r := range recs {
+			if r.Value != nil {
+				n++
+			}
+			if r.Position != nil {
+				last = r.Position
+			}
+		}
+		if last == nil {
+			continue
+		}
+		if err := s.Ack(ctx, last); err != nil {
+			return n, err
+		}
+		var p struct {
+			File     string          `json:"file"`
+			Pos      uint32          `json:"pos"`
+			Snapshot json.RawMessage `json:"snapshot"`
+		}
+		if err := json.Unmarshal(last, &p); err != nil {
+			return n, err
+		}
+		if n >= want && p.Snapshot == nil && (end.file == "" || (p.File == end.file && p.Pos >= end.pos)) {
+			return n, nil
+		}
+	}
+}
+
+// writeWorkload commits txns single-row inserts of ~200 bytes over clients
+// connections.
+func writeWorkload(ctx context.Context, db *sql.DB, txns, clients int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < txns; i += clients {
+				if _, err := db.ExecContext(ctx, "INSERT INTO stream (payload) VALUES (REPEAT(MD5(?), 6))", i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// masterStatus returns the server's current binlog coordinates.
+func masterStatus(ctx context.Context, db *sql.DB) (coordsOf, error) {
+	var c coordsOf
+	var pos uint64
+	var doDB, ignoreDB sql.NullString
+	if err := db.QueryRowContext(ctx, "SHOW MASTER STATUS").Scan(&c.file, &pos, &doDB, &ignoreDB); err != nil {
+		return c, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+	}
+	c.pos = uint32(pos)
+	return c, nil
+}
+
+// server is the throwaway MariaDB server.
+type server struct {
+	root string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (s *server) dsn(db string) string {
+	return fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, db)
+}
+
+// startServer installs a data directory and starts mariadbd with the
+// binary log (ROW, FULL row image, FULL row metadata) on a free port.
+func startServer() (*server, error) {
+	root, err := os.MkdirTemp("", "tributary-mysqlbench-")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, "data")
+	args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal", "--skip-test-db"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	if out, err := exec.Command(bin("mariadb-install-db"), args...).CombinedOutput(); err != nil {
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("mariadb-install-db: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	base := filepath.Join(root, "mariadb")
+	args = []string{"--no-defaults", "--datadir=" + dir, "--socket=" + base + ".sock", "--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--pid-file=" + base + ".pid", "--log-error=" + base + ".err", "--skip-name-resolve",
+		"--server-id=1", "--innodb-buffer-pool-size=512M", "--innodb-log-file-size=256M",
+		"--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--performance-schema=OFF", "--max-connections=200",
+		"--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci", "--max-binlog-size=1G",
+		"--log-bin=" + base + "-binlog", "--binlog-format=ROW", "--binlog-row-image=FULL", "--binlog-row-metadata=FULL"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	cmd := exec.Command(bin("mariadbd"), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	s := &server{root: root, port: port, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		db, err := sql.Open("mysql", s.dsn(""))
+		if err == nil {
+			_, err = db.Exec("CREATE DATABASE IF NOT EXISTS bench")
+			db.Close()
+		}
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(base + ".err")
+			os.RemoveAll(root)
+			return nil, fmt.Errorf("mariadbd exited: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("mariadbd did not accept connections within 60s: %w", err)
+		}
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.RemoveAll(s.root)
+}
+
+func bin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name)
+		}
+	}
+	return name
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func peakRSSMB() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
