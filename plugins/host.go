@@ -40,8 +40,9 @@ type Options struct {
 	// Default DefaultStartTimeout.
 	StartTimeout time.Duration
 	// Pins pins the sha256 (64 hex digits, optionally prefixed "sha256:")
-	// of plugin files, by file name (e.g. "counter"). They add to the
-	// LockFile of each directory; a file pinned in both must match both.
+	// of plugin files, by file name (e.g. "counter"): a pipeline's
+	// plugins.sha256. They add to the LockFile of each directory; a file
+	// pinned in both must match both.
 	Pins map[string]string
 }
 
@@ -201,7 +202,7 @@ func (h *Host) pinFor(path string, locked *pin) (*pin, error) {
 	if !ok {
 		return locked, nil
 	}
-	opt, err := parsePin(s, "plugins.sha256 of the pipeline")
+	opt, err := parsePin(s, "the pipeline's plugins.sha256")
 	if err != nil {
 		return nil, &Error{kind: ErrChecksumMismatch, msg: err.Error()}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/pipelines"
 )
 
 func TestDiscover(t *testing.T) {
@@ -73,6 +74,13 @@ func TestDiscover(t *testing.T) {
 		t.Errorf("the script's error does not show its stderr: %v", byFile["script.sh"].Err)
 	}
 	logs.waitFor(t, "skipping a file in a plugin directory", "script.sh", "README.md")
+
+	// Their specs validate the example pipeline, as `tributary validate`
+	// does, so that it never drifts from its plugins.
+	specs := pipelines.Specs{pipelines.KindSource: {"counter": c.Spec}, pipelines.KindSink: {"jsonl": j.Spec}}
+	if _, err := pipelines.LoadFile("../examples/plugins/pipeline.yaml", pipelines.Options{Catalog: specs}); err != nil {
+		t.Errorf("the example pipeline: %v", err)
+	}
 
 	// Usable plugins register like built-ins; an unusable one named in a
 	// pipeline is explained.
@@ -173,14 +181,18 @@ func TestSource_ReadAckResume(t *testing.T) {
 		t.Fatal("Read after Close succeeded")
 	}
 
-	// A new instance (a new process) resumes after the stored position.
-	src = openSource(t, h, bin.counter, map[string]string{"rate": "0"}, connect.Position("1500"))
+	// A new instance (a new process) resumes after the stored position;
+	// with max, it ends there.
+	src = openSource(t, h, bin.counter, map[string]string{"rate": "0", "max": "1503"}, connect.Position("1500"))
 	recs, err := src.Read(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) == 0 || string(recs[0].Value) != `{"n":1501}` {
-		t.Fatalf("after a restart from 1500, first record %+v", recs[0])
+	if len(recs) != 3 || string(recs[0].Value) != `{"n":1501}` || string(recs[2].Value) != `{"n":1503}` {
+		t.Fatalf("after a restart from 1500 with max 1503: %d records, first %+v", len(recs), recs[0])
+	}
+	if recs, err := src.Read(t.Context()); err != nil || len(recs) != 0 {
+		t.Fatalf("a read after max: %d records, %v", len(recs), err)
 	}
 }
 
@@ -413,35 +425,30 @@ func TestPluginOutputIsLogged(t *testing.T) {
 	)
 }
 
-// BenchmarkSource_Read1KiB reads 1 KiB records from the counter plugin
-// (rate 0) across the process boundary; compare BenchmarkSource_Read1KiB_InProcess.
-func BenchmarkSource_Read1KiB(b *testing.B) {
-	h := NewHost(Options{})
-	p := h.Inspect(b.Context(), bin.counter)
-	if !p.Valid() {
-		b.Fatal(p.Err)
+// TestSource_FrozenProcessHitsDeadline stops the whole plugin process
+// (SIGSTOP: it can answer nothing, not even the empty batch of an idle
+// Read): the Read fails after ReadWait plus CallTimeout, and the process
+// is killed.
+func TestSource_FrozenProcessHitsDeadline(t *testing.T) {
+	h, _ := newTestHost(t, Options{CallTimeout: time.Second, ReadWait: 100 * time.Millisecond})
+	src := openSource(t, h, bin.counter, map[string]string{"rate": "0"}, nil)
+	if _, err := src.Read(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	src := p.Connector().NewSource()
-	if err := src.Open(b.Context(), connect.Config{Spec: p.Spec, Values: map[string]string{"rate": "0", "pad": "1000"}}); err != nil {
-		b.Fatal(err)
+	pid := src.(*source).proc.Load().pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
 	}
-	defer src.Close(context.Background())
-	benchmarkRead(b, src)
-}
-
-func benchmarkRead(b *testing.B, src connect.Source) {
-	b.ResetTimer()
-	n := 0
-	for n < b.N {
-		recs, err := src.Read(b.Context())
-		if err != nil {
-			b.Fatal(err)
-		}
-		n += len(recs)
-		for _, r := range recs {
-			b.SetBytes(int64(len(r.Value)))
-			break
-		}
+	start := time.Now()
+	_, err := src.Read(t.Context())
+	var pe *ProcessError
+	if !errors.As(err, &pe) || pe.Op != "read" || !strings.Contains(err.Error(), "no answer within 1.1s") {
+		t.Fatalf("read from a frozen plugin: %v", err)
 	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
+	if d := time.Since(start); d < time.Second || d > 5*time.Second {
+		t.Errorf("the read failed after %s, want about 1.1s", d)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the frozen process %d is still there", pid)
+	}
 }

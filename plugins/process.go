@@ -119,7 +119,11 @@ func (p *process) startError(err error, pin *pin) error {
 	case strings.Contains(msg, "exec format error"), strings.Contains(msg, "permission denied"):
 		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a program this machine can run: %s", p.path, firstLine(msg))}
 	}
-	e := &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a Tributary plugin (it did not complete the plugin handshake: %s)", p.path, firstLine(msg))}
+	detail := firstLine(msg)
+	if strings.TrimSpace(detail) == "Unrecognized remote plugin message:" {
+		detail = "it wrote no handshake line to its standard output"
+	}
+	e := &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a Tributary plugin (it did not complete the plugin handshake: %s)", p.path, detail)}
 	if lines := p.tail.last(); len(lines) > 0 {
 		e.msg += "; its last stderr lines:\n\t" + strings.Join(lines, "\n\t")
 	}

@@ -1,4 +1,13 @@
-package main
+// Package counter is the connector of the example counter plugin: a
+// source that emits {"n": 1}, {"n": 2}, … at a configurable rate. n is the
+// record's source position, so after a restart the source continues after
+// the last n the worker stored.
+//
+// It is an ordinary connect.Source, in a package of its own: the plugin's
+// main only serves it, and the same code can be compiled into a worker or a
+// test as a built-in connector (bench/plugins does, to measure the plugin
+// boundary).
+package counter
 
 import (
 	"context"
@@ -26,6 +35,8 @@ func Connector() connect.Connector {
 				Description: "Records per second; 0 emits as fast as the worker reads."},
 			{Name: "pad", Type: connect.TypeSize, Default: "0",
 				Description: `Adds a field "pad" of this many bytes to each value, for benchmarks with larger records.`},
+			{Name: "max", Type: connect.TypeInt, Default: "0",
+				Description: "The last n to emit; after it the source is idle. 0: no end."},
 		}},
 		NewSource: func() connect.Source { return &Source{} },
 	}
@@ -36,6 +47,7 @@ func Connector() connect.Connector {
 type Source struct {
 	rate  float64
 	pad   string
+	max   int64     // the last n; 0: no end
 	next  int64     // the n of the next record
 	start time.Time // when n = first was due
 	first int64
@@ -59,7 +71,14 @@ func (s *Source) Open(_ context.Context, cfg connect.Config) error {
 	if pad > 16<<20 {
 		return fmt.Errorf("counter config: pad: %d bytes is more than 16MiB", pad)
 	}
-	s.rate, s.pad = rate, strings.Repeat("x", int(pad))
+	last, err := cfg.Int("max")
+	if err != nil {
+		return fmt.Errorf("counter config: %w", err)
+	}
+	if last < 0 {
+		return fmt.Errorf("counter config: max: %d is negative", last)
+	}
+	s.rate, s.pad, s.max = rate, strings.Repeat("x", int(pad)), last
 	s.next = 1
 	if cfg.Position != nil {
 		last, err := strconv.ParseInt(string(cfg.Position), 10, 64)
@@ -73,8 +92,12 @@ func (s *Source) Open(_ context.Context, cfg connect.Config) error {
 }
 
 // Read waits until the next record is due and returns every record due by
-// then (at most maxBatch).
+// then (at most maxBatch, and none after max).
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
+	if s.max > 0 && s.next > s.max {
+		<-ctx.Done() // the end: nothing more, ever
+		return nil, ctx.Err()
+	}
 	n := maxBatch
 	if s.rate > 0 {
 		due := s.start.Add(time.Duration(float64(s.next-s.first) / s.rate * float64(time.Second)))
@@ -89,6 +112,9 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		}
 		n = int(float64(time.Since(s.start))/float64(time.Second)*s.rate) + 1 - int(s.next-s.first)
 		n = min(max(n, 1), maxBatch)
+	}
+	if s.max > 0 {
+		n = int(min(int64(n), s.max-s.next+1))
 	}
 	recs := make([]connect.Record, n)
 	for i := range recs {

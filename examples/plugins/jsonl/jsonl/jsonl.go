@@ -1,4 +1,12 @@
-package main
+// Package jsonl is the connector of the example jsonl plugin: a sink that
+// appends each record's value as one line to a file, fsync'ed before Write
+// returns.
+//
+// It is an ordinary connect.Sink, in a package of its own: the plugin's main
+// only serves it, and the same code can be compiled into a worker or a test
+// as a built-in connector (bench/plugins does, to measure the plugin
+// boundary).
+package jsonl
 
 import (
 	"bytes"

@@ -1,0 +1,15 @@
+package plugins
+
+// BuiltPlugin returns the path of a plugin TestMain built: "counter",
+// "jsonl" or "misbehave", for the tests of package plugins_test.
+func BuiltPlugin(name string) string {
+	switch name {
+	case "counter":
+		return bin.counter
+	case "jsonl":
+		return bin.jsonl
+	case "misbehave":
+		return bin.misbehave
+	}
+	panic("no test plugin " + name)
+}
