@@ -75,4 +75,11 @@ sinks:
 	err = mustFail(t, dir, "", "validate", file, "--plugins-dir", bin)
 	wantContains(t, "validate with a script for a plugin", err.Error(), `unknown source connector "counter"; the plugin file `+filepath.Join(bin, "counter")+` is not usable`,
 		"did not complete the plugin handshake", "I am a shell script")
+
+	// plugins list shows it as invalid, with the reason, beside the good one.
+	if err := os.WriteFile(filepath.Join(bin, "notes.txt"), []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = mustRun(t, dir, "", "plugins", "list", "--plugins-dir", bin)
+	wantContains(t, "plugins list", out, "jsonl", "sink", "invalid", "counter", "did not complete the plugin handshake", "notes.txt")
 }
