@@ -40,4 +40,14 @@
 // its own group-offset commit are not written twice. A crash before the
 // Iceberg commit leaves only unreferenced data files. Because each commit
 // of a snapshot is atomic per table, this holds per table.
+//
+// # Upkeep
+//
+// Right after a commit, in the task, the sink compacts the table every
+// compact.interval (small data files rewritten into target.file.size
+// ones, applying their deletes, and dead equality deletes dropped, in a
+// snapshot that keeps the offsets) and expires its snapshots every
+// expire.interval (older than expire.older.than, keeping the newest
+// expire.retain.last; the newest, which holds the offsets, always stays).
+// Upkeep failures are warnings, not task failures.
 package iceberg

@@ -87,16 +87,20 @@ func rec(topic string, partition int32, offset int64, value string) connect.Reco
 	return r
 }
 
-// loadTable opens the environment's catalog independently of any sink and
-// loads a table.
+// table opens the environment's catalog (the SQLite file, or the Postgres
+// database catalog.uri names) independently of any sink and loads a table.
 func (e *env) table(t *testing.T, name string) *table.Table {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(e.dir, "catalog.db"))
+	driver, dsn, dialect := "sqlite", filepath.Join(e.dir, "catalog.db"), sqlcat.SQLite
+	if uri := e.values["catalog.uri"]; strings.HasPrefix(uri, "postgres://") {
+		driver, dsn, dialect = "pgx", uri, sqlcat.Postgres
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
+	cat, err := sqlcat.NewCatalog("tributary", db, dialect, ib.Properties{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,7 +61,7 @@ func spec() connect.Spec {
 		{Name: "key.columns", Type: connect.TypeList,
 			Description: "upsert: the key columns (the table's identifier fields); default: the fields of the record key (a change event's primary key)."},
 		{Name: "commit.interval", Type: connect.TypeDuration, Default: "60s",
-			Description: "Commit a snapshot at least this often while records arrive; the worker's flush (after each batch today) also commits."},
+			Description: "Commit a snapshot at least this often while records arrive; the worker's flush (every 5 s, and before a pause or stop) also commits."},
 		{Name: "commit.records", Type: connect.TypeInt, Default: "100000",
 			Description: "Commit a snapshot once this many records are buffered."},
 		{Name: "partition", Type: connect.TypeList,
@@ -73,23 +74,38 @@ func spec() connect.Spec {
 			Description: "Add the columns _topic, _partition, _offset, _timestamp and, for change events, _op."},
 		{Name: "metadata.prefix", Type: connect.TypeString, Default: "_",
 			Description: "The prefix of the metadata columns' names."},
+		{Name: "compact.interval", Type: connect.TypeDuration, Default: "0s",
+			Description: "Compact each table the sink commits to this often (after a commit, in the task): small data files are rewritten into files of about target.file.size, applying their delete files, and equality delete files no data file needs are dropped. 0 (default) never compacts."},
+		{Name: "compact.min.files", Type: connect.TypeInt, Default: "5",
+			Description: "Compaction rewrites the small files of a partition only when it has at least this many."},
+		{Name: "expire.interval", Type: connect.TypeDuration, Default: "1h",
+			Description: "Expire old snapshots of each table the sink commits to this often (after a commit, in the task); 0 never expires. Streaming commits often, and every snapshot stays in the table's metadata until expired."},
+		{Name: "expire.older.than", Type: connect.TypeDuration, Default: "24h",
+			Description: "Expiry removes snapshots older than this (time travel reaches back this far), keeping at least expire.retain.last."},
+		{Name: "expire.retain.last", Type: connect.TypeInt, Default: "100",
+			Description: "Expiry keeps at least this many of the newest snapshots."},
 	}}
 }
 
 // options are the parsed settings.
 type options struct {
-	mode           string
-	template       string
-	keyColumns     []string
-	commitInterval time.Duration
-	commitRecords  int64
-	partition      []partField
-	targetFileSize int64
-	pinned         map[string]pinnedColumn
-	metadata       bool
-	prefix         string
-	metaNames      []string
-	offsetsKey     string
+	mode            string
+	template        string
+	keyColumns      []string
+	commitInterval  time.Duration
+	commitRecords   int64
+	partition       []partField
+	targetFileSize  int64
+	pinned          map[string]pinnedColumn
+	metadata        bool
+	prefix          string
+	metaNames       []string
+	offsetsKey      string
+	compactInterval time.Duration // 0: never
+	compactMinFiles int
+	expireInterval  time.Duration // 0: never
+	expireOlder     time.Duration
+	expireRetain    int
 }
 
 func (o *options) pinnedRequired(name string) bool { return o.pinned[name].required }
@@ -119,6 +135,18 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 	errs = append(errs, err)
 	o.metadata, err = cfg.Bool("metadata.columns")
 	errs = append(errs, err)
+	o.compactInterval, err = cfg.Duration("compact.interval")
+	errs = append(errs, err)
+	minFiles, err := cfg.Int("compact.min.files")
+	errs = append(errs, err)
+	o.compactMinFiles = int(min(max(minFiles, 0), 1<<20))
+	o.expireInterval, err = cfg.Duration("expire.interval")
+	errs = append(errs, err)
+	o.expireOlder, err = cfg.Duration("expire.older.than")
+	errs = append(errs, err)
+	retain, err := cfg.Int("expire.retain.last")
+	errs = append(errs, err)
+	o.expireRetain = int(min(max(retain, 0), 1<<30))
 	if err := errors.Join(errs...); err != nil {
 		return nil, cc, err
 	}
@@ -143,6 +171,21 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 	}
 	if o.commitInterval <= 0 {
 		return nil, cc, connect.FieldError{Param: "commit.interval", Message: "must be positive"}
+	}
+	if o.compactInterval < 0 {
+		return nil, cc, connect.FieldError{Param: "compact.interval", Message: "must be 0 (never) or positive"}
+	}
+	if minFiles < 2 {
+		return nil, cc, connect.FieldError{Param: "compact.min.files", Message: "must be at least 2"}
+	}
+	if o.expireInterval < 0 {
+		return nil, cc, connect.FieldError{Param: "expire.interval", Message: "must be 0 (never) or positive"}
+	}
+	if o.expireOlder < 0 {
+		return nil, cc, connect.FieldError{Param: "expire.older.than", Message: "must not be negative"}
+	}
+	if retain < 1 {
+		return nil, cc, connect.FieldError{Param: "expire.retain.last", Message: "must be at least 1: the newest snapshot holds the offsets the sink resumes from"}
 	}
 	if o.targetFileSize < 1<<20 {
 		return nil, cc, connect.FieldError{Param: "target.file.size", Message: "must be at least 1MiB"}
@@ -196,7 +239,13 @@ type Sink struct {
 		committed atomic.Int64
 		commits   atomic.Int64
 		tables    atomic.Int64
+		expired   atomic.Int64
+		// compactedFiles are data files compaction replaced;
+		// compactionFiles the files it wrote.
+		compactedFiles, compactionFiles atomic.Int64
 	}
+	mu       sync.Mutex        // guards warnings
+	warnings map[string]string // by table: the last upkeep failure
 }
 
 var (
@@ -222,6 +271,7 @@ func (s *Sink) Open(ctx context.Context, cfg connect.Config) error {
 	s.tables = map[string]*tableWriter{}
 	s.names = map[nameKey]string{}
 	s.seen = map[tp]int64{}
+	s.warnings = map[string]string{}
 	s.lastCommit = time.Now()
 	return nil
 }
@@ -322,10 +372,55 @@ func (s *Sink) commit(ctx context.Context) error {
 		s.pending -= int64(count)
 		s.stats.committed.Add(int64(count))
 		s.stats.commits.Add(1)
+		s.maintain(ctx, w)
 	}
 	s.lastCommit = time.Now()
 	s.stats.pending.Store(s.pending)
 	return nil
+}
+
+// maintain compacts the table when compact.interval has passed since
+// this task last compacted it, and expires its old snapshots when
+// expire.interval has passed since it last expired them (the clocks start
+// at the task's first commit to the table). It runs after a commit, in
+// the task, so it never races the sink's own commits. A failure does not
+// fail the task: no data changes, and the next interval tries again; it
+// shows as a warning in the task's status.
+func (s *Sink) maintain(ctx context.Context, w *tableWriter) {
+	now := time.Now()
+	due := func(last *time.Time, every time.Duration) bool {
+		switch {
+		case every == 0:
+			return false
+		case last.IsZero():
+			*last = now
+			return false
+		case now.Sub(*last) < every:
+			return false
+		}
+		*last = now
+		return true
+	}
+	var errs []error
+	if due(&w.lastCompact, s.o.compactInterval) {
+		removed, added, err := w.compact(ctx)
+		errs = append(errs, err)
+		s.stats.compactedFiles.Add(int64(removed))
+		s.stats.compactionFiles.Add(int64(added))
+	}
+	if due(&w.lastExpiry, s.o.expireInterval) {
+		n, err := w.expire(ctx)
+		errs = append(errs, err)
+		s.stats.expired.Add(int64(n))
+	}
+	err := errors.Join(errs...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.warnings[w.name] = fmt.Sprintf("upkeep of table %s failed (tried again after the next interval): %v", w.name, err)
+	} else if len(errs) > 0 {
+		delete(s.warnings, w.name)
+	}
 }
 
 // Close closes the catalog. Buffered records that no Flush committed are
@@ -345,12 +440,22 @@ func (s *Sink) Close(context.Context) error {
 	return nil
 }
 
-// Report shows buffered and committed records.
+// Report shows buffered and committed records, upkeep, and upkeep failures.
 func (s *Sink) Report() connect.Report {
-	return connect.Report{Gauges: map[string]float64{
-		"iceberg_pending_records":   float64(s.stats.pending.Load()),
-		"iceberg_committed_records": float64(s.stats.committed.Load()),
-		"iceberg_commits":           float64(s.stats.commits.Load()),
-		"iceberg_tables":            float64(s.stats.tables.Load()),
+	r := connect.Report{Gauges: map[string]float64{
+		"iceberg_pending_records":         float64(s.stats.pending.Load()),
+		"iceberg_committed_records":       float64(s.stats.committed.Load()),
+		"iceberg_commits":                 float64(s.stats.commits.Load()),
+		"iceberg_tables":                  float64(s.stats.tables.Load()),
+		"iceberg_expired_snapshots":       float64(s.stats.expired.Load()),
+		"iceberg_compacted_files":         float64(s.stats.compactedFiles.Load()),
+		"iceberg_compaction_output_files": float64(s.stats.compactionFiles.Load()),
 	}}
+	s.mu.Lock()
+	for _, w := range s.warnings {
+		r.Warnings = append(r.Warnings, w)
+	}
+	s.mu.Unlock()
+	sort.Strings(r.Warnings)
+	return r
 }

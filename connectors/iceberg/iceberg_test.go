@@ -433,6 +433,8 @@ func TestSink_Open_BadConfig(t *testing.T) {
 		{map[string]string{"catalog.type": "rest"}, "not built in yet"},
 		{map[string]string{"warehouse": "s3://bucket/x"}, "not built in yet"},
 		{map[string]string{"commit.records": "0"}, "must be positive"},
+		{map[string]string{"expire.retain.last": "0"}, "at least 1"},
+		{map[string]string{"compact.min.files": "1"}, "at least 2"},
 	} {
 		e := newEnv(t, tc.values)
 		s := Connector().NewSink()
@@ -526,5 +528,34 @@ func TestSink_CommitRecords(t *testing.T) {
 	}
 	if rep := s.Report(); rep.Gauges["iceberg_pending_records"] != 0 || rep.Gauges["iceberg_committed_records"] != 3 {
 		t.Errorf("report = %v", rep.Gauges)
+	}
+}
+
+// Snapshot expiry keeps expire.retain.last snapshots; the newest holds the
+// offsets, so a restarted sink still writes redelivered records once.
+func TestSink_ExpireSnapshots(t *testing.T) {
+	e := newEnv(t, map[string]string{"expire.interval": "1ms", "expire.older.than": "0s", "expire.retain.last": "2", "metadata.columns": "false"})
+	s := e.open(t)
+	var all []connect.Record
+	for i := range 6 {
+		r := rec("a.b", 0, int64(i), fmt.Sprintf(`{"x":%d}`, i))
+		all = append(all, r)
+		write(t, s, r)
+		flush(t, s)
+		time.Sleep(2 * time.Millisecond)
+	}
+	tbl := e.table(t, "a.b")
+	if n := len(tbl.Metadata().Snapshots()); n != 2 {
+		t.Errorf("%d snapshots after expiry, want expire.retain.last = 2", n)
+	}
+	rep := s.Report()
+	if rep.Gauges["iceberg_expired_snapshots"] != 4 || len(rep.Warnings) > 0 {
+		t.Errorf("report %v, warnings %q: want 4 expired snapshots", rep.Gauges, rep.Warnings)
+	}
+	s2 := e.open(t)
+	write(t, s2, all...)
+	flush(t, s2)
+	if got := js(e.rows(t, "a.b", "x")); got != `[{"x":0},{"x":1},{"x":2},{"x":3},{"x":4},{"x":5}]` {
+		t.Errorf("after expiry and a restart the table holds %s", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,6 +19,7 @@ import (
 	ib "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -60,6 +62,9 @@ type tableWriter struct {
 	committed map[tp]int64 // the highest offset per topic-partition in the table
 	pending   map[tp]int64 // the highest buffered offset
 	count     int          // buffered records
+
+	lastExpiry  time.Time // when this task last expired the table's snapshots; zero before its first commit
+	lastCompact time.Time // when this task last compacted the table; zero before its first commit
 }
 
 // loadTable loads the table, or prepares to create it on the first commit.
@@ -520,6 +525,76 @@ func (w *tableWriter) commit(ctx context.Context) error {
 	w.committed = offsets
 	w.reset()
 	return nil
+}
+
+// expire removes the table's snapshots older than expire.older.than,
+// keeping the newest expire.retain.last (the newest always holds the
+// offsets this sink resumes from), and the files only they reference. It
+// returns how many snapshots it removed.
+func (w *tableWriter) expire(ctx context.Context) (int, error) {
+	before := len(w.tbl.Metadata().Snapshots())
+	tx := w.tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithOlderThan(w.o.expireOlder), table.WithRetainLast(w.o.expireRetain)); err != nil {
+		return 0, fmt.Errorf("expire snapshots of table %s: %w", w.name, err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("commit the snapshot expiry of table %s: %w", w.name, err)
+	}
+	w.tbl = next
+	return before - len(next.Metadata().Snapshots()), nil
+}
+
+// compact rewrites the table's small data files (below 75% of
+// target.file.size, at least compactMinFiles of them in a partition) into
+// files of about target.file.size, applying the delete files that touch
+// them, and drops the equality delete files that no remaining data file
+// needs, in one snapshot that keeps the offsets this sink resumes from. It
+// returns how many data files it replaced and wrote.
+func (w *tableWriter) compact(ctx context.Context) (removed, added int, err error) {
+	if w.tbl == nil || w.tbl.CurrentSnapshot() == nil {
+		return 0, 0, nil
+	}
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = w.o.targetFileSize
+	cfg.MinFileSizeBytes = w.o.targetFileSize * 3 / 4
+	cfg.MaxFileSizeBytes = w.o.targetFileSize * 9 / 5
+	cfg.MinInputFiles = uint(w.o.compactMinFiles)
+	plan, err := compaction.Analyze(ctx, w.tbl, cfg)
+	if err != nil {
+		return 0, 0, fmt.Errorf("plan the compaction of table %s: %w", w.name, err)
+	}
+	if len(plan.Groups) == 0 {
+		return 0, 0, nil
+	}
+	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
+	rewritten := map[string]struct{}{}
+	for i, g := range plan.Groups {
+		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
+		for _, t := range g.Tasks {
+			rewritten[t.File.FilePath()] = struct{}{}
+		}
+	}
+	fs, err := w.tbl.FS(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("compact table %s: %w", w.name, err)
+	}
+	dead, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, w.tbl.Metadata(), w.tbl.CurrentSnapshot(), rewritten)
+	if err != nil {
+		return 0, 0, fmt.Errorf("find the dead equality deletes of table %s: %w", w.name, err)
+	}
+	res, err := w.tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{
+		SnapshotProps:            ib.Properties{w.o.offsetsKey: encodeOffsets(w.committed)},
+		ExtraDeleteFilesToRemove: dead,
+		GroupOptions:             []table.CompactionGroupOption{table.WithCompactionTargetFileSize(w.o.targetFileSize)},
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("compact table %s: %w", w.name, err)
+	}
+	if res.Table != nil {
+		w.tbl = res.Table
+	}
+	return res.RemovedDataFiles, res.AddedDataFiles, nil
 }
 
 func (w *tableWriter) reset() {

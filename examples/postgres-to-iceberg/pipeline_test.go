@@ -1,0 +1,345 @@
+// Package postgrestoiceberg_test checks the postgres-to-iceberg example: the
+// pipeline validates against the real connector and transform specs, and,
+// where PostgreSQL is installed, runs in process against a throwaway
+// server started by the test: after a snapshot and a stream of inserts,
+// updates and deletes, the mirror tables equal the source tables and the
+// history tables hold every change once.
+package postgrestoiceberg_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	ib "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/iceberg"
+	"github.com/tributary-io/tributary/connectors/postgres"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/tributary-io/tributary/pipelines"
+)
+
+func load(t *testing.T, env map[string]string) *pipelines.Pipeline {
+	t.Helper()
+	transforms := transform.Builtin()
+	specs := pipelines.Specs{
+		pipelines.KindSource:    {"postgres": postgres.Connector().Spec},
+		pipelines.KindSink:      {"iceberg": iceberg.Connector().Spec},
+		pipelines.KindTransform: {},
+	}
+	for _, name := range transforms.Names() {
+		specs[pipelines.KindTransform][name], _ = transforms.Spec(name)
+	}
+	data, err := os.ReadFile("pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipelines.Parse("pipeline.yaml", data, pipelines.Options{Catalog: specs, LookupEnv: func(n string) (string, bool) {
+		v, ok := env[n]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestExample_Validate(t *testing.T) {
+	p := load(t, map[string]string{"PG_DSN": "postgres://tributary:s3cret@db:5432/shop"})
+	if len(p.Sources) != 1 || len(p.Sinks) != 2 {
+		t.Fatalf("%d sources, %d sinks; want 1 and 2", len(p.Sources), len(p.Sinks))
+	}
+	modes := map[string]string{}
+	for _, s := range p.Sinks {
+		modes[s.Name] = s.Config["mode"]
+	}
+	if modes["shop-mirror"] != "upsert" || modes["shop-history"] != "append" {
+		t.Errorf("modes %v", modes)
+	}
+	if masked := fmt.Sprint(p.Masked()); strings.Contains(masked, "s3cret") {
+		t.Errorf("the masked pipeline shows the password: %s", masked)
+	}
+}
+
+// The source tables, before the pipeline starts (read by the snapshot).
+const setup = `
+CREATE TABLE customers (id int PRIMARY KEY, email text NOT NULL, name text,
+  created_at timestamptz NOT NULL DEFAULT '2026-01-02 03:04:05.123456+00');
+CREATE TABLE orders (id bigint PRIMARY KEY, customer_id int NOT NULL, total numeric(10,2),
+  status text NOT NULL DEFAULT 'new', created_at timestamptz NOT NULL DEFAULT now());
+INSERT INTO customers (id, email, name) VALUES (1, 'ada@example.org', 'Ada Lovelace'),
+  (2, 'grace@example.org', 'Grace Hopper'), (3, 'alan@example.org', NULL);
+INSERT INTO orders (id, customer_id, total) VALUES (1, 1, 12.30), (2, 2, 5.00);
+`
+
+// The changes streamed after the snapshot: 6 change events.
+var changes = []string{
+	`INSERT INTO orders (id, customer_id, total) VALUES (3, 3, 1234.56)`,
+	`UPDATE customers SET name = 'Ada King' WHERE id = 1`,
+	`DELETE FROM customers WHERE id = 2`,
+	`BEGIN; UPDATE orders SET status = 'paid' WHERE id = 1; UPDATE orders SET total = 99.95 WHERE id = 1; COMMIT`,
+	`DELETE FROM orders WHERE id = 2`,
+}
+
+func TestExample_Runs(t *testing.T) {
+	dsn := startPostgres(t)
+	ctx := t.Context()
+	admin, err := pgx.Connect(ctx, dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE shop"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(ctx, dsn("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	if _, err := db.Exec(ctx, setup); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	p := load(t, map[string]string{"TRIBUTARY_DATA_DIR": dir, "PG_DSN": dsn("shop")})
+	quiet := slog.New(slog.DiscardHandler)
+	l, err := tlog.Open(tlog.Options{Dir: p.Log.Dir, NumPartitions: p.Log.Defaults.Partitions, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	reg := connect.NewRegistry()
+	reg.MustRegister(postgres.Connector())
+	reg.MustRegister(iceberg.Connector())
+	transforms := transform.Builtin()
+	w, err := engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, quiet), Connectors: reg, Logger: quiet,
+		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	shutdown := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := w.Shutdown(sctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}
+	defer shutdown()
+	if err := w.StartPipeline(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot's 5 rows first, so that the changes are streamed.
+	waitRecords(t, l, 5)
+	for _, q := range changes {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// 11 change events and 2 tombstones, all committed by both sinks.
+	waitRecords(t, l, 13)
+	for _, group := range []string{"shop-mirror", "shop-history"} {
+		deadline := time.Now().Add(30 * time.Second)
+		for lag(l, group) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("sink %s did not catch up within 30s", group)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	shutdown()
+
+	cat := openCatalog(t, filepath.Join(dir, "iceberg", "catalog.db"))
+	// The mirror equals the source tables, column by column.
+	for _, tc := range []struct{ table, query string }{
+		{"customers", `SELECT id::text, email, coalesce(name, '<null>'), (extract(epoch FROM created_at) * 1000000)::bigint::text FROM customers ORDER BY id`},
+		{"orders", `SELECT id::text, customer_id::text, total::text, status, (extract(epoch FROM created_at) * 1000000)::bigint::text FROM orders ORDER BY id`},
+	} {
+		want := queryRows(t, db, tc.query)
+		cols := []string{"id", "email", "name", "created_at"}
+		if tc.table == "orders" {
+			cols = []string{"id", "customer_id", "total", "status", "created_at"}
+		}
+		got := scanRows(t, cat, "shop."+tc.table, cols)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("mirror shop.%s\n got %v\nwant %v", tc.table, got, want)
+		}
+		tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier("shop", tc.table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("mirror shop.%s: %v; schema %s", tc.table, got, tbl.Schema())
+	}
+	// The history holds every change once: snapshot reads, then the stream.
+	for _, tc := range []struct {
+		table string
+		want  []string
+	}{
+		{"customers", []string{"1 r false", "1 u false", "2 d true", "2 r false", "3 r false"}},
+		{"orders", []string{"1 r false", "1 u false", "1 u false", "2 d true", "2 r false", "3 c false"}},
+	} {
+		got := scanRows(t, cat, "shop_history."+tc.table, []string{"id", "__op", "__deleted"})
+		var flat []string
+		for _, r := range got {
+			flat = append(flat, strings.Join(r, " "))
+		}
+		slices.Sort(flat)
+		if fmt.Sprint(flat) != fmt.Sprint(tc.want) {
+			t.Errorf("history shop_history.%s\n got %v\nwant %v", tc.table, flat, tc.want)
+		}
+	}
+}
+
+// waitRecords waits until the two topics hold n records.
+func waitRecords(t *testing.T, l *tlog.Log, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var total int64
+		for _, topic := range []string{"shop.public.customers", "shop.public.orders"} {
+			parts, err := l.Partitions(topic)
+			if err != nil {
+				continue
+			}
+			for p := range int32(parts) {
+				if _, end, err := l.Offsets(topic, p); err == nil {
+					total += end
+				}
+			}
+		}
+		if total >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the topics hold %d records after 30s, want %d", total, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lag returns the group's total lag over its non-empty partitions, or -1
+// while it is unknown.
+func lag(l *tlog.Log, group string) int64 {
+	lags, err := l.Groups().Describe(group)
+	if err != nil || len(lags) == 0 {
+		return -1
+	}
+	var sum int64
+	for _, x := range lags {
+		if x.LogEndOffset == 0 {
+			continue // an empty partition: nothing to commit
+		}
+		if x.Lag < 0 {
+			return -1
+		}
+		sum += x.Lag
+	}
+	return sum
+}
+
+func openCatalog(t *testing.T, path string) *sqlcat.Catalog {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func queryRows(t *testing.T, db *pgx.Conn, q string) [][]string {
+	t.Helper()
+	rows, err := db.Query(t.Context(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := make([]string, len(vals))
+		for i, v := range vals {
+			r[i] = fmt.Sprint(v)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scanRows reads a table with iceberg-go (applying equality deletes) and
+// returns the given columns of each row as text (timestamps as epoch
+// microseconds, nulls as <null>), sorted.
+func scanRows(t *testing.T, cat *sqlcat.Catalog, name string, cols []string) [][]string {
+	t.Helper()
+	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier(strings.Split(name, ".")...))
+	if err != nil {
+		t.Fatalf("load table %s: %v", name, err)
+	}
+	at, err := tbl.Scan().ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatalf("scan %s: %v", name, err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	var out [][]string
+	for tr.Next() {
+		rb := tr.RecordBatch()
+		for i := range int(rb.NumRows()) {
+			r := make([]string, len(cols))
+			for c, col := range cols {
+				idx := rb.Schema().FieldIndices(col)
+				if len(idx) != 1 {
+					t.Fatalf("table %s has no column %s: %s", name, col, rb.Schema())
+				}
+				a := rb.Column(idx[0])
+				switch {
+				case a.IsNull(i):
+					r[c] = "<null>"
+				case a.DataType().ID() == arrow.TIMESTAMP:
+					r[c] = fmt.Sprint(int64(a.(*array.Timestamp).Value(i)))
+				default:
+					r[c] = a.ValueStr(i)
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b []string) int {
+		if len(a[0]) != len(b[0]) {
+			return len(a[0]) - len(b[0])
+		}
+		return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00"))
+	})
+	return out
+}
