@@ -86,7 +86,7 @@ one process may have it open at a time.`,
 	pf.StringVar(&a.logLevel, "log-level", level, "level of log messages on stderr: debug, info, warn or error (env "+envLogLevel+")")
 
 	root.AddCommand(newTopicsCmd(a), newProduceCmd(a), newConsumeCmd(a), newGroupsCmd(a), newVersionCmd(a),
-		newRunCmd(a), newValidateCmd(a), newConnectorsCmd(a), newPluginsCmd(a))
+		newRunCmd(a), newValidateCmd(a), newConnectorsCmd(a), newPluginsCmd(a), newIcebergCmd(a))
 	return root
 }
 
