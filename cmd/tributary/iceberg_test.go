@@ -17,7 +17,7 @@ func TestIceberg_UpkeepCommands(t *testing.T) {
 name: lake
 log: {dir: `+filepath.Join(dir, "data")+`}
 sources:
-  - {name: gen, connector: generator, topic: lake.events, config: {rate: 0, max.events: 400, batch.size: 50}}
+  - {name: gen, connector: generator, topic: lake.events, config: {rate: 200, max.events: 600, batch.size: 50}}
 sinks:
   - name: lake
     connector: iceberg
