@@ -522,9 +522,12 @@ func writeCleaned(ctx context.Context, s *segment, size, end int64, rules *clean
 	if ns.f, err = os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, d, fmt.Errorf("create %s: %w", logPath, err)
 	}
+	// The error returns below set ns to nil before this runs: clean up
+	// through a copy.
+	made := ns
 	defer func() {
 		if err != nil {
-			ns.close()
+			made.close()
 			removeCleaned(s)
 			ns = nil
 		}

@@ -1056,3 +1056,33 @@ func TestCompact_ConsumerOffsetsTopic(t *testing.T) {
 		t.Fatalf("groups after compaction and reopen: %v", got)
 	}
 }
+
+// A pass that stops while writing a cleaned copy (here: its context ends)
+// leaves nothing behind and does not panic.
+func TestCompact_WriteCleaned_ErrorLeavesNothing(t *testing.T) {
+	clock := &testClock{t: time.Unix(1_700_000_000, 0)}
+	l := openCompactLog(t, t.TempDir(), clock)
+	defer l.Close()
+	if err := l.CreateTopic("c", 1, map[string]string{ConfigCleanupPolicy: "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		put(t, l, "c", "k", []byte(fmt.Sprint(i)))
+	}
+	p := testPartition(t, l, "c", 0)
+	rollNow(t, p)
+	v, err := p.snapshot(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.release()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	ns, _, err := writeCleaned(ctx, v.segs[0], v.sizes[0], v.segs[1].base, &cleanRules{})
+	if err == nil || ns != nil {
+		t.Fatalf("writeCleaned with a cancelled context = %v, %v; want an error and no segment", ns, err)
+	}
+	if _, statErr := os.Stat(cleanedPath(v.segs[0], ".log")); !os.IsNotExist(statErr) {
+		t.Fatalf("the cleaned copy was left behind: %v", statErr)
+	}
+}
