@@ -13,3 +13,14 @@ type Snapshotter interface {
 	// every table when tables is empty.
 	StopSnapshot(ctx context.Context, tables []string) error
 }
+
+// SnapshotPauser is implemented by a Snapshotter whose incremental
+// snapshots can be paused and resumed (Debezium's pause-snapshot and
+// resume-snapshot signals). Streaming goes on while a snapshot is paused;
+// a paused snapshot keeps its place (table and chunk) across restarts.
+type SnapshotPauser interface {
+	// PauseSnapshot stops reading chunks after the one in progress.
+	PauseSnapshot(ctx context.Context) error
+	// ResumeSnapshot continues a paused snapshot where it stopped.
+	ResumeSnapshot(ctx context.Context) error
+}
