@@ -11,11 +11,14 @@ import (
 const (
 	SignalExecuteSnapshot = "execute-snapshot"
 	SignalStopSnapshot    = "stop-snapshot"
+	SignalPauseSnapshot   = "pause-snapshot"
+	SignalResumeSnapshot  = "resume-snapshot"
 )
 
 // Signal sends a Debezium-style signal to a running source: an incremental
-// snapshot of tables, or its end. The source must implement
-// connect.Snapshotter.
+// snapshot of tables, its end, or a pause and resume of it. The source must
+// implement connect.Snapshotter, and connect.SnapshotPauser for the pause
+// and resume signals.
 func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string) error {
 	r, err := w.runner(name)
 	if err != nil {
@@ -42,6 +45,16 @@ func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string)
 		return snap.ExecuteSnapshot(ctx, tables)
 	case SignalStopSnapshot:
 		return snap.StopSnapshot(ctx, tables)
+	case SignalPauseSnapshot, SignalResumeSnapshot:
+		p, ok := snap.(connect.SnapshotPauser)
+		if !ok {
+			return fmt.Errorf("%w: connector %s (%s) cannot pause incremental snapshots; use %s to end one", ErrBadRequest, name, r.spec.Connector, SignalStopSnapshot)
+		}
+		if kind == SignalPauseSnapshot {
+			return p.PauseSnapshot(ctx)
+		}
+		return p.ResumeSnapshot(ctx)
 	}
-	return fmt.Errorf("%w: signal type %q: use %s or %s", ErrBadRequest, kind, SignalExecuteSnapshot, SignalStopSnapshot)
+	return fmt.Errorf("%w: signal type %q: use %s, %s, %s or %s", ErrBadRequest, kind,
+		SignalExecuteSnapshot, SignalStopSnapshot, SignalPauseSnapshot, SignalResumeSnapshot)
 }
