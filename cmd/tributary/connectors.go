@@ -56,23 +56,38 @@ func newConnectorsCmd(a *app) *cobra.Command {
 	}
 	restart.Flags().BoolVar(&includeTasks, "include-tasks", true, "restart the tasks too")
 	restart.Flags().BoolVar(&onlyFailed, "only-failed", false, "restart only failed tasks")
-	var stop bool
+	var stop, pause, resume bool
 	snapshot := &cobra.Command{
-		Use: "snapshot NAME TABLE...", Short: "Re-snapshot tables of a CDC source while it streams (incremental snapshot)",
-		Args: cobra.MinimumNArgs(1),
+		Use:   "snapshot NAME [TABLE...]",
+		Short: "Re-snapshot tables of a CDC source while it streams (incremental snapshot); --stop, --pause, --resume",
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"type": "execute-snapshot", "data": map[string]any{"data-collections": args[1:], "type": "incremental"}}
-			if stop {
-				body["type"] = "stop-snapshot"
+			kind := "execute-snapshot"
+			n := 0
+			for flag, k := range map[*bool]string{&stop: "stop-snapshot", &pause: "pause-snapshot", &resume: "resume-snapshot"} {
+				if *flag {
+					kind, n = k, n+1
+				}
 			}
+			switch {
+			case n > 1:
+				return fmt.Errorf("snapshot: give only one of --stop, --pause, --resume")
+			case kind == "execute-snapshot" && len(args) < 2:
+				return fmt.Errorf("snapshot: name the tables to re-snapshot, e.g. tributary connectors snapshot %s public.orders", args[0])
+			case (pause || resume) && len(args) > 1:
+				return fmt.Errorf("snapshot: --pause and --resume act on the running incremental snapshot; drop the table names")
+			}
+			body := map[string]any{"type": kind, "data": map[string]any{"data-collections": args[1:], "type": "incremental"}}
 			if err := a.serverClient().do(cmd.Context(), "POST", "/connectors/"+url.PathEscape(args[0])+"/signals", body, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%s: %s %s\n", args[0], body["type"], strings.Join(args[1:], " "))
+			fmt.Fprintf(a.stdout, "%s: %s %s\n", args[0], kind, strings.Join(args[1:], " "))
 			return nil
 		},
 	}
 	snapshot.Flags().BoolVar(&stop, "stop", false, "stop the incremental snapshot of the tables (all when none given)")
+	snapshot.Flags().BoolVar(&pause, "pause", false, "pause the running incremental snapshot (streaming goes on)")
+	snapshot.Flags().BoolVar(&resume, "resume", false, "resume a paused incremental snapshot")
 	cmd.AddCommand(
 		snapshot,
 		&cobra.Command{

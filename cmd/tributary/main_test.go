@@ -144,3 +144,20 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestConnectorsSnapshot_UsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"web-events"}, "name the tables"},
+		{[]string{"web-events", "--pause", "--stop"}, "only one of"},
+		{[]string{"web-events", "public.orders", "--resume"}, "drop the table names"},
+	} {
+		err := mustFail(t, dir, "", append([]string{"connectors", "snapshot"}, c.args...)...)
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("connectors snapshot %v: %v, want it to say %q", c.args, err, c.want)
+		}
+	}
+}

@@ -86,6 +86,9 @@ func TestRunQuickstart(t *testing.T) {
 	wantContains(t, "describe via server", o, "PartitionCount: 3")
 	o, _ = mustRun(t, data, "", "connectors", "offsets", "web-events", "--server", addr)
 	wantContains(t, "source offsets", o, `"seq"`)
+	if err := mustFail(t, data, "", "connectors", "snapshot", "web-events", "public.orders", "--server", addr); !strings.Contains(err.Error(), "does not take snapshot signals") {
+		t.Fatalf("snapshot signal to the generator: %v", err)
+	}
 	mustRun(t, data, "", "connectors", "pause", "events-file", "--server", addr)
 	o, _ = mustRun(t, data, "", "connectors", "status", "events-file", "--server", addr)
 	wantContains(t, "status after pause", o, `"PAUSED"`)
