@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ func main() {
 	clients := flag.Int("clients", 4, "connections writing the workloads")
 	rate := flag.Int("rate", 5000, "transactions/s of the latency workload")
 	seconds := flag.Int("seconds", 10, "duration of the latency workload")
+	runs := flag.Int("runs", 3, "rounds of the stream phase's readers (medians reported)")
 	writer := flag.String("writer", "", "internal: run as the latency phase's writer process with this DSN")
 	out := flag.String("out", "", "internal: the writer's output file")
 	cpuProfile := flag.String("cpuprofile", "", "write CPU profiles of the source in the snapshot and stream phases to this path + .snapshot and .stream")
@@ -77,7 +79,7 @@ func main() {
 	if *writer != "" {
 		err = runWriter(*writer, *out, *rate, *seconds, *clients)
 	} else {
-		err = run(*rows, *txns, *clients, *rate, *seconds)
+		err = run(*rows, *txns, *clients, *rate, *seconds, max(*runs, 1))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mysqlbench:", err)
@@ -105,7 +107,7 @@ func startProfile(phase string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func run(rows, txns, clients, latRate, seconds int) error {
+func run(rows, txns, clients, latRate, seconds, runs int) error {
 	ctx := context.Background()
 	srv, err := startServer()
 	if err != nil {
@@ -191,50 +193,69 @@ func run(rows, txns, clients, latRate, seconds int) error {
 	if end.file != from.file {
 		return fmt.Errorf("the workload spans binlog files %s to %s: raise max_binlog_size", from.file, end.file)
 	}
-	start = time.Now()
-	rawBytes, err := syncerRead(srv, coordsOf{from.file, 4}, end, true)
-	if err != nil {
-		return fmt.Errorf("raw binlog read: %w", err)
-	}
-	rawTook := time.Since(start)
-	start = time.Now()
-	if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, false); err != nil {
-		return fmt.Errorf("parsed binlog read: %w", err)
-	}
-	parsedTook := time.Since(start)
 	rawDir, err := os.MkdirTemp("", "tributary-mysqlbench-raw-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(rawDir)
-	start = time.Now()
-	if out, err := exec.Command(bin("mariadb-binlog"), "--no-defaults", "--read-from-remote-server", "--raw",
-		"-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot", "--result-file="+rawDir+"/", from.file).CombinedOutput(); err != nil {
-		return fmt.Errorf("mariadb-binlog: %v\n%s", err, out)
+	// Rounds of the four readers of the same binlog, interleaved so that
+	// the machine's load touches them alike; the medians are reported.
+	var rawT, parsedT, binlogT, streamT, rawC, parsedC, binlogC, streamC []float64
+	var rawBytes int64
+	streamed := 0
+	for round := range runs {
+		cpu0 := cpuSeconds()
+		start := time.Now()
+		if rawBytes, err = syncerRead(srv, coordsOf{from.file, 4}, end, true); err != nil {
+			return fmt.Errorf("raw binlog read: %w", err)
+		}
+		rawT, rawC = append(rawT, time.Since(start).Seconds()), append(rawC, cpuSeconds()-cpu0)
+		cpu0 = cpuSeconds()
+		start = time.Now()
+		if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, false); err != nil {
+			return fmt.Errorf("parsed binlog read: %w", err)
+		}
+		parsedT, parsedC = append(parsedT, time.Since(start).Seconds()), append(parsedC, cpuSeconds()-cpu0)
+		cpu0 = childCPUSeconds()
+		start = time.Now()
+		if out, err := exec.Command(bin("mariadb-binlog"), "--no-defaults", "--read-from-remote-server", "--raw",
+			"-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot", "--result-file="+rawDir+"/", from.file).CombinedOutput(); err != nil {
+			return fmt.Errorf("mariadb-binlog: %v\n%s", err, out)
+		}
+		binlogT, binlogC = append(binlogT, time.Since(start).Seconds()), append(binlogC, childCPUSeconds()-cpu0)
+		stopProfile, err := startProfile(fmt.Sprintf("stream%d", round))
+		if err != nil {
+			return err
+		}
+		cpu0 = cpuSeconds()
+		start = time.Now()
+		pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
+		streamed, err = readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
+			connect.Position(pos), txns, end)
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		streamT, streamC = append(streamT, time.Since(start).Seconds()), append(streamC, cpuSeconds()-cpu0)
+		stopProfile()
+		perM := func(c []float64) float64 { return c[len(c)-1] / float64(txns) * 1e6 }
+		fmt.Fprintf(os.Stderr, "stream round %d (load %s): source %.0f/s  raw %.0f/s  ratio %.2f  mariadb-binlog %.0f/s  parsing %.0f/s;  CPU µs per change: source %.2f raw %.2f mariadb-binlog %.2f parsing %.2f\n",
+			round+1, loadAvg(), float64(txns)/streamT[round], float64(txns)/rawT[round], rawT[round]/streamT[round],
+			float64(txns)/binlogT[round], float64(txns)/parsedT[round], perM(streamC), perM(rawC), perM(binlogC), perM(parsedC))
 	}
-	binlogTook := time.Since(start)
-	stopProfile, err = startProfile("stream")
-	if err != nil {
-		return err
-	}
-	cpu0 = cpuSeconds()
-	start = time.Now()
-	pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
-	streamed, err := readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
-		connect.Position(pos), txns, end)
-	if err != nil {
-		return fmt.Errorf("stream: %w", err)
-	}
-	streamTook := time.Since(start)
-	streamCPU := cpuSeconds() - cpu0
-	stopProfile()
-
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  mariadb client %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
 		n, rate(n, snapTook), rate(rows, clientTook), clientTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
-	fmt.Printf("stream    changes=%d (written at %.0f txn/s, %.1f MB of binlog)  source %.0f changes/s  raw BinlogSyncer %.0f changes/s  ratio %.2f (target 0.80)  mariadb-binlog --raw %.0f changes/s  parsing BinlogSyncer %.0f changes/s  cpu %.1f s per million changes\n",
-		streamed, rate(txns, writeTook), float64(rawBytes)/1e6, rate(streamed, streamTook), rate(txns, rawTook), rawTook.Seconds()/streamTook.Seconds(),
-		rate(txns, binlogTook), rate(txns, parsedTook), streamCPU/float64(streamed)*1e6)
+	ratios := make([]float64, len(rawT))
+	cpuRatios := make([]float64, len(rawT))
+	for i := range rawT {
+		ratios[i] = rawT[i] / streamT[i]
+		cpuRatios[i] = rawC[i] / streamC[i]
+	}
+	perM := func(c []float64) float64 { return median(c) / float64(txns) * 1e6 }
+	fmt.Printf("stream    changes=%d (written at %.0f txn/s, %.1f MB of binlog), medians of %d rounds:  source %.0f changes/s  raw BinlogSyncer %.0f changes/s  ratio %.2f (target 0.80; rounds %s)  mariadb-binlog --raw %.0f changes/s (ratio %.2f)  parsing BinlogSyncer %.0f changes/s;  CPU-seconds per million changes: source %.1f, raw %.1f, mariadb-binlog %.1f, parsing %.1f (CPU ratio raw/source %.2f)\n",
+		streamed, rate(txns, writeTook), float64(rawBytes)/1e6, len(rawT), float64(txns)/median(streamT), float64(txns)/median(rawT), median(ratios), fmtList(ratios),
+		float64(txns)/median(binlogT), median(binlogT)/median(streamT), float64(txns)/median(parsedT),
+		perM(streamC), perM(rawC), perM(binlogC), perM(parsedC), median(cpuRatios))
 	if latRate > 0 && seconds > 0 {
 		lr, err := measureLatency(ctx, srv, db, latRate, seconds, clients)
 		if err != nil {
@@ -429,6 +450,38 @@ func bin(name string) string {
 		}
 	}
 	return name
+}
+
+// childCPUSeconds is the CPU time of the waited-for child processes.
+func childCPUSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtList(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func cpuSeconds() float64 {

@@ -7,13 +7,14 @@
 # through the worker and the embedded log, with CPU-seconds per million
 # changes. See README.md.
 #
-#   bench/mysql/run.sh                              # 1M snapshot rows, 50k txns, 5k/s for 20 s
+#   bench/mysql/run.sh                              # 1M snapshot rows, 100k txns read 3 times, 5k/s for 20 s
 #   ROWS=200000 TXNS=20000 DURATION=10 bench/mysql/run.sh
 #   bench/mysql/run.sh -cpuprofile /tmp/mysql.prof  # extra arguments go to the program
 #
 # Environment (defaults in brackets):
 #   ROWS [1000000]   rows of the snapshot table (~200 bytes each)
-#   TXNS [50000]     single-row transactions of the streaming phase
+#   TXNS [100000]    single-row transactions of the streaming phase
+#   RUNS [3]         rounds of the streaming phase's four readers (medians)
 #   CLIENTS [4]      connections writing the workloads
 #   RATE [5000]      transactions/s of the latency phase
 #   DURATION [20]    seconds of the latency phase (not SECONDS: bash keeps its own)
@@ -21,7 +22,8 @@ set -euo pipefail
 export LC_ALL=C
 
 ROWS=${ROWS:-1000000}
-TXNS=${TXNS:-50000}
+TXNS=${TXNS:-100000}
+RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-4}
 RATE=${RATE:-5000}
 DURATION=${DURATION:-20}
@@ -33,4 +35,4 @@ trap 'rm -rf "$work"' EXIT
 echo "== building" >&2
 (cd "$repo" && go build -o "$work/mysqlbench" ./bench/mysql)
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >&2
-"$work/mysqlbench" -rows "$ROWS" -txns "$TXNS" -clients "$CLIENTS" -rate "$RATE" -seconds "$DURATION" "$@"
+"$work/mysqlbench" -rows "$ROWS" -txns "$TXNS" -clients "$CLIENTS" -rate "$RATE" -seconds "$DURATION" -runs "$RUNS" "$@"

@@ -17,19 +17,34 @@
 // After Open, one goroutine (the runner) owns a database/sql pool
 // (go-sql-driver) and the binlog client: it takes the snapshot (on
 // snapshot.workers connections of the pool), then streams the binlog, and
-// hands batches to Read over a channel. go-mysql's binlog client runs one
-// goroutine of its own, which the runner stops (BinlogSyncer.Close) before
-// it returns. When the binlog connection drops, the runner makes a new
-// client and reconnects with backoff from the end of the last whole
-// transaction (stream.go); errors no new connection can cure (a purged
-// binlog, missing privileges) end it. Close cancels the runner, waits for it and closes the pool.
+// hands batches to Read over a channel. While streaming:
+//
+//	go-mysql's reading goroutine ── events (SynchronousEventHandler) ──▶ streamer state (under streamer.mu)
+//	runner ── idle ticks: heartbeats, incremental snapshot chunks, held records ──▶ streamer state
+//	streamer ── batches ──▶ encoder goroutines (pipeline.go) ──▶ collector, in order ──▶ Read
+//
+// go-mysql's goroutine is stopped by BinlogSyncer.Close, the encoders and
+// the collector by the end of the runner's errgroup, before the runner
+// returns. When the binlog connection drops, the runner makes a new client
+// and reconnects with backoff from the end of the last whole transaction
+// (stream.go); errors no new connection can cure (a purged binlog, missing
+// privileges) end it. Close cancels the runner, waits for it and closes
+// the pool.
+//
+// # Incremental snapshots and TLS
+//
+// incremental.go re-reads tables on demand with watermark rows in the
+// signal table (DBLog's method); tls.go applies tls.mode to the SQL pool
+// and the binlog connection alike. mariatypes.go formats MariaDB's UUID,
+// INET4 and INET6 values, which the binlog carries as bytes.
 //
 // # Positions and acknowledgements
 //
 // The position is JSON in Debezium's MySQL offset shape,
 // {"file","pos","gtids","row","event","server_id","ts_sec"}: the binlog
 // coordinates after the last transaction emitted and the GTID set executed
-// up to it. Only the last record of a transaction carries it. A restart
+// up to it. Only transaction ends carry it, and of the transactions in one
+// batch only the last; an incremental snapshot adds its progress. A restart
 // resumes from the GTID set when the server has GTIDs (MariaDB always;
 // MySQL with gtid_mode=ON), else from file/pos. The binlog needs no
 // acknowledgement upstream; Ack trims the schema history. Heartbeat

@@ -87,6 +87,12 @@ func spec() connect.Spec {
 			Description: "Rows per snapshot chunk (read by primary key); a restart resumes a table after its last emitted chunk."},
 		{Name: "batch.size", Type: connect.TypeInt, Default: "2048",
 			Description: "Most records returned by one read."},
+		{Name: "tls.mode", Type: connect.TypeString, Default: tlsPreferred, Enum: tlsModes,
+			Description: "TLS to the server, for queries and the binlog alike (MySQL's --ssl-mode): disabled; preferred (TLS when the server offers it, certificate not checked); required (TLS, not checked); verify-ca (the certificate chain checked against tls.ca); verify-full (and the host name). When unset, a tls parameter of the DSN decides (true: verify-full, skip-verify: required, preferred, false: disabled)."},
+		{Name: "tls.ca", Type: connect.TypeString,
+			Description: "PEM file of the certificate authorities verify-ca and verify-full trust. Default: the system's."},
+		{Name: "signal.data.collection", Type: connect.TypeString,
+			Description: "The signal table (database.table with columns id, type, data, as Debezium's): an execute-snapshot row starts an incremental snapshot of the tables it names, stop-snapshot, pause-snapshot and resume-snapshot act on it. Incremental snapshots write their watermarks into it, so the user needs INSERT on it. Empty: no signal table and no incremental snapshots."},
 	}}
 }
 
@@ -107,6 +113,9 @@ type settings struct {
 	workers      int
 	chunkSize    int
 	batchSize    int
+	signalTable  string // database.table, "" for none
+	tlsMode      string
+	tlsCA        string
 }
 
 func parseSettings(cfg connect.Config) (settings, error) {
@@ -188,6 +197,31 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.workers = intIn("snapshot.workers", 1, 64)
 	s.chunkSize = intIn("snapshot.chunk.size", 1, 1<<20)
 	s.batchSize = intIn("batch.size", 1, 1<<20)
+	s.tlsMode, err = cfg.String("tls.mode")
+	add(err)
+	if _, set := cfg.Values["tls.mode"]; !set && s.dsn != nil && s.dsn.TLSConfig != "" {
+		// The DSN's tls parameter, in tls.mode's words.
+		if m, ok := dsnTLSModes[strings.ToLower(s.dsn.TLSConfig)]; ok {
+			s.tlsMode = m
+		} else {
+			field("dsn", "tls=%s: give tls=true, skip-verify, preferred or false, or set tls.mode and tls.ca", s.dsn.TLSConfig)
+		}
+	}
+	s.tlsCA, err = cfg.String("tls.ca")
+	add(err)
+	if s.tlsCA != "" && s.tlsMode != tlsVerifyCA && s.tlsMode != tlsVerifyFull {
+		field("tls.ca", "given with tls.mode=%s, which checks no certificate: set tls.mode=verify-ca or verify-full", s.tlsMode)
+	}
+	if s.dsn != nil && err == nil {
+		if err := applyTLS(s.dsn, s.tlsMode, s.tlsCA); err != nil {
+			field("tls.ca", "%v", err)
+		}
+	}
+	s.signalTable, err = cfg.String("signal.data.collection")
+	add(err)
+	if s.signalTable != "" && (strings.Count(s.signalTable, ".") != 1 || strings.ContainsAny(s.signalTable, "*?[")) {
+		field("signal.data.collection", "%q: give the signal table as database.table", s.signalTable)
+	}
 	return s, errors.Join(errs...)
 }
 

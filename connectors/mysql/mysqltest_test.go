@@ -123,8 +123,9 @@ func installAndStart(root string) (*dbServer, error) {
 }
 
 // startServer starts mariadbd on dir, with the binary log (ROW, FULL row
-// image and metadata) when logBin, and waits until it accepts connections.
-func startServer(dir string, logBin bool) (*dbServer, error) {
+// image and metadata) when logBin and the extra arguments, and waits until
+// it accepts connections.
+func startServer(dir string, logBin bool, extra ...string) (*dbServer, error) {
 	bin, err := findBin("mariadbd", "mysqld")
 	if err != nil {
 		return nil, err
@@ -146,6 +147,7 @@ func startServer(dir string, logBin bool) (*dbServer, error) {
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -29,6 +29,8 @@ type position struct {
 	ServerID uint32    `json:"server_id"`
 	TsSec    int64     `json:"ts_sec,omitempty"`
 	Snapshot *progress `json:"snapshot,omitempty"`
+	// Incremental is the state of an incremental snapshot in progress.
+	Incremental *incState `json:"incremental,omitempty"`
 }
 
 // progress is how far an unfinished snapshot got: tables fully read, and
@@ -42,7 +44,7 @@ type progress struct {
 // encode writes p as JSON, by hand when there is no snapshot progress:
 // streaming encodes one position per transaction.
 func (p position) encode() connect.Position {
-	if p.Snapshot != nil || !plainASCII(p.File) || !plainASCII(p.GTIDs) {
+	if p.Snapshot != nil || p.Incremental != nil || !plainASCII(p.File) || !plainASCII(p.GTIDs) {
 		b, err := json.Marshal(p)
 		if err != nil {
 			panic(err) // plain data: cannot fail

@@ -29,6 +29,9 @@ type column struct {
 	Prec     int      `json:"prec,omitempty"`   // DECIMAL precision
 	Scale    int      `json:"scale,omitempty"`  // DECIMAL scale
 	FSP      int      `json:"fsp,omitempty"`    // TIME, DATETIME, TIMESTAMP fractional digits
+	// MariaType is MariaDB's uuid, inet4 or inet6 (mariatypes.go): a
+	// binary string in the binlog, text in events.
+	MariaType string `json:"maria_type,omitempty"`
 }
 
 // tableDef is the definition of a table at one point of the binlog.
@@ -272,9 +275,10 @@ func columnFromInfo(name, dataType, colType, charset string, nullable bool, octe
 		c.Labels = labels
 	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
 		c.Type = mysql.MYSQL_TYPE_GEOMETRY
+	case mariaUUID, mariaINET4, mariaINET6:
+		c.Type, c.Charset, c.MariaType, c.Length = mysql.MYSQL_TYPE_STRING, "binary", dataType, mariaLength(dataType)
 	default:
-		// MariaDB's own types (inet4, inet6, uuid) and whatever a newer
-		// server adds: their text, when the binlog agrees.
+		// Whatever a newer server adds.
 		c.Type, c.Charset = mysql.MYSQL_TYPE_STRING, "binary"
 		return c, fmt.Errorf("column %s: type %s is not supported", name, dataType)
 	}
@@ -356,6 +360,9 @@ type table struct {
 	def    *tableDef
 	topic  string
 	schema *connect.EventSchema // nil unless schemas are embedded
+
+	signal     bool // the signal table (signal.data.collection)
+	signalOnly bool // read for its signals only, not captured
 }
 
 // key returns the key columns of row, or nil for a table without a key.

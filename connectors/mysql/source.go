@@ -65,6 +65,8 @@ type Source struct {
 	report connect.Report
 
 	acked atomic.Pointer[position] // the last acknowledged streaming position
+
+	signals chan signalReq // ExecuteSnapshot and the like to the streamer
 }
 
 // plan is what Open decided the runner does.
@@ -76,6 +78,7 @@ type plan struct {
 	fresh    bool      // no stored position: streaming starts from the server's current position
 	start    coords    // where streaming starts (file/pos)
 	gtids    *gtidSet  // where streaming starts (GTIDs); nil without GTIDs
+	inc      *incState // the incremental snapshot in progress, nil for none
 }
 
 // tableRef is a captured table.
@@ -126,6 +129,9 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	} else if !s.srv.fullMeta && s.set.snapshotMode != snapshotInitialOnly {
 		return fmt.Errorf("the server does not log column metadata (binlog_row_metadata is not FULL), so the connector needs a schema history to decode rows: set binlog_row_metadata=FULL (SET GLOBAL binlog_row_metadata = 'FULL'; and in the configuration file; MySQL 8.0.1+, MariaDB 10.5+), or give state.dir")
 	}
+	if err := s.checkSignalTable(ctx); err != nil {
+		return err
+	}
 	if err := s.decide(ctx, pos); err != nil {
 		return err
 	}
@@ -133,7 +139,31 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.cancel = cancel
 	s.out = make(chan []connect.Record, 4)
 	s.done = make(chan struct{})
+	s.signals = make(chan signalReq, 16)
 	go s.run(rctx)
+	return nil
+}
+
+// checkSignalTable checks that the signal table exists with the columns
+// incremental snapshots write.
+func (s *Source) checkSignalTable(ctx context.Context) error {
+	if s.set.signalTable == "" {
+		return nil
+	}
+	db, name, _ := strings.Cut(s.set.signalTable, ".")
+	def, err := readTableDef(ctx, s.db, db, name)
+	if err != nil {
+		return err
+	}
+	create := "CREATE TABLE " + quoteIdent(db) + "." + quoteIdent(name) + " (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data text)"
+	if def == nil {
+		return fmt.Errorf("signal.data.collection: table %s does not exist: create it (%s)", s.set.signalTable, create)
+	}
+	for _, c := range []string{"id", "type", "data"} {
+		if !slices.ContainsFunc(def.Columns, func(col column) bool { return strings.EqualFold(col.Name, c) }) {
+			return fmt.Errorf("signal.data.collection: table %s has no column %s: it needs id, type and data, as in %s", s.set.signalTable, c, create)
+		}
+	}
 	return nil
 }
 
@@ -152,6 +182,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 	}
 	p.stream = mode != snapshotInitialOnly
 	if pos != nil {
+		p.inc = pos.Incremental
 		p.start = coords{pos.File, pos.Pos}
 		if pos.GTIDs != "" {
 			g, err := parseGTIDSet(s.srv.flavor, pos.GTIDs)
@@ -165,7 +196,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 				return err
 			}
 			s.log.Warn("mysql: the binlog of the stored position is gone; taking a new snapshot (snapshot.mode=when_needed)", "err", err)
-			p.snapshot, p.resume, p.gtids = true, nil, nil
+			p.snapshot, p.resume, p.gtids, p.inc = true, nil, nil, nil
 		}
 	}
 	if pos == nil && !p.snapshot {

@@ -9,13 +9,16 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -25,17 +28,34 @@ import (
 const idleWait = 200 * time.Millisecond
 
 // streamer reads the binlog and turns row events into records. It runs on
-// the runner goroutine.
+// the runner goroutine, and handles events on the binlog client's reading
+// goroutine (see session).
 type streamer struct {
 	src *Source
 	enc *encoder
+
+	// mu guards the rest of the streamer while a session runs: events
+	// are handled on the binlog client's goroutine, idle work on the
+	// runner's. Between sessions only the runner touches it.
+	mu sync.Mutex
 
 	tables map[uint64]*table // by table id, from the table map events; nil: not captured
 
 	file  string   // the current binlog file
 	gtids *gtidSet // executed up to the last commit; nil without GTIDs
 
-	pending []connect.Record // records not yet handed to Read
+	pending []item       // records and changes not yet handed to the stage
+	stage   *encodeStage // encodes batches on other goroutines
+	scratch scratch      // for the small batches flush encodes itself
+	// meta decodes table maps with their optional metadata, which the
+	// binlog client skips; it follows the format description events.
+	meta *replication.BinlogParser
+
+	// The incremental snapshot (incremental.go).
+	inc        *incState // in progress; nil for none
+	chunk      *incChunk // the chunk between its watermarks; nil for none
+	incChanged bool      // inc changed and no record carries it yet
+	chunkSeq   int
 
 	// The transaction being received.
 	inTx       bool
@@ -52,12 +72,17 @@ type streamer struct {
 	total      int64
 	counts     []txCount
 
-	// The end of the last transaction.
-	last     position
+	// The end of the last transaction; its GTIDs are filled in by
+	// lastPosition, since the set changes only at commits.
+	last position
+	// lastRec is the index in pending of the last record of the last
+	// transaction that emitted any, -1 when none: flush gives it the
+	// position then, so that a batch of small transactions encodes one
+	// position, not one per transaction.
+	lastRec  int
 	nextBeat time.Time
 	warned   map[string]bool
-	events   int64     // events received, to tell a working connection
-	now      time.Time // when the rows event being handled was received
+	events   int64 // events received, to tell a working connection
 }
 
 func newStreamer(s *Source, enc *encoder) *streamer {
@@ -69,9 +94,10 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 		st.gtids = newGTIDSet(s.srv.flavor)
 	}
 	st.last = position{File: s.plan.start.File, Pos: s.plan.start.Pos, ServerID: s.srv.serverID}
-	if st.gtids != nil {
-		st.last.GTIDs = st.gtids.String()
-	}
+	st.lastRec = -1
+	st.inc = s.plan.inc.clone()
+	st.meta = replication.NewBinlogParser()
+	st.meta.SetFlavor(s.srv.flavor)
 	return st
 }
 
@@ -94,8 +120,12 @@ func (d demoted) WithAttrs(attrs []slog.Attr) slog.Handler { return demoted{d.h.
 func (d demoted) WithGroup(name string) slog.Handler       { return demoted{d.h.WithGroup(name)} }
 
 // syncerConfig is the binlog client's configuration.
-func (s *Source) syncerConfig() (replication.BinlogSyncerConfig, error) {
+func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConfig, error) {
 	host, port, err := hostPort(s.set.dsn)
+	if err != nil {
+		return replication.BinlogSyncerConfig{}, err
+	}
+	tlsCfg, err := s.binlogTLS(ctx)
 	if err != nil {
 		return replication.BinlogSyncerConfig{}, err
 	}
@@ -110,6 +140,9 @@ func (s *Source) syncerConfig() (replication.BinlogSyncerConfig, error) {
 		DisableRetrySync:        true,
 		Logger:                  slog.New(demoted{s.log.Handler()}),
 		EventCacheCount:         4096,
+		// Decoded by resolve, only when needed (see there).
+		TableMapOptionalMetaDecodeFunc: func([]byte) error { return nil },
+		TLSConfig:                      tlsCfg,
 	}
 	if s.set.heartbeat > 0 {
 		cfg.HeartbeatPeriod = s.set.heartbeat
@@ -181,8 +214,20 @@ func (c *deadlineConn) SetDeadline(t time.Time) error {
 // the last whole transaction; it gives up when it has not been able to
 // connect (and receive an event) for reconnectFor.
 func (st *streamer) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	st.stage = newEncodeStage(st)
+	g.Go(func() error { return st.stage.run(gctx) })
+	g.Go(func() error {
+		defer st.stage.close()
+		return st.loop(gctx)
+	})
+	return g.Wait()
+}
+
+// loop connects and reconnects; see run.
+func (st *streamer) loop(ctx context.Context) error {
 	s := st.src
-	cfg, err := s.syncerConfig()
+	cfg, err := s.syncerConfig(ctx)
 	if err != nil {
 		return err
 	}
@@ -237,8 +282,18 @@ func (st *streamer) from() string {
 // one may cure are marked connect.Retryable.
 func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerConfig, again bool) error {
 	s := st.src
+	// Events are handled on the binlog client's reading goroutine
+	// (SynchronousEventHandler): handing each over through its channel
+	// cost a quarter of the streaming CPU. This goroutine waits for the
+	// client's errors and runs the idle work every idleWait; st.mu keeps
+	// the two apart. sctx ends before Close, which waits for the reading
+	// goroutine, so that a handler waiting for Read gives up.
+	sctx, cancel := context.WithCancel(ctx)
+	h := &eventHandler{st: st, ctx: sctx}
+	cfg.SynchronousEventHandler = h
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
+	defer cancel()
 	var bs *replication.BinlogStreamer
 	var err error
 	from := st.from()
@@ -262,32 +317,79 @@ func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerCon
 	} else {
 		s.log.Info("mysql: streaming", "from", from, "server_id", s.set.serverID)
 	}
-	s.setPhase("streaming")
+	st.mu.Lock()
+	h.connected()
+	st.mu.Unlock()
 	// One wait context per idle period, not per event: events come
 	// thousands a second.
 	w := &waiter{}
 	defer w.stop()
 	wctx := w.next(ctx)
 	for {
-		ev, err := bs.GetEvent(wctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				wctx = w.next(ctx)
-				if err := st.idle(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			return st.streamErr(err, from)
+		_, err := bs.GetEvent(wctx) // only errors: events go to h
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		st.events++
-		if err := st.handle(ctx, ev); err != nil {
-			return err
+		if err == nil {
+			continue
 		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			wctx = w.next(ctx)
+			st.mu.Lock()
+			err := st.idle(sctx)
+			st.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if herr := h.failed(); herr != nil {
+			return herr
+		}
+		return st.streamErr(err, from)
 	}
+}
+
+// eventHandler handles the binlog events on the binlog client's reading
+// goroutine. An error stops the client; failed returns it as it was.
+type eventHandler struct {
+	st     *streamer
+	ctx    context.Context // the session's; ends before the client is closed
+	err    atomic.Pointer[error]
+	phased bool // the phase says streaming again; under st.mu
+}
+
+// connected reports the phase once the session works: at its first event
+// (which can come before StartSync returns), before any record of it is
+// handed over. Called under st.mu.
+func (h *eventHandler) connected() {
+	if !h.phased {
+		h.phased = true
+		h.st.setIncPhase()
+	}
+}
+
+func (h *eventHandler) HandleEvent(ev *replication.BinlogEvent) error {
+	st := h.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h.connected()
+	st.events++
+	err := st.handle(h.ctx, ev)
+	if err == nil && (st.inc != nil || st.incChanged || len(st.src.signals) > 0) {
+		err = st.incremental(h.ctx)
+	}
+	if err != nil {
+		h.err.Store(&err)
+	}
+	return err
+}
+
+func (h *eventHandler) failed() error {
+	if p := h.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // abandonTx forgets the transaction being received when the connection
@@ -395,6 +497,9 @@ const (
 // idle runs when no event came for a while: hand over what is pending and
 // emit a heartbeat when one is due.
 func (st *streamer) idle(ctx context.Context) error {
+	if err := st.incremental(ctx); err != nil {
+		return err
+	}
 	if err := st.maybeHeartbeat(ctx); err != nil {
 		return err
 	}
@@ -406,7 +511,7 @@ func (st *streamer) maybeHeartbeat(ctx context.Context) error {
 		return nil
 	}
 	st.nextBeat = time.Now().Add(st.src.set.heartbeat)
-	st.pending = append(st.pending, st.enc.heartbeat(time.Now(), st.last.encode()))
+	st.pending = append(st.pending, item{rec: st.enc.heartbeat(time.Now(), st.lastPosition())})
 	return st.flush(ctx, false)
 }
 
@@ -424,14 +529,37 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 		return nil
 	}
 	full := n >= st.src.set.batchSize
-	if atCommit && !full && len(st.src.out) > 0 {
+	if atCommit && !full && st.stage.busy() {
 		return nil
+	}
+	if st.lastRec >= 0 && st.lastRec < n {
+		// Outside a transaction st.last is its end; inside one, the
+		// end of the last commit (the transaction began after it).
+		pos := st.lastPosition()
+		if it := &st.pending[st.lastRec]; it.ch != nil {
+			it.ch.pos = pos
+		} else {
+			it.rec.Position = pos
+		}
+		st.lastRec = -1
+	} else if st.lastRec >= n {
+		st.lastRec -= n
 	}
 	batch := st.pending[:n:n]
 	rest := st.pending[n:]
-	st.pending = append(make([]connect.Record, 0, max(len(rest), 64)), rest...)
+	st.pending = append(make([]item, 0, max(len(rest), 64)), rest...)
 	st.txMark = max(0, st.txMark-n)
-	return st.src.push(ctx, batch)
+	if len(batch) <= smallBatch && st.stage.inflight.Load() == 0 {
+		// Nothing in the stage to overtake: encode here, sparing a small
+		// batch (a quiet stream's single transaction) two goroutine
+		// hand-overs.
+		recs, err := st.encodeItems(&st.scratch, batch)
+		if err != nil {
+			return err
+		}
+		return st.src.push(ctx, recs)
+	}
+	return st.stage.send(ctx, batch)
 }
 
 func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) error {
@@ -472,8 +600,12 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			}
 			return st.commit(ctx, h)
 		}
+	case *replication.FormatDescriptionEvent:
+		if _, err := st.meta.Parse(ev.RawData); err != nil {
+			return fmt.Errorf("binlog format description at %s:%d: %w", st.file, h.LogPos, err)
+		}
 	case *replication.TableMapEvent:
-		t, err := st.resolve(ctx, e, h)
+		t, err := st.resolve(ctx, e, ev.RawData, h)
 		if err != nil {
 			return err
 		}
@@ -526,24 +658,31 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 			}
 		}
 	}
-	emitted := st.txBegun || st.total > 0
+	chunkRecs := st.emitChunk()
+	emitted := st.txBegun || st.total > 0 || chunkRecs > 0
 	if st.src.set.txMetadata && st.txBegun {
-		st.pending = append(st.pending, st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts))
+		st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)})
 	}
 	st.inTx = false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
-	if st.gtids != nil {
-		st.last.GTIDs = st.gtids.String()
-	}
 	if !emitted {
 		return st.flush(ctx, true)
 	}
-	pos := st.last.encode()
-	st.pending[len(st.pending)-1].Position = pos
+	st.lastRec = len(st.pending) - 1
 	if err := st.maybeHeartbeat(ctx); err != nil {
 		return err
 	}
 	return st.flush(ctx, true)
+}
+
+// lastPosition encodes the position at the end of the last transaction.
+func (st *streamer) lastPosition() connect.Position {
+	p := st.last
+	if st.gtids != nil {
+		p.GTIDs = st.gtids.String()
+	}
+	p.Incremental = st.inc.clone()
+	return p.encode()
 }
 
 // txID is the transaction block's id: the GTID, or file:pos without one.
@@ -558,14 +697,31 @@ func (st *streamer) txID() string {
 // event itself when it carries full metadata, else from the schema
 // history at this point of the binlog. It returns nil for tables that are
 // not captured.
-func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, h *replication.EventHeader) (*table, error) {
+func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, raw []byte, h *replication.EventHeader) (*table, error) {
 	if t, ok := st.tables[tm.TableID]; ok && (t == nil || (t.def.DB == string(tm.Schema) && t.def.Name == string(tm.Table) && t.def.sameShape(tm))) {
 		return t, nil
 	}
+	// The binlog client skips the table maps' optional metadata (column
+	// names, charsets, labels, key: a tenth of the streaming CPU when every
+	// small transaction repeats its table map); decode it now, for a table
+	// met for the first time or changed.
+	if !hasFullMetadata(tm) && len(raw) > 0 {
+		full, err := st.meta.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("table map of %s.%s at %s:%d: %w", tm.Schema, tm.Table, st.file, h.LogPos, err)
+		}
+		if ftm, ok := full.Event.(*replication.TableMapEvent); ok {
+			tm = ftm
+		}
+	}
 	db, name := string(tm.Schema), string(tm.Table)
 	s := st.src
+	signalOnly := false
 	if systemDB(db) || !matchAny(s.set.tables, db, name) {
-		return nil, nil
+		if s.set.signalTable == "" || db+"."+name != s.set.signalTable {
+			return nil, nil
+		}
+		signalOnly = true // read for its signals, not captured
 	}
 	at := coords{st.file, st.txStart}
 	var def *tableDef
@@ -574,11 +730,15 @@ func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, 
 		if def, err = defFromTableMap(tm, s.srv.collations); err != nil {
 			return nil, err
 		}
+		var hd *tableDef
 		if s.hist != nil {
-			if hd := s.hist.lookup(db, name, at); hd != nil && !hd.sameShape(tm) && !st.warned[db+"."+name] {
+			if hd = s.hist.lookup(db, name, at); hd != nil && !hd.sameShape(tm) && !st.warned[db+"."+name] {
 				st.warned[db+"."+name] = true
 				s.log.Warn("mysql: the schema history disagrees with the binlog's column metadata; using the binlog's", "table", db+"."+name, "at", at.String())
 			}
+		}
+		if err := st.mariaTypes(ctx, def, hd); err != nil {
+			return nil, err
 		}
 	} else {
 		if s.hist == nil {
@@ -600,10 +760,47 @@ func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, 
 			return nil, fmt.Errorf("table %s.%s at %s: the schema history's definition (%d columns) does not match the binlog's row format (%d columns): it was changed outside the binlog the connector read. Set binlog_row_metadata=FULL, or start over with a snapshot (delete the stored offsets and %s)", db, name, at, len(def.Columns), tm.ColumnCount, s.hist.path)
 		}
 	}
-	return st.enc.mapper.newTable(&s.set, def)
+	t, err := st.enc.mapper.newTable(&s.set, def)
+	if err != nil {
+		return nil, err
+	}
+	t.signal = s.set.signalTable != "" && def.ref() == s.set.signalTable
+	t.signalOnly = signalOnly
+	return t, nil
 }
 
-// rows turns a rows event into change events.
+// mariaTypes marks the columns of def (from a table map) that are
+// MariaDB's UUID, INET4 or INET6, which the binlog shows as BINARY(16) or
+// BINARY(4): by the schema history's definition hist when there is one,
+// else by the server's information_schema (today's definition: a column
+// of the same name and position).
+func (st *streamer) mariaTypes(ctx context.Context, def, hist *tableDef) error {
+	if st.src.srv.flavor != flavorMariaDB || !slices.ContainsFunc(def.Columns, func(c column) bool {
+		return c.Type == mysql.MYSQL_TYPE_STRING && c.Charset == "binary" && (c.Length == 4 || c.Length == 16)
+	}) {
+		return nil
+	}
+	info := hist
+	if info == nil {
+		var err error
+		if info, err = readTableDef(ctx, st.src.db, def.DB, def.Name); err != nil {
+			return err
+		}
+		if info == nil {
+			return nil // dropped since: BINARY it stays
+		}
+	}
+	for i := range def.Columns {
+		c := &def.Columns[i]
+		if i < len(info.Columns) && info.Columns[i].MariaType != "" && strings.EqualFold(info.Columns[i].Name, c.Name) &&
+			c.Type == mysql.MYSQL_TYPE_STRING && c.Charset == "binary" && c.Length == mariaLength(info.Columns[i].MariaType) {
+			c.MariaType = info.Columns[i].MariaType
+		}
+	}
+	return nil
+}
+
+// rows turns a rows event into changes for the encoders.
 func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *replication.EventHeader) error {
 	t := st.tables[e.TableID]
 	if t == nil {
@@ -612,52 +809,58 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if !st.inTx {
 		st.begin(h)
 	}
-	st.now = time.Now()
-	si := &srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
+	if t.signal && e.Type() == replication.EnumRowsEventTypeInsert {
+		for _, r := range e.Rows {
+			st.signalRow(t, r)
+		}
+	}
+	if t.signalOnly {
+		return nil
+	}
+	if st.chunk != nil {
+		for _, r := range e.Rows {
+			st.streamedChange(t, r)
+		}
+	}
+	now := time.Now()
+	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread}
+	check := func(vals []any) error {
+		if len(vals) != len(t.def.Columns) {
+			return fmt.Errorf("table %s: a row has %d values, the table %d columns", t.def.ref(), len(vals), len(t.def.Columns))
+		}
+		return nil
+	}
 	switch e.Type() {
 	case replication.EnumRowsEventTypeInsert:
 		for i, r := range e.Rows {
-			after, err := st.row(t, r)
-			if err != nil {
+			if err := check(r); err != nil {
 				return err
 			}
 			si.row = i
-			if err := st.change(t, connect.OpCreate, nil, after, si); err != nil {
-				return err
-			}
+			st.change(&change{t: t, op: connect.OpCreate, after: r, si: si, now: now})
 		}
 	case replication.EnumRowsEventTypeUpdate:
 		for i := 0; i+1 < len(e.Rows); i += 2 {
-			before, err := st.row(t, e.Rows[i])
-			if err != nil {
+			before, after := e.Rows[i], e.Rows[i+1]
+			if err := check(before); err != nil {
 				return err
 			}
-			after, err := st.row(t, e.Rows[i+1])
-			if err != nil {
+			if err := check(after); err != nil {
 				return err
 			}
 			si.row = i / 2
-			if !keyEqual(t, before, after) {
-				if err := st.keyChange(t, before, after, si); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := st.change(t, connect.OpUpdate, before, after, si); err != nil {
-				return err
-			}
+			c := &change{t: t, op: connect.OpUpdate, before: before, after: after, si: si, now: now}
+			c.keyChange = len(t.def.Key) > 0 && !sameKey(t, before, after)
+			st.change(c)
 		}
 	case replication.EnumRowsEventTypeDelete:
 		for i, r := range e.Rows {
-			before, err := st.row(t, r)
-			if err != nil {
+			if err := check(r); err != nil {
 				return err
 			}
 			si.row = i
-			if err := st.change(t, connect.OpDelete, before, nil, si); err != nil {
-				return err
-			}
+			st.change(&change{t: t, op: connect.OpDelete, before: r, si: si, now: now})
 		}
 	}
 	if len(st.pending) > st.src.set.batchSize {
@@ -666,12 +869,10 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	return nil
 }
 
-// row maps one row image of t.
-func (st *streamer) row(t *table, vals []any) (connect.Row, error) {
-	if len(vals) != len(t.def.Columns) {
-		return nil, fmt.Errorf("table %s: a row has %d values, the table %d columns", t.def.ref(), len(vals), len(t.def.Columns))
-	}
-	row := make(connect.Row, len(vals))
+// row maps one row image of t (of as many values as t has columns: rows
+// checks) into dst's memory. It runs on the encoder goroutines.
+func (st *streamer) row(dst connect.Row, t *table, vals []any) connect.Row {
+	row := slices.Grow(dst[:0], len(vals))[:len(vals)]
 	m := st.enc.mapper
 	for i := range vals {
 		c := &t.def.Columns[i]
@@ -683,86 +884,47 @@ func (st *streamer) row(t *table, vals []any) (connect.Row, error) {
 		}
 		row[i].Value = v
 	}
-	return row, nil
+	return row
 }
 
-// keyEqual reports whether two rows of t have the same key.
-func keyEqual(t *table, a, b connect.Row) bool {
-	if len(t.def.Key) == 0 {
-		return true
-	}
-	ka, err1 := t.key(a).MarshalJSON()
-	kb, err2 := t.key(b).MarshalJSON()
-	return err1 == nil && err2 == nil && bytes.Equal(ka, kb)
-}
-
-// event builds one change event of the current transaction.
-func (st *streamer) event(t *table, op connect.Op, before, after connect.Row, si *srcInfo) *connect.ChangeEvent {
-	ev := &connect.ChangeEvent{Op: op, Before: before, After: after, Source: st.enc.source(t, si)}
-	if after != nil {
-		ev.Key = t.key(after)
-	} else {
-		ev.Key = t.key(before)
-	}
-	ev.SetTime(st.now)
+// change queues one change of the current transaction, deciding its
+// place in the transaction.
+func (st *streamer) change(c *change) {
 	if st.src.set.txMetadata {
 		if !st.txBegun {
 			st.txBegun = true
-			st.pending = append(st.pending, st.enc.txRecord(st.txID(), st.txTime, false, 0, nil))
+			st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)})
 		}
-		st.total++
-		name := t.def.ref()
-		var n int64
-		for i := range st.counts {
-			if st.counts[i].table == name {
-				st.counts[i].n++
-				n = st.counts[i].n
-			}
+		c.tx = st.txOrder(c.t)
+		if c.keyChange {
+			c.txNext = st.txOrder(c.t)
 		}
-		if n == 0 {
-			st.counts = append(st.counts, txCount{table: name, n: 1})
-			n = 1
-		}
-		ev.Transaction = &connect.Transaction{ID: st.txID(), TotalOrder: st.total, DataCollectionOrder: n}
 	} else {
 		st.total++
+		if c.keyChange {
+			st.total++
+		}
 	}
-	return ev
+	st.pending = append(st.pending, item{ch: c})
 }
 
-// change emits one change event (and the tombstone after a delete).
-func (st *streamer) change(t *table, op connect.Op, before, after connect.Row, si *srcInfo) error {
-	rec, err := st.enc.record(t, st.event(t, op, before, after, si))
-	if err != nil {
-		return err
+// txOrder counts one more event of t in the current transaction and
+// returns its transaction block.
+func (st *streamer) txOrder(t *table) *connect.Transaction {
+	st.total++
+	name := t.def.ref()
+	var n int64
+	for i := range st.counts {
+		if st.counts[i].table == name {
+			st.counts[i].n++
+			n = st.counts[i].n
+		}
 	}
-	st.pending = append(st.pending, rec)
-	if op == connect.OpDelete && st.src.set.tombstones && rec.Key != nil {
-		st.pending = append(st.pending, connect.Tombstone(rec))
+	if n == 0 {
+		st.counts = append(st.counts, txCount{table: name, n: 1})
+		n = 1
 	}
-	return nil
-}
-
-// keyChange emits an update that changed the key as Debezium does: a
-// delete of the old key (header __debezium.newkey), its tombstone, and a
-// create of the new key (header __debezium.oldkey).
-func (st *streamer) keyChange(t *table, before, after connect.Row, si *srcInfo) error {
-	del, err := st.enc.record(t, st.event(t, connect.OpDelete, before, nil, si))
-	if err != nil {
-		return err
-	}
-	cre, err := st.enc.record(t, st.event(t, connect.OpCreate, nil, after, si))
-	if err != nil {
-		return err
-	}
-	del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
-	cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
-	st.pending = append(st.pending, del)
-	if st.src.set.tombstones {
-		st.pending = append(st.pending, connect.Tombstone(del))
-	}
-	st.pending = append(st.pending, cre)
-	return nil
+	return &connect.Transaction{ID: st.txID(), TotalOrder: st.total, DataCollectionOrder: n}
 }
 
 // ddl handles a statement other than BEGIN and COMMIT: a schema change.

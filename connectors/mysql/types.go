@@ -58,6 +58,12 @@ func (m *mapper) schema(c *column) connect.Schema {
 
 func (m *mapper) typeSchema(c *column) connect.Schema {
 	str := connect.Schema{Type: connect.SchemaString}
+	switch c.MariaType {
+	case mariaUUID:
+		return connect.Schema{Type: connect.SchemaString, Name: connect.LogicalUUID, Version: 1}
+	case mariaINET4, mariaINET6:
+		return str
+	}
 	switch c.Type {
 	case mysql.MYSQL_TYPE_TINY:
 		return connect.Schema{Type: connect.SchemaInt16}
@@ -253,13 +259,24 @@ func (m *mapper) fromBinlog(c *column, v any) (any, error) {
 		}
 		return m.temporal(c, s)
 	}
-	// Strings and blobs. go-mysql's values alias its event buffer: what
-	// is kept is copied.
+	if c.MariaType != "" {
+		switch s := v.(type) {
+		case string:
+			return mariaText(c.MariaType, []byte(s))
+		case []byte:
+			return mariaText(c.MariaType, s)
+		}
+		return nil, fmt.Errorf("%s column: unexpected %T", c.MariaType, v)
+	}
+	// Strings and blobs. go-mysql's strings alias the event's packet,
+	// which it never reuses (every packet is read into a new buffer), and
+	// a mapped row lives only until its event is encoded: a valid UTF-8
+	// string is used as it is.
 	var raw []byte
 	switch s := v.(type) {
 	case string:
 		if !c.isBinary() && isUTF8(c.Charset) && utf8.ValidString(s) {
-			return strings.Clone(s), nil
+			return s, nil
 		}
 		raw = []byte(s)
 	case []byte:
@@ -287,6 +304,9 @@ func (m *mapper) fromText(c *column, b []byte) (any, error) {
 		return nil, nil
 	}
 	s := string(b)
+	if c.MariaType != "" {
+		return s, nil // MariaDB's text form already
+	}
 	switch c.Type {
 	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
 		if c.Unsigned {

@@ -1,0 +1,273 @@
+package mysql
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// The streamer keeps the binlog in order on one goroutine and leaves the
+// costly part of a change — mapping go-mysql's values, building the
+// Debezium event, encoding it as JSON — to a few encoder goroutines:
+//
+//	streamer ──batch──▶ jobs ──▶ encoder goroutines (any order)
+//	         └─────────▶ order ──▶ collector: waits for each batch in turn, hands it to Read
+//
+// A batch is a slice of items; each item is either a record encoded
+// already (heartbeats, transaction records) or one change to encode. The
+// order channel holds at most stageDepth batches, so a slow Read stops
+// the streamer rather than letting records pile up.
+
+// stageDepth is the most batches between the streamer and Read.
+const stageDepth = 4
+
+// smallBatch is the largest batch the streamer encodes itself when the
+// stage is empty.
+const smallBatch = 16
+
+// item is one entry of a batch: a record, or a change to encode into one
+// or more records (a delete and its tombstone; a key change's delete,
+// tombstone and create).
+type item struct {
+	rec connect.Record // used when ch is nil
+	ch  *change
+}
+
+// change is a row change as it left the binlog, with everything that
+// depends on the stream's order already decided.
+type change struct {
+	t             *table
+	op            connect.Op // OpCreate, OpUpdate, OpDelete
+	keyChange     bool       // an update that changed the key
+	before, after []any      // go-mysql's values; nil when absent
+	si            srcInfo
+	now           time.Time // when the streamer handled the row event
+	tx            *connect.Transaction
+	txNext        *connect.Transaction // a key change's create
+	pos           connect.Position     // set on the change's last record
+}
+
+// encJob is one batch on its way through the stage.
+type encJob struct {
+	items []item
+	recs  []connect.Record
+	err   error
+	done  chan struct{}
+}
+
+// encodeStage runs the encoder goroutines and the collector. The
+// streamer is the only sender; run stops when its channels are closed
+// (close) or ctx ends.
+type encodeStage struct {
+	st       *streamer
+	jobs     chan *encJob
+	order    chan *encJob
+	inflight atomic.Int32 // batches sent and not yet handed to Read
+	workers  int
+}
+
+func newEncodeStage(st *streamer) *encodeStage {
+	w := min(max(runtime.GOMAXPROCS(0), 1), 4)
+	return &encodeStage{st: st, jobs: make(chan *encJob, stageDepth+w), order: make(chan *encJob, stageDepth), workers: w}
+}
+
+// run starts the encoder goroutines and runs the collector until the
+// order channel is closed and drained, or an error.
+func (e *encodeStage) run(ctx context.Context) error {
+	done := make(chan struct{})
+	for range e.workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			var a scratch
+			for j := range e.jobs {
+				j.recs, j.err = e.st.encodeItems(&a, j.items)
+				close(j.done)
+			}
+		}()
+	}
+	err := e.collect(ctx)
+	// The streamer closes jobs when it stops; wait for the encoders.
+	for range e.workers {
+		<-done
+	}
+	return err
+}
+
+func (e *encodeStage) collect(ctx context.Context) error {
+	for j := range e.order {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			e.drain()
+			return ctx.Err()
+		}
+		if j.err != nil {
+			e.drain()
+			return j.err
+		}
+		if err := e.st.src.push(ctx, j.recs); err != nil {
+			e.drain()
+			return err
+		}
+		e.inflight.Add(-1)
+	}
+	return nil
+}
+
+// drain empties the order channel after an error, so that the streamer
+// never waits on it.
+func (e *encodeStage) drain() {
+	for range e.order {
+	}
+}
+
+// send queues a batch.
+func (e *encodeStage) send(ctx context.Context, items []item) error {
+	j := &encJob{items: items, done: make(chan struct{})}
+	e.inflight.Add(1)
+	select {
+	case e.order <- j:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	e.jobs <- j // never blocks: it holds what order holds plus one per encoder
+	return nil
+}
+
+// busy reports whether batches are waiting to be encoded or read.
+func (e *encodeStage) busy() bool {
+	return e.inflight.Load() > 0 || len(e.st.src.out) > 0
+}
+
+// close tells the stage that no more batches come.
+func (e *encodeStage) close() {
+	close(e.order)
+	close(e.jobs)
+}
+
+// scratch is an encoder goroutine's reusable memory: the rows a change
+// maps to live only until its records are written.
+type scratch struct {
+	arena
+	before, after connect.Row
+}
+
+// encodeItems turns a batch into records. It runs on encoder goroutines:
+// it reads the streamer's settings and tables, never its state.
+func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, error) {
+	out := make([]connect.Record, 0, len(items)+len(items)/4)
+	for i := range items {
+		it := &items[i]
+		if it.ch == nil {
+			out = append(out, it.rec)
+			continue
+		}
+		var err error
+		if out, err = st.encodeChange(a, out, it.ch); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// encodeChange appends the records of one change.
+func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([]connect.Record, error) {
+	var before, after connect.Row
+	if c.before != nil {
+		a.before = st.row(a.before, c.t, c.before)
+		before = a.before
+	}
+	if c.after != nil {
+		a.after = st.row(a.after, c.t, c.after)
+		after = a.after
+	}
+	tombstones := st.src.set.tombstones
+	if c.keyChange {
+		// A key change: a delete of the old key (header
+		// __debezium.newkey), its tombstone, and a create of the new key
+		// (header __debezium.oldkey), as Debezium writes them.
+		del, err := st.encodeEvent(a, c, connect.OpDelete, before, nil, c.tx)
+		if err != nil {
+			return nil, err
+		}
+		cre, err := st.encodeEvent(a, c, connect.OpCreate, nil, after, c.txNext)
+		if err != nil {
+			return nil, err
+		}
+		del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
+		cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
+		out = append(out, del)
+		if tombstones {
+			out = append(out, connect.Tombstone(del))
+		}
+		cre.Position = c.pos
+		return append(out, cre), nil
+	}
+	rec, err := st.encodeEvent(a, c, c.op, before, after, c.tx)
+	if err != nil {
+		return nil, err
+	}
+	if c.op == connect.OpDelete && tombstones && rec.Key != nil {
+		out = append(out, rec)
+		tomb := connect.Tombstone(rec)
+		tomb.Position = c.pos
+		return append(out, tomb), nil
+	}
+	rec.Position = c.pos
+	return append(out, rec), nil
+}
+
+// encodeEvent encodes one change event: by fastRecord when it can, else
+// with the codec.
+func (st *streamer) encodeEvent(a *scratch, c *change, op connect.Op, before, after connect.Row, tx *connect.Transaction) (connect.Record, error) {
+	var stamps connect.ChangeEvent
+	stamps.SetTime(c.now)
+	if rec, ok := st.enc.fastRecord(&a.arena, c.t, op, before, after, &c.si, tx, &stamps); ok {
+		return rec, nil
+	}
+	return st.enc.record(c.t, st.newEvent(c, op, before, after, tx))
+}
+
+// newEvent builds one change event.
+func (st *streamer) newEvent(c *change, op connect.Op, before, after connect.Row, tx *connect.Transaction) *connect.ChangeEvent {
+	ev := &connect.ChangeEvent{Op: op, Before: before, After: after, Source: st.enc.source(c.t, &c.si), Transaction: tx}
+	if after != nil {
+		ev.Key = c.t.key(after)
+	} else {
+		ev.Key = c.t.key(before)
+	}
+	ev.SetTime(c.now)
+	return ev
+}
+
+// sameKey reports whether two row images of t, as go-mysql decodes them,
+// have the same key: byte for byte, as the key's records would be.
+func sameKey(t *table, a, b []any) bool {
+	for _, i := range t.def.Key {
+		if i >= len(a) || i >= len(b) || !sameValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares two values as go-mysql decodes them: numbers, strings
+// and byte slices.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case nil, int8, int16, int32, int64, int, uint8, uint16, uint32, uint64, float32, float64, string:
+		if _, ok := b.([]byte); ok {
+			return false
+		}
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}
