@@ -9,7 +9,13 @@
 // the same sink share its partitions through Kafka's own rebalancing, and
 // each commits offsets explicitly, only after its sink confirmed the write.
 // Source offsets go, as with the embedded backend, to the compacted topic
-// the engine keeps them in.
+// the engine keeps them in. A topic a source writes to is created on its
+// first produce when missing, with the cluster's default partitions, as the
+// built-in log creates it.
+//
+// The tests run one pipeline suite on the embedded backend and on this one
+// against two independent Kafka implementations: the built-in log's Kafka
+// listener and franz-go's kfake.
 package kafkabackend
 
 import (
@@ -42,7 +48,8 @@ const (
 
 // Options configure the backend.
 type Options struct {
-	// Brokers are the seed brokers, host:port.
+	// Brokers are the seed brokers, host:port; an entry may hold several,
+	// comma-separated (as bootstrap.servers and kcat -b take them).
 	Brokers []string
 	// TLS, when set, connects with TLS.
 	TLS *tls.Config
@@ -68,12 +75,15 @@ type Backend struct {
 	base   []kgo.Opt
 	client *kgo.Client // producer and admin requests
 	adm    *kadm.Client
+
+	known sync.Map // topic name → struct{}: topics Append made sure exist
 }
 
 var _ engine.Backend = (*Backend)(nil)
 
 // New connects to the cluster and checks it answers.
 func New(ctx context.Context, opts Options) (*Backend, error) {
+	opts.Brokers = splitBrokers(opts.Brokers)
 	if len(opts.Brokers) == 0 {
 		return nil, errors.New("kafka backend: no brokers given (set log.kafka.brokers)")
 	}
@@ -110,6 +120,19 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("kafka backend: reach brokers %s: %w", strings.Join(opts.Brokers, ","), err)
 	}
 	return &Backend{opts: opts, logger: opts.Logger, base: base, client: client, adm: kadm.NewClient(client)}, nil
+}
+
+// splitBrokers splits comma-separated entries and drops empty ones.
+func splitBrokers(in []string) []string {
+	var out []string
+	for _, e := range in {
+		for _, b := range strings.Split(e, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }
 
 func mechanism(o Options) (sasl.Mechanism, error) {
@@ -149,10 +172,40 @@ func (b *Backend) EnsureTopic(ctx context.Context, name string, partitions int, 
 		err = resp.Err
 	}
 	if errors.Is(err, kerr.TopicAlreadyExists) {
+		b.known.Store(name, struct{}{})
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	b.known.Store(name, struct{}{})
+	return nil
+}
+
+// ensureProduced creates the topics of records that the backend has not
+// yet seen, with the cluster's default partitions, as the embedded log
+// creates a topic on its first append. kgo never asks the broker to create
+// a topic (and clusters often disable auto.create.topics.enable): without
+// this, a source writing to a new topic waits forever for its metadata.
+func (b *Backend) ensureProduced(ctx context.Context, records []connect.Record) error {
+	var last string
+	for _, r := range records {
+		if r.Topic == last {
+			continue
+		}
+		last = r.Topic
+		if _, ok := b.known.Load(r.Topic); ok {
+			continue
+		}
+		if err := b.EnsureTopic(ctx, r.Topic, 0, nil); err != nil {
+			// A principal without CreateTopics may still write to a topic
+			// that exists.
+			if td, lerr := b.adm.ListTopics(ctx, r.Topic); lerr == nil && td.Has(r.Topic) && td[r.Topic].Err == nil {
+				b.known.Store(r.Topic, struct{}{})
+				continue
+			}
+			return fmt.Errorf("produce: %w (create the topic beforehand, or allow the worker to create topics)", err)
+		}
 	}
 	return nil
 }
@@ -177,6 +230,9 @@ func (b *Backend) Append(ctx context.Context, records []connect.Record) (func(co
 		if r.Topic == "" {
 			return nil, fmt.Errorf("produce: record %d has no topic", i)
 		}
+	}
+	if err := b.ensureProduced(ctx, records); err != nil {
+		return nil, err
 	}
 	var (
 		wg       sync.WaitGroup

@@ -1,13 +1,10 @@
 package kafkabackend
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,11 +12,16 @@ import (
 	"github.com/tributary-io/tributary/engine"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/log/kafka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"go.uber.org/goleak"
 )
 
-// The backend runs against the built-in log's Kafka listener: a real Kafka
-// wire implementation, started by the test.
+// The backend runs against two independent Kafka wire implementations,
+// both started by the test: the built-in log's Kafka listener (log/kafka)
+// and franz-go's kfake cluster (three brokers). The pipeline suite in
+// pipeline_test.go also runs against the embedded backend, so both backends
+// pass the same tests.
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -27,12 +29,23 @@ func TestMain(m *testing.M) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// cluster is a running Kafka implementation.
 type cluster struct {
-	log  *tlog.Log
-	addr string
+	name  string
+	addrs []string
+	log   *tlog.Log // the log behind the listener; nil for kfake
 }
 
-func startCluster(t *testing.T) *cluster {
+// clusterKinds are the Kafka implementations every backend test runs on.
+var clusterKinds = []struct {
+	name  string
+	start func(t *testing.T) *cluster
+}{
+	{"listener", startListener},
+	{"kfake", startKfake},
+}
+
+func startListener(t *testing.T) *cluster {
 	t.Helper()
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: quiet(), NumPartitions: 3})
 	if err != nil {
@@ -49,13 +62,35 @@ func startCluster(t *testing.T) *cluster {
 		srv.Close()
 		l.Close()
 	})
-	return &cluster{log: l, addr: srv.Addr().String()}
+	return &cluster{name: "listener", log: l, addrs: []string{srv.Addr().String()}}
+}
+
+func startKfake(t *testing.T) *cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(3),
+		kfake.DefaultNumPartitions(3),
+		kfake.AllowAutoTopicCreation(),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatalf("start kfake cluster: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return &cluster{name: "kfake", addrs: c.ListenAddrs()}
+}
+
+// forEachCluster runs test as a subtest on every Kafka implementation.
+func forEachCluster(t *testing.T, test func(t *testing.T, c *cluster)) {
+	for _, k := range clusterKinds {
+		t.Run(k.name, func(t *testing.T) { test(t, k.start(t)) })
+	}
 }
 
 func (c *cluster) backend(t *testing.T) *Backend {
 	t.Helper()
 	b, err := New(t.Context(), Options{
-		Brokers: []string{c.addr}, Logger: quiet(),
+		Brokers: c.addrs, Logger: quiet(),
 		SessionTimeout: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -66,7 +101,10 @@ func (c *cluster) backend(t *testing.T) *Backend {
 }
 
 func TestBackend_TopicsProduceReadOffsets(t *testing.T) {
-	c := startCluster(t)
+	forEachCluster(t, testTopicsProduceReadOffsets)
+}
+
+func testTopicsProduceReadOffsets(t *testing.T, c *cluster) {
 	b := c.backend(t)
 	ctx := t.Context()
 	if err := b.EnsureTopic(ctx, "orders", 4, map[string]string{"retention.ms": "3600000"}); err != nil {
@@ -75,9 +113,16 @@ func TestBackend_TopicsProduceReadOffsets(t *testing.T) {
 	if err := b.EnsureTopic(ctx, "orders", 4, nil); err != nil {
 		t.Fatalf("ensure an existing topic: %v", err)
 	}
-	d, err := c.log.DescribeTopic("orders")
-	if err != nil || len(d.Partitions) != 4 || d.Overrides["retention.ms"] != "3600000" {
-		t.Fatalf("topic as created: %v %+v", err, d)
+	td, err := b.adm.ListTopics(ctx, "orders")
+	if err != nil || len(td["orders"].Partitions) != 4 {
+		t.Fatalf("topic as created: %v %+v", err, td)
+	}
+	rcs, err := b.adm.DescribeTopicConfigs(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := rcs.On("orders", nil); err != nil || !hasConfig(v.Configs, "retention.ms", "3600000") {
+		t.Fatalf("configs of the created topic: %v %+v", err, v)
 	}
 	var recs []connect.Record
 	for i := range 50 {
@@ -131,8 +176,10 @@ func TestBackend_TopicsProduceReadOffsets(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != offs[0] || got[1] != offs[1] {
 		t.Fatalf("group offsets: %v %v", got, err)
 	}
-	if off, ok := c.log.Groups().CommittedOffset("g", "orders", 0); !ok || off != 3 {
-		t.Fatalf("log has %d %v", off, ok)
+	if c.log != nil {
+		if off, ok := c.log.Groups().CommittedOffset("g", "orders", 0); !ok || off != 3 {
+			t.Fatalf("log has %d %v", off, ok)
+		}
 	}
 	if err := b.DeleteGroup(ctx, "g"); err != nil {
 		t.Fatal(err)
@@ -156,165 +203,21 @@ func TestBackend_TopicsProduceReadOffsets(t *testing.T) {
 	}
 }
 
-// countSource emits {"n":N} records, N from 1 to max, position {"n":N}.
-type countSource struct {
-	next, max int
-}
-
-func (s *countSource) Open(ctx context.Context, cfg connect.Config) error {
-	s.next = 1
-	if cfg.Position != nil {
-		var p struct{ N int }
-		if err := json.Unmarshal(cfg.Position, &p); err != nil {
-			return err
-		}
-		s.next = p.N + 1
-	}
-	m, _ := cfg.Int("max")
-	s.max = int(m)
-	return nil
-}
-
-func (s *countSource) Read(ctx context.Context) ([]connect.Record, error) {
-	if s.next > s.max {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-			return nil, nil
+func hasConfig(cs []kadm.Config, key, value string) bool {
+	for _, c := range cs {
+		if c.Key == key && c.Value != nil && *c.Value == value {
+			return true
 		}
 	}
-	var out []connect.Record
-	for i := 0; i < 10 && s.next <= s.max; i++ {
-		v := fmt.Sprintf(`{"n":%d}`, s.next)
-		out = append(out, connect.Record{Key: []byte(strconv.Itoa(s.next)), Value: []byte(v), Position: connect.Position(v)})
-		s.next++
-	}
-	return out, nil
+	return false
 }
 
-func (s *countSource) Ack(ctx context.Context, pos connect.Position) error { return nil }
-func (s *countSource) Close(ctx context.Context) error                     { return nil }
-
-// memSink collects the values it is given.
-type memSink struct {
-	mu  *sync.Mutex
-	got map[string]int
-}
-
-func (s *memSink) Open(ctx context.Context, cfg connect.Config) error { return nil }
-func (s *memSink) Write(ctx context.Context, recs []connect.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range recs {
-		s.got[string(r.Value)]++
+func TestSplitBrokers(t *testing.T) {
+	got := splitBrokers([]string{"a:1, b:2", "", "c:3,"})
+	if want := []string{"a:1", "b:2", "c:3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("splitBrokers = %q, want %q", got, want)
 	}
-	return nil
-}
-func (s *memSink) Close(ctx context.Context) error { return nil }
-
-type workerUnderTest struct {
-	w   *engine.Worker
-	mu  sync.Mutex
-	got map[string]int
-}
-
-func (wt *workerUnderTest) received() int {
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	return len(wt.got)
-}
-
-func newWorker(t *testing.T, b *Backend, id string) *workerUnderTest {
-	t.Helper()
-	wt := &workerUnderTest{got: map[string]int{}}
-	reg := connect.NewRegistry()
-	reg.MustRegister(connect.Connector{Name: "count", Kind: connect.KindSource, Version: "test",
-		Spec:      connect.Spec{Params: []connect.Param{{Name: "max", Type: connect.TypeInt, Default: "100", Description: "how many"}}},
-		NewSource: func() connect.Source { return &countSource{} }})
-	reg.MustRegister(connect.Connector{Name: "mem", Kind: connect.KindSink, Version: "test",
-		NewSink: func() connect.Sink { return &memSink{mu: &wt.mu, got: wt.got} }})
-	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: b, Connectors: reg, Logger: quiet(), WorkerID: id,
-		RestartBackoffInitial: 10 * time.Millisecond, RestartBackoffMax: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt.w = w
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w.Shutdown(ctx)
-	})
-	return wt
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Two workers run the same sink: they share its partitions through the
-// group, every record is delivered, and the group commits to the end.
-func TestBackend_WorkersShareASink(t *testing.T) {
-	c := startCluster(t)
-	ctx := t.Context()
-	w1 := newWorker(t, c.backend(t), "w1")
-	w2 := newWorker(t, c.backend(t), "w2")
-	if err := w1.w.Backend().EnsureTopic(ctx, "numbers", 4, nil); err != nil {
-		t.Fatal(err)
-	}
-	sink := engine.ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"numbers"}}
-	for _, w := range []*workerUnderTest{w1, w2} {
-		if err := w.w.Start(ctx, sink, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Both members are in before data flows, so both get partitions.
-	adm := w1.w.Backend().(*Backend).adm
-	waitFor(t, "two members in the sink group", 10*time.Second, func() bool {
-		d, err := adm.DescribeGroups(ctx, "dst")
-		return err == nil && d["dst"].State == "Stable" && len(d["dst"].Members) == 2
-	})
-	const n = 400
-	if err := w1.w.Start(ctx, engine.ConnectorSpec{Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "numbers",
-		Config: map[string]string{"max": strconv.Itoa(n)}}, ""); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "every record at a sink", 20*time.Second, func() bool {
-		seen := map[string]bool{}
-		for _, w := range []*workerUnderTest{w1, w2} {
-			w.mu.Lock()
-			for v := range w.got {
-				seen[v] = true
-			}
-			w.mu.Unlock()
-		}
-		return len(seen) == n
-	})
-	if w1.received() == 0 || w2.received() == 0 {
-		t.Fatalf("one worker did all the work: w1 %d, w2 %d records", w1.received(), w2.received())
-	}
-	waitFor(t, "the group committed to the end", 10*time.Second, func() bool {
-		lags, err := c.log.Groups().Describe("dst")
-		if err != nil || len(lags) != 4 {
-			return false
-		}
-		for _, l := range lags {
-			if l.Lag != 0 {
-				return false
-			}
-		}
-		return true
-	})
-	// The source's position went to the offsets topic through the backend.
-	offs, err := w1.w.Offsets(ctx, "src")
-	if err != nil || len(offs) != 1 {
-		t.Fatalf("source offsets: %v %v", offs, err)
+	if _, err := New(t.Context(), Options{Brokers: []string{" , "}}); err == nil {
+		t.Fatal("New without brokers succeeded")
 	}
 }

@@ -17,6 +17,9 @@ import (
 // maxPollRecords bounds one Poll, as the embedded consumer does.
 const maxPollRecords = 4096
 
+// fetchMaxWait is how long a sink's fetch waits at the end of the log.
+const fetchMaxWait = 500 * time.Millisecond
+
 // Consumer implements engine.Backend: a kgo group member. It starts at the
 // group's committed offsets (the earliest offset where there is none),
 // never commits on its own, and leaves the group on Close.
@@ -27,6 +30,10 @@ func (b *Backend) Consumer(ctx context.Context, group string, topics []string) (
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// The Java consumer's fetch.max.wait.ms (kgo waits 5 s): a fetch
+		// at the end of the log holds back the partitions a rebalance adds
+		// until it returns, so this bounds how long they wait.
+		kgo.FetchMaxWait(fetchMaxWait),
 		kgo.OnPartitionsAssigned(c.assigned),
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.revoked),

@@ -22,23 +22,43 @@ import (
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/log/kafka"
 	"github.com/tributary-io/tributary/pipelines"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
+// The example runs on two independent Kafka implementations, each started
+// by the test: the built-in log's Kafka listener and franz-go's kfake.
 func TestExample_RunsOnKafka(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	srv, err := kafka.Listen(t.Context(), "127.0.0.1:0", l, kafka.Options{Logger: quiet, InitialRebalanceDelay: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	t.Run("listener", func(t *testing.T) {
+		l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		srv, err := kafka.Listen(t.Context(), "127.0.0.1:0", l, kafka.Options{Logger: quiet, InitialRebalanceDelay: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		runExample(t, []string{srv.Addr().String()})
+	})
+	t.Run("kfake", func(t *testing.T) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		runExample(t, c.ListenAddrs())
+	})
+}
 
+// runExample runs pipeline.yaml on the cluster at brokers until 500 events
+// reached the file.
+func runExample(t *testing.T, brokers []string) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	out := t.TempDir()
-	env := map[string]string{"KAFKA_BROKERS": srv.Addr().String(), "OUT_DIR": out, "MAX_EVENTS": "500"}
+	// One seed broker, as the file takes it; the client finds the others.
+	env := map[string]string{"KAFKA_BROKERS": brokers[0], "OUT_DIR": out, "MAX_EVENTS": "500"}
 	reg := connect.NewRegistry()
 	reg.MustRegister(generator.Connector())
 	reg.MustRegister(file.Connector())
@@ -80,8 +100,8 @@ func TestExample_RunsOnKafka(t *testing.T) {
 	if err := w.StartPipeline(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := l.Partitions("web.tracking"); err != nil || n != 6 {
-		t.Fatalf("topic web.tracking: %d partitions, %v", n, err)
+	if bounds, err := b.EndOffsets(t.Context(), "web.tracking"); err != nil || len(bounds) != 6 {
+		t.Fatalf("topic web.tracking: %d partitions, %v", len(bounds), err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for lines(filepath.Join(out, "events.jsonl")) < 500 {

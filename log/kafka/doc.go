@@ -32,7 +32,7 @@
 //	ListGroups             v0-4
 //	DeleteGroups           v0-2
 //	OffsetDelete           v0
-//	SaslHandshake          v0-1   PLAIN, when Options.SASLPlain is set
+//	SaslHandshake          v0-1   PLAIN (Options.SASLPlain), SCRAM-SHA-256/512 (Options.SASLScram)
 //	SaslAuthenticate       v0-2
 //
 // A connection handles its requests one at a time, in order, and answers
@@ -40,6 +40,14 @@
 // reads the next request: the produce requests a client pipelines (franz-go
 // and the Java clients keep up to 5 in flight) are appended back to back and
 // share fsyncs, and their answers go out, in order, as they become durable.
+// The partitions of one Produce request are appended in parallel. Fetch
+// answers are written with writev: the stored record batches go to the
+// socket from the log's read buffer, not copied into the encoded response
+// (fetch_frame.go).
+//
+// SCRAM (sasl_scram.go) follows RFC 5802/7677 as Kafka does: the listener
+// keeps salted credentials (NewScramCredential), never passwords, and an
+// unknown user fails at the proof like a wrong password.
 //
 // Members of groups joined through the listener are published to the log
 // (Groups.SetMembership) on every join, sync, leave and expiry: the log's

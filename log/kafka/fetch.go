@@ -18,14 +18,19 @@ import (
 // first batch, KIP-74), waiting up to MaxWaitMillis until MinBytes are
 // there. Fetch sessions (KIP-227) are not kept: the answer carries session
 // id 0, which tells clients to send full requests.
-func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+//
+// ra, when not nil, holds the connection's read-ahead: reads of the next
+// windows started when the previous answer went out, used when this
+// request asks for them; the reads after this answer start as it returns.
+func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, ra *readAhead) *kmsg.FetchResponse {
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.Now().Add(wait)
 	minBytes := max(int(req.MinBytes), 1)
 	for {
-		resp, n, idle, failed := s.fetchOnce(ctx, req)
+		resp, n, idle, failed, next := s.fetchOnce(ctx, req, ra)
 		left := time.Until(deadline)
 		if n >= minBytes || failed || left <= 0 || len(idle) == 0 || ctx.Err() != nil {
+			ra.start(s, next)
 			return resp
 		}
 		if !s.waitForData(ctx, idle, left) {
@@ -44,7 +49,7 @@ type fetchPos struct {
 // fetchOnce reads every partition once without waiting. It returns the
 // response, its record bytes, the partitions that had no data (to wait on)
 // and whether any partition failed (which answers at once, as Kafka does).
-func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []fetchPos, bool) {
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, ra *readAhead) (*kmsg.FetchResponse, int, []fetchPos, bool, []aheadKey) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
@@ -53,6 +58,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 	total := 0
 	var idle []fetchPos
 	failed := false
+	var next []aheadKey // where the partitions with more data continue
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -73,7 +79,12 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 				continue
 			}
 			limit = max(limit, 1)
-			res, err := s.log.ReadBatches(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
+			pos := fetchPos{t.Topic, p.Partition, p.FetchOffset}
+			res, ok := ra.take(s, pos, limit)
+			var err error
+			if !ok {
+				res, err = s.log.ReadBatches(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
+			}
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			switch {
 			case err != nil:
@@ -87,6 +98,9 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 				// ids and timestamps as the producer wrote them.
 				rp.RecordBatches = joinBatches(res.Batches)
 				total += len(rp.RecordBatches)
+				if res.NextOffset < res.HighWatermark {
+					next = append(next, aheadKey{fetchPos{t.Topic, p.Partition, res.NextOffset}, limit})
+				}
 			default:
 				idle = append(idle, fetchPos{t.Topic, p.Partition, p.FetchOffset})
 			}
@@ -94,7 +108,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, total, idle, failed
+	return resp, total, idle, failed, next
 }
 
 // joinBatches returns the batches as one record set: without a copy when

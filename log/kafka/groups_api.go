@@ -189,6 +189,13 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[req.MemberID]
+	if m != nil && m.join == nil && c.now().After(m.deadline) {
+		// The session ended before the reaper's next round: the member
+		// is gone now, as Kafka's session timer would have removed it.
+		c.s.logger.Info("kafka group member session expired", "group", g.name, "member", m.id, "session_timeout", m.sessionTimeout)
+		c.removeMember(g, m, "session timeout")
+		m = nil
+	}
 	switch {
 	case m == nil:
 		resp.ErrorCode = codeUnknownMemberID

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +27,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 		t, p int
 		wait func(context.Context) error
 	}
-	var waits []pending
+	var appends []pending // the partitions to append to; wait set once appended
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -32,29 +35,63 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LogAppendTime = -1
-			var base int64 = -1
-			var err error
+			rp.BaseOffset = -1
 			if txn {
-				err = kerr.TransactionalIDAuthorizationFailed
+				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				rp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this listener")
 			} else {
-				var wait func(context.Context) error
-				base, wait, err = s.appendBatches(ctx, t.Topic, p.Partition, p.Records)
-				if err == nil && wait != nil {
-					waits = append(waits, pending{ti, pi, wait})
-				}
-			}
-			rp.BaseOffset = base
-			if err != nil {
-				rp.ErrorCode = errorCode(err)
-				if rp.ErrorMessage == nil {
-					rp.ErrorMessage = errorMessage(err)
-				}
-				s.logger.Debug("kafka produce refused", "topic", t.Topic, "partition", p.Partition, "error", err)
+				appends = append(appends, pending{t: ti, p: pi})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	appendOne := func(a *pending) {
+		t, rp := &req.Topics[a.t], &resp.Topics[a.t].Partitions[a.p]
+		base, wait, err := s.appendBatches(ctx, t.Topic, rp.Partition, t.Partitions[a.p].Records)
+		a.wait, rp.BaseOffset = wait, base
+		if err != nil {
+			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			s.logger.Debug("kafka produce refused", "topic", t.Topic, "partition", rp.Partition, "error", err)
+		}
+	}
+	if len(appends) == 1 {
+		appendOne(&appends[0])
+	} else {
+		// Partitions are independent: their batches are checked and
+		// written in parallel (the CPU of one request spreads over the
+		// cores, as in-process appenders do). All are appended before the
+		// connection reads its next request, which keeps each partition's
+		// order across requests.
+		var (
+			wg       sync.WaitGroup
+			panicked atomic.Value
+		)
+		sem := make(chan struct{}, maxParallelAppends)
+		for i := range appends {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() {
+					if r := recover(); r != nil {
+						panicked.CompareAndSwap(nil, fmt.Sprint(r))
+					}
+					<-sem
+					wg.Done()
+				}()
+				appendOne(&appends[i])
+			}()
+		}
+		wg.Wait()
+		if r := panicked.Load(); r != nil {
+			panic(r) // in the connection's goroutine, whose guard closes it
+		}
+	}
+	var waits []pending
+	for _, a := range appends {
+		if a.wait != nil && resp.Topics[a.t].Partitions[a.p].ErrorCode == 0 {
+			waits = append(waits, a)
+		}
 	}
 	return func() *kmsg.ProduceResponse {
 		for _, w := range waits {
@@ -116,6 +153,10 @@ func (s *Server) appendBatches(ctx context.Context, topic string, partition int3
 	}
 	return first, wait, nil
 }
+
+// maxParallelAppends bounds the partitions of one Produce request appended
+// at once.
+var maxParallelAppends = max(runtime.GOMAXPROCS(0), 2)
 
 // initProducerID hands out an idempotent producer id. Transactional ids are
 // refused: this log has no transaction coordinator.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
@@ -32,6 +34,11 @@ type Options struct {
 	// request but ApiVersions: it is called with the user name and password
 	// and returns whether they are valid.
 	SASLPlain func(user, password string) bool
+	// SASLScram, when set, offers SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (and
+	// requires SASL as SASLPlain does): it returns the stored credential of
+	// a user for a mechanism (ScramSHA256 or ScramSHA512; make them with
+	// NewScramCredential), or false for an unknown user.
+	SASLScram func(mechanism, user string) (ScramCredential, bool)
 	// DisableAutoCreate answers Metadata requests for unknown topics with
 	// UNKNOWN_TOPIC_OR_PARTITION even when the client allows auto-creation.
 	// (Produce requests follow the log's own auto-create setting.)
@@ -62,6 +69,12 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	groups *coordinator
+	// scramKey makes up the salts of unknown SCRAM users, the same for a
+	// user on every attempt (so that they look like known ones).
+	scramKey []byte
+	// aheadServed counts Fetch partitions answered from a read ahead;
+	// aheadBytes is what all connections' reads ahead may hold.
+	aheadServed, aheadBytes atomic.Int64
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -97,12 +110,17 @@ func Listen(ctx context.Context, addr string, l *tlog.Log, opts Options) (*Serve
 		ln = tls.NewListener(ln, opts.TLS)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Server{log: l, opts: opts, logger: opts.Logger, ln: ln, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	s := &Server{log: l, opts: opts, logger: opts.Logger, ln: ln, cancel: cancel, conns: map[net.Conn]struct{}{}, scramKey: make([]byte, 32)}
+	if _, err := rand.Read(s.scramKey); err != nil {
+		cancel()
+		ln.Close()
+		return nil, fmt.Errorf("kafka listener: random key: %w", err)
+	}
 	s.groups = newCoordinator(s)
 	s.wg.Add(2)
 	go s.acceptLoop(sctx)
 	go func() { defer s.wg.Done(); s.groups.reapLoop(sctx) }()
-	s.logger.Info("kafka listener started", "addr", ln.Addr().String(), "tls", opts.TLS != nil, "sasl", opts.SASLPlain != nil)
+	s.logger.Info("kafka listener started", "addr", ln.Addr().String(), "tls", opts.TLS != nil, "sasl", s.mechanisms())
 	return s, nil
 }
 
@@ -179,6 +197,8 @@ type conn struct {
 	host    string
 	authed  bool // SASL done (or not required)
 	saslMec string
+	scram   *scramServer // the SCRAM exchange under way
+	ahead   *readAhead   // Fetch read-ahead; nil: none
 	// rawAuthNext: a v0 SaslHandshake was answered, so the next frame is
 	// a bare SASL token.
 	rawAuthNext bool
@@ -194,6 +214,7 @@ const maxPendingReplies = 16
 // nil: no answer (acks=0).
 type reply struct {
 	out    []byte
+	bufs   net.Buffers // instead of out: written with writev (Fetch answers)
 	finish func() []byte
 }
 
@@ -206,7 +227,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		c.Close()
 	}()
 	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-	cc := &conn{s: s, c: c, host: host, authed: s.opts.SASLPlain == nil}
+	cc := &conn{s: s, c: c, host: host, authed: !s.saslRequired(), ahead: newReadAhead(ctx)}
+	defer cc.ahead.close(s)
 	replies := make(chan reply, maxPendingReplies)
 	writerDone := make(chan struct{})
 	go func() {
@@ -226,12 +248,18 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			}
 			return
 		}
+		produce := !cc.rawAuthNext && len(frame) >= 2 && frame[0] == 0 && frame[1] == 0 // api key 0
 		rep, err := cc.handleFrame(ctx, frame)
+		if produce {
+			// Appended when handleFrame returns, and the answer does not
+			// refer to the frame (frame_pool.go).
+			putFrame(frame)
+		}
 		if err != nil {
 			s.logger.Debug("kafka connection dropped", "remote", c.RemoteAddr().String(), "error", err)
 			return
 		}
-		if rep.out == nil && rep.finish == nil { // acks=0 produce: no answer
+		if rep.out == nil && rep.bufs == nil && rep.finish == nil { // acks=0 produce: no answer
 			continue
 		}
 		replies <- rep // the writer drains until replies is closed
@@ -254,10 +282,20 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 				cc.c.Close()
 			}
 		}
-		if failed || out == nil {
+		if failed || (out == nil && rep.bufs == nil) {
 			continue
 		}
-		if _, err := w.Write(out); err != nil {
+		var err error
+		if rep.bufs != nil {
+			// Big record sets go to the socket from where the log read
+			// them: what is buffered first, then one writev.
+			if err = w.Flush(); err == nil {
+				_, err = rep.bufs.WriteTo(cc.c)
+			}
+		} else {
+			_, err = w.Write(out)
+		}
+		if err != nil {
 			failed = true
 			cc.c.Close()
 			continue
@@ -295,8 +333,9 @@ func readFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("request of %d bytes exceeds the limit of %d", n, maxBytes)
 	}
-	frame := make([]byte, n)
+	frame := getFrame(int(n))
 	if _, err := io.ReadFull(r, frame); err != nil {
+		putFrame(frame)
 		return nil, err
 	}
 	return frame, nil
@@ -393,7 +432,7 @@ func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 	if req == nil {
 		return reply{}, fmt.Errorf("%w: unknown api key %d", errMalformed, h.key)
 	}
-	v, ok := supported(h.key, cc.s.opts.SASLPlain != nil)
+	v, ok := supported(h.key, cc.s.saslRequired())
 	if !ok || h.version < v.min || h.version > v.max {
 		return reply{out: cc.unsupported(h, req)}, nil
 	}
@@ -423,6 +462,13 @@ func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 		return reply{}, err
 	}
 	resp.SetVersion(h.version)
+	if fr, ok := resp.(*kmsg.FetchResponse); ok {
+		bufs := fetchFrame(h.corr, fr)
+		if len(bufs) == 1 { // small: buffered like any other answer
+			return reply{out: bufs[0]}, nil
+		}
+		return reply{bufs: bufs}, nil
+	}
 	return reply{out: frameResponse(h.corr, resp)}, nil
 }
 
@@ -445,7 +491,7 @@ func (cc *conn) dispatch(ctx context.Context, h requestHeader, req kmsg.Request)
 	s := cc.s
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
-		return s.fetch(ctx, r), nil
+		return s.fetch(ctx, r, cc.ahead), nil
 	case *kmsg.ListOffsetsRequest:
 		return s.listOffsets(ctx, r), nil
 	case *kmsg.MetadataRequest:

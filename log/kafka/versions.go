@@ -63,7 +63,7 @@ func (cc *conn) apiVersions(h requestHeader, body []byte) ([]byte, error) {
 		version = 0
 	}
 	for key := int16(0); key <= kmsg.MaxKey; key++ {
-		if r, ok := supported(key, cc.s.opts.SASLPlain != nil); ok {
+		if r, ok := supported(key, cc.s.saslRequired()); ok {
 			resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: r.min, MaxVersion: r.max})
 		}
 	}

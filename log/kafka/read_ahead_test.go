@@ -1,0 +1,134 @@
+package kafka
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchRecords sends one Fetch (v11) for topic/partition 0 at offset and
+// returns the answer's error code, high watermark and record values.
+func fetchRecords(t *testing.T, rc *rawConn, topic string, offset int64, maxBytes int32) (int16, int64, []string) {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 0, 50<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, maxBytes, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.FetchResponse](rc, req, 11)
+	p := resp.Topics[0].Partitions[0]
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: topic, Offset: offset}, &p, kgo.DefaultDecompressor(), nil)
+	var vals []string
+	for _, r := range fp.Records {
+		vals = append(vals, string(r.Value))
+	}
+	return p.ErrorCode, p.HighWatermark, vals
+}
+
+// A consumer walking a partition window by window gets what a fresh read
+// gives, whether the listener read the window ahead or not; a read ahead of
+// a partition that is gone is not served.
+func TestFetch_ReadAheadServesTheNextWindow(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("ra", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n / 10 {
+		var recs []tlog.Record
+		for j := range 10 {
+			recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "v%03d", i*10+j)})
+		}
+		if _, err := ts.log.Append(t.Context(), "ra", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := ts.raw(t)
+	var got []string
+	off, end := int64(0), int64(n)
+	for rounds := 0; off < n; rounds++ {
+		code, hw, vals := fetchRecords(t, rc, "ra", off, 300) // about two batches a window
+		if code != 0 || hw != end || len(vals) == 0 {
+			t.Fatalf("fetch at %d: code %d, hw %d, %d records", off, code, hw, len(vals))
+		}
+		got = append(got, vals...)
+		off += int64(len(vals))
+		if rounds == 3 {
+			// Append meanwhile: the next answer's high watermark is current.
+			if _, err := ts.log.Append(t.Context(), "ra", 0, []tlog.Record{{Value: []byte("late")}}); err != nil {
+				t.Fatal(err)
+			}
+			end++
+			code, hw, vals := fetchRecords(t, rc, "ra", off, 300)
+			if code != 0 || hw != end {
+				t.Fatalf("after an append: code %d, hw %d, want %d", code, hw, n+1)
+			}
+			got = append(got, vals...)
+			off += int64(len(vals))
+		}
+	}
+	for i := range n {
+		if got[i] != fmt.Sprintf("v%03d", i) {
+			t.Fatalf("record %d = %s", i, got[i])
+		}
+	}
+	if ts.srv.aheadServed.Load() == 0 {
+		t.Fatal("no window was served from a read ahead")
+	}
+	// Jump back (a seek): the read ahead is dropped, the answer is right.
+	if _, _, vals := fetchRecords(t, rc, "ra", 5, 300); len(vals) == 0 || vals[0] != "v005" {
+		t.Fatalf("after a seek: %v", vals)
+	}
+	// The next window was read ahead; the topic goes away before it is
+	// asked for.
+	_, _, vals := fetchRecords(t, rc, "ra", 20, 300)
+	next := int64(20 + len(vals))
+	if err := ts.log.DeleteTopic("ra"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, vals := fetchRecords(t, rc, "ra", next, 300); code == 0 || len(vals) != 0 {
+		t.Fatalf("fetch of a deleted topic: code %d, %d records", code, len(vals))
+	}
+	// Read ahead, then the topic is deleted and made again under its name
+	// with other records: the new records are served, not the old ones.
+	fill := func(prefix string) {
+		for i := range n / 10 {
+			var recs []tlog.Record
+			for j := range 10 {
+				recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "%s%03d", prefix, i*10+j)})
+			}
+			if _, err := ts.log.Append(t.Context(), "ra", 0, recs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ts.log.CreateTopic("ra", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fill("v")
+	_, _, vals = fetchRecords(t, rc, "ra", 20, 300)
+	next = int64(20 + len(vals))
+	if err := ts.log.DeleteTopic("ra"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.log.CreateTopic("ra", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fill("w")
+	served := ts.srv.aheadServed.Load()
+	if _, _, vals := fetchRecords(t, rc, "ra", next, 300); len(vals) == 0 || vals[0] != fmt.Sprintf("w%03d", next) {
+		t.Fatalf("after the topic was made again: %v, want w%03d first", vals, next)
+	}
+	if ts.srv.aheadServed.Load() != served {
+		t.Fatal("a read ahead of the deleted topic was served")
+	}
+	rc.c.Close()
+	waitFor(t, "the connection's reads ahead released", 5*time.Second, func() bool { return ts.srv.aheadBytes.Load() == 0 })
+}
