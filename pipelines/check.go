@@ -2,7 +2,7 @@ package pipelines
 
 import (
 	"fmt"
-	"slices"
+	"reflect"
 	"sort"
 )
 
@@ -94,7 +94,7 @@ func crossCheck(files []*file) ErrorList {
 	for _, f := range files[min(1, len(files)):] {
 		first := files[0].p.Log
 		l := f.p.Log
-		if l.Backend != first.Backend || l.Dir != first.Dir || !slices.Equal(l.Kafka.Brokers, first.Kafka.Brokers) || l.Kafka.Listen != first.Kafka.Listen {
+		if l.Backend != first.Backend || l.Dir != first.Dir || !reflect.DeepEqual(l.Kafka, first.Kafka) {
 			errs = append(errs, &Error{
 				Pos:     f.log,
 				Path:    "log",

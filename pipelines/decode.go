@@ -15,7 +15,9 @@ import (
 var (
 	topKeys        = []string{"version", "name", "log", "topics", "sources", "sinks", "plugins"}
 	logKeys        = []string{"backend", "dir", "kafka", "defaults"}
-	kafkaKeys      = []string{"brokers", "listen"}
+	kafkaKeys      = []string{"brokers", "listen", "tls", "sasl"}
+	kafkaTLSKeys   = []string{"ca", "cert", "key", "server.name"}
+	kafkaSASLKeys  = []string{"mechanism", "username", "password", "mechanisms", "users"}
 	defaultsKeys   = []string{"partitions", "config"}
 	topicKeys      = []string{"name", "partitions", "config"}
 	sourceKeys     = []string{"name", "connector", "topic", "tasks", "config", "transforms"}
@@ -301,6 +303,17 @@ func (d *fileDecoder) log(n *yaml.Node, l *Log) {
 				} else {
 					l.Kafka.Listen = v
 				}
+			}
+		}
+		if e, ok := k["tls"]; ok {
+			l.Kafka.TLS = d.kafkaTLS(e, l)
+		}
+		if e, ok := k["sasl"]; ok {
+			l.Kafka.SASL = d.kafkaSASL(e, l)
+		}
+		for _, key := range []string{"tls", "sasl"} {
+			if e, ok := k[key]; ok && l.Backend != BackendKafka && l.Kafka.Listen == "" {
+				d.errorf(e.key, join("log.kafka", key), "set log.kafka.listen to serve the Kafka protocol, or backend: kafka to connect to a cluster", "log.kafka.%s applies to the Kafka listener or the kafka backend, and neither is on", key)
 			}
 		}
 	}
@@ -650,4 +663,106 @@ func (d *fileDecoder) errorPolicy(e entry, path string, s *Sink) ErrorPolicy {
 		}
 	}
 	return ep
+}
+
+// kafkaTLS decodes log.kafka.tls: the client's settings with backend kafka,
+// the listener's with the embedded log.
+func (d *fileDecoder) kafkaTLS(e entry, l *Log) *KafkaTLS {
+	const path = "log.kafka.tls"
+	f := d.fields(e.value, path, path, kafkaTLSKeys, false)
+	t := &KafkaTLS{}
+	for key, dst := range map[string]*string{"ca": &t.CA, "cert": &t.Cert, "key": &t.Key, "server.name": &t.ServerName} {
+		if e, ok := f[key]; ok {
+			if v, ok := d.str(e.value, join(path, key)); ok {
+				*dst = v
+			}
+		}
+	}
+	if (t.Cert == "") != (t.Key == "") {
+		d.errorf(e.key, path, "give both cert and key (PEM files), or neither", "log.kafka.tls needs cert and key together")
+	}
+	if l.Backend != BackendKafka {
+		if t.Cert == "" {
+			d.errorf(e.key, path, "e.g. tls: {cert: server.pem, key: server.key}", "the Kafka listener's TLS needs cert and key")
+		}
+		if t.ServerName != "" {
+			d.errorf(f["server.name"].key, join(path, "server.name"), "leave it out: it is a client setting, for backend: kafka", "server.name does not apply to the listener")
+		}
+	}
+	return t
+}
+
+// kafkaSASL decodes log.kafka.sasl: a mechanism and credentials with
+// backend kafka; the users the listener accepts with the embedded log.
+func (d *fileDecoder) kafkaSASL(e entry, l *Log) *KafkaSASL {
+	const path = "log.kafka.sasl"
+	f := d.fields(e.value, path, path, kafkaSASLKeys, false)
+	s := &KafkaSASL{}
+	str := func(key string) string {
+		if e, ok := f[key]; ok {
+			if v, ok := d.str(e.value, join(path, key)); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	mechanism := func(v string, n *yaml.Node, p string) bool {
+		if !contains(SASLMechanisms, v) {
+			d.errorf(n, p, "one of "+strings.Join(SASLMechanisms, ", "), "unknown SASL mechanism %q", v)
+			return false
+		}
+		return true
+	}
+	if l.Backend == BackendKafka {
+		for _, key := range []string{"mechanisms", "users"} {
+			if e, ok := f[key]; ok {
+				d.errorf(e.key, join(path, key), "use mechanism, username and password: with backend kafka they are the worker's credentials", "%s is a listener setting (backend: embedded with listen)", key)
+			}
+		}
+		s.Mechanism, s.Username, s.Password = str("mechanism"), str("username"), str("password")
+		switch {
+		case s.Mechanism == "":
+			d.errorf(e.key, join(path, "mechanism"), "one of "+strings.Join(SASLMechanisms, ", "), "log.kafka.sasl needs a mechanism")
+		case !mechanism(s.Mechanism, f["mechanism"].value, join(path, "mechanism")):
+		case s.Username == "" || s.Password == "":
+			d.errorf(e.key, path, "e.g. sasl: {mechanism: SCRAM-SHA-512, username: tributary, password: ${KAFKA_PASSWORD}}", "log.kafka.sasl needs username and password")
+		}
+		return s
+	}
+	for _, key := range []string{"mechanism", "username", "password"} {
+		if e, ok := f[key]; ok {
+			d.errorf(e.key, join(path, key), "the listener takes users: {name: password} and mechanisms: [...]", "%s is a client setting (backend: kafka)", key)
+		}
+	}
+	if e, ok := f["mechanisms"]; ok {
+		list, nodes, _ := d.stringList(e.value, join(path, "mechanisms"), "a list of SASL mechanisms")
+		for i, m := range list {
+			if mechanism(m, nodes[i], index(join(path, "mechanisms"), i)) {
+				s.Mechanisms = append(s.Mechanisms, m)
+			}
+		}
+	} else {
+		s.Mechanisms = SASLMechanisms
+	}
+	u, ok := f["users"]
+	if !ok || u.value == nil || isNull(u.value) {
+		d.errorf(e.key, join(path, "users"), "e.g. users: {alice: ${ALICE_PASSWORD}}", "the listener's SASL needs users")
+		return s
+	}
+	if u.value.Kind != yaml.MappingNode {
+		d.errorf(u.value, join(path, "users"), "e.g. users: {alice: ${ALICE_PASSWORD}}", "log.kafka.sasl.users must be a mapping of user name to password, got %s", describe(u.value))
+		return s
+	}
+	s.Users = make(map[string]string)
+	for _, pe := range d.pairs(u.value, join(path, "users")) {
+		p := join(join(path, "users"), pe.key.Value)
+		if v, ok := d.str(pe.value, p); ok {
+			if v == "" {
+				d.errorf(pe.value, p, "set a password, e.g. from ${VAR}", "user %q has an empty password", pe.key.Value)
+				continue
+			}
+			s.Users[pe.key.Value] = v
+		}
+	}
+	return s
 }

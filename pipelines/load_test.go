@@ -616,3 +616,87 @@ func TestParse_KafkaListen(t *testing.T) {
 		}
 	}
 }
+
+func TestParse_KafkaTLSAndSASL(t *testing.T) {
+	t.Setenv("KAFKA_PW", "s3cret-pw")
+	t.Setenv("ALICE_PW", "alice-pw")
+	p, err := Parse("p.yaml", []byte(`version: 1
+log:
+  backend: kafka
+  kafka:
+    brokers: [k:9093]
+    tls: {ca: ca.pem, cert: c.pem, key: c.key, server.name: kafka.internal}
+    sasl: {mechanism: SCRAM-SHA-512, username: tributary, password: "${KAFKA_PW}"}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := p.Log.Kafka
+	if want := (KafkaTLS{CA: "ca.pem", Cert: "c.pem", Key: "c.key", ServerName: "kafka.internal"}); k.TLS == nil || *k.TLS != want {
+		t.Errorf("tls = %+v, want %+v", k.TLS, want)
+	}
+	if k.SASL == nil || k.SASL.Mechanism != "SCRAM-SHA-512" || k.SASL.Username != "tributary" || k.SASL.Password != "s3cret-pw" {
+		t.Errorf("sasl = %+v", k.SASL)
+	}
+
+	p, err = Parse("p.yaml", []byte(`version: 1
+log:
+  kafka:
+    listen: 127.0.0.1:9093
+    tls: {cert: s.pem, key: s.key, ca: clients.pem}
+    sasl:
+      mechanisms: [SCRAM-SHA-256]
+      users: {alice: "${ALICE_PW}", bob: plain-pw}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = p.Log.Kafka
+	if k.TLS == nil || k.TLS.Cert != "s.pem" || k.TLS.CA != "clients.pem" {
+		t.Errorf("listener tls = %+v", k.TLS)
+	}
+	if want := map[string]string{"alice": "alice-pw", "bob": "plain-pw"}; k.SASL == nil || !reflect.DeepEqual(k.SASL.Users, want) ||
+		!reflect.DeepEqual(k.SASL.Mechanisms, []string{"SCRAM-SHA-256"}) {
+		t.Errorf("listener sasl = %+v", k.SASL)
+	}
+	p, err = Parse("p.yaml", []byte("version: 1\nlog:\n  kafka:\n    listen: 127.0.0.1:9093\n    sasl: {users: {a: b}}\n"), Options{})
+	if err != nil || !reflect.DeepEqual(p.Log.Kafka.SASL.Mechanisms, SASLMechanisms) {
+		t.Errorf("listener mechanisms default: %+v, %v", p.Log.Kafka.SASL, err)
+	}
+}
+
+func TestParse_KafkaTLSAndSASLErrors(t *testing.T) {
+	t.Setenv("KAFKA_PW", "s3cret-pw")
+	for _, c := range []struct{ name, yaml, want string }{
+		{"mechanism missing", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    sasl: {username: u, password: p}\n",
+			`p.yaml:6:5: log.kafka.sasl.mechanism: log.kafka.sasl needs a mechanism; one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		{"unknown mechanism", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    sasl: {mechanism: SCRAM-SHA-1, username: u, password: p}\n",
+			`p.yaml:6:23: log.kafka.sasl.mechanism: unknown SASL mechanism "SCRAM-SHA-1"; one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		{"password missing", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    sasl: {mechanism: PLAIN, username: u}\n",
+			`p.yaml:6:5: log.kafka.sasl: log.kafka.sasl needs username and password`},
+		{"listener key on the backend", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    sasl: {mechanism: PLAIN, username: u, password: p, users: {a: b}}\n",
+			`p.yaml:6:56: log.kafka.sasl.users: users is a listener setting`},
+		{"client key on the listener", "version: 1\nlog:\n  kafka:\n    listen: 127.0.0.1:9092\n    sasl: {username: u, users: {a: b}}\n",
+			`p.yaml:5:12: log.kafka.sasl.username: username is a client setting (backend: kafka)`},
+		{"listener without users", "version: 1\nlog:\n  kafka:\n    listen: 127.0.0.1:9092\n    sasl: {mechanisms: [PLAIN]}\n",
+			`p.yaml:5:5: log.kafka.sasl.users: the listener's SASL needs users`},
+		{"empty password", "version: 1\nlog:\n  kafka:\n    listen: 127.0.0.1:9092\n    sasl: {users: {a: \"\"}}\n",
+			`p.yaml:5:23: log.kafka.sasl.users.a: user "a" has an empty password`},
+		{"listener tls without cert", "version: 1\nlog:\n  kafka:\n    listen: 127.0.0.1:9092\n    tls: {ca: ca.pem}\n",
+			`p.yaml:5:5: log.kafka.tls: the Kafka listener's TLS needs cert and key`},
+		{"cert without key", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    tls: {cert: c.pem}\n",
+			`p.yaml:6:5: log.kafka.tls: log.kafka.tls needs cert and key together`},
+		{"tls with nothing to secure", "version: 1\nlog:\n  kafka:\n    tls: {cert: c.pem, key: k.pem}\n",
+			`p.yaml:4:5: log.kafka.tls: log.kafka.tls applies to the Kafka listener or the kafka backend, and neither is on`},
+		{"unknown tls key", "version: 1\nlog:\n  backend: kafka\n  kafka:\n    brokers: [k:9092]\n    tls: {cafile: x}\n",
+			`p.yaml:6:11: log.kafka.tls.cafile: unknown key "cafile" in log.kafka.tls`},
+	} {
+		_, err := Parse("p.yaml", []byte(c.yaml), Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant %s", c.name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("%s: the error shows a password: %v", c.name, err)
+		}
+	}
+}

@@ -41,13 +41,39 @@ type Log struct {
 	Defaults TopicDefaults // applied to topics that do not set their own
 }
 
-// Kafka configures the kafka backend.
+// Kafka configures the kafka backend, or the Kafka listener of the
+// embedded log. TLS and SASL are the client's settings with the kafka
+// backend and the listener's with the embedded log.
 type Kafka struct {
 	Brokers []string // host:port seed brokers; required for BackendKafka
 	// Listen is where the embedded log serves the Kafka wire protocol
 	// (kcat, librdkafka, franz-go, Java clients); empty: off.
 	Listen string
+	TLS    *KafkaTLS  // nil: plaintext
+	SASL   *KafkaSASL // nil: no authentication
 }
+
+// KafkaTLS is log.kafka.tls. With the kafka backend: CA verifies the
+// brokers (default: the system's roots), Cert and Key are the client's
+// certificate for mutual TLS, ServerName overrides the name checked. With
+// the listener: Cert and Key (required) are the listener's, and CA, when
+// set, makes it require and verify client certificates.
+type KafkaTLS struct {
+	CA, Cert, Key, ServerName string // file paths, but ServerName
+}
+
+// KafkaSASL is log.kafka.sasl. With the kafka backend: Mechanism (PLAIN,
+// SCRAM-SHA-256 or SCRAM-SHA-512), Username and Password (secret). With the
+// listener: Users, user name → password (secret), accepted through every
+// mechanism of Mechanisms (default all three).
+type KafkaSASL struct {
+	Mechanism, Username, Password string
+	Mechanisms                    []string
+	Users                         map[string]string
+}
+
+// SASL mechanisms, as Kafka names them.
+var SASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // TopicDefaults apply to the topics of this pipeline: those listed under
 // topics: that leave a setting out, and those created on first use.

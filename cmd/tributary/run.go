@@ -62,7 +62,12 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	var l *tlog.Log // the embedded log; nil with the kafka backend
 	switch lc.Backend {
 	case pipelines.BackendKafka:
-		kb, err := kafkabackend.New(ctx, kafkabackend.Options{Brokers: lc.Kafka.Brokers, Logger: a.logger})
+		opts, err := kafkaBackendOptions(lc.Kafka)
+		if err != nil {
+			return err
+		}
+		opts.Logger = a.logger
+		kb, err := kafkabackend.New(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -77,12 +82,17 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		defer l.Close()
 		backend = engine.NewEmbedded(l, a.logger)
 		if lc.Kafka.Listen != "" {
-			ks, err := kafka.Listen(ctx, lc.Kafka.Listen, l, kafka.Options{Logger: a.logger})
+			opts, err := kafkaListenerOptions(lc.Kafka)
+			if err != nil {
+				return err
+			}
+			opts.Logger = a.logger
+			ks, err := kafka.Listen(ctx, lc.Kafka.Listen, l, opts)
 			if err != nil {
 				return fmt.Errorf("serve the Kafka protocol on %s (log.kafka.listen): %w", lc.Kafka.Listen, err)
 			}
 			defer ks.Close()
-			fmt.Fprintf(a.stderr, "%% Kafka protocol on %s (kcat -b %s -L)\n", ks.Addr(), ks.Addr())
+			fmt.Fprintf(a.stderr, "%% Kafka protocol on %s (kcat -b %s -L%s)\n", ks.Addr(), ks.Addr(), kcatHint(lc.Kafka))
 		}
 	}
 	w, err := engine.NewWorker(ctx, engine.Options{
