@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,12 +49,14 @@ import (
 )
 
 func main() {
-	rows := flag.Int("rows", 200000, "rows of the snapshot table")
-	txns := flag.Int("txns", 50000, "small transactions of the streaming workload")
+	rows := flag.Int("rows", 1000000, "rows of the snapshot table")
+	txns := flag.Int("txns", 100000, "small transactions of the streaming workload")
 	clients := flag.Int("clients", 4, "connections writing the streaming workload")
 	rate := flag.Int("rate", 5000, "transactions/s of the latency workload (pgbench -R)")
-	seconds := flag.Int("seconds", 10, "duration of the latency workload")
+	seconds := flag.Int("seconds", 20, "duration of the latency workload")
+	runs := flag.Int("runs", 3, "interleaved runs of the snapshot and streaming phases; medians are reported")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the snapshot and streaming phases (this process: the source, and the COPY and workload clients) to this file")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int(time.Millisecond))
@@ -66,13 +69,48 @@ func main() {
 		}()
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := run(*rows, *txns, *clients, *rate, *seconds); err != nil {
+	if err := run(*rows, *txns, *clients, *rate, *seconds, max(*runs, 1), *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "pgbench:", err)
 		os.Exit(1) //nolint:gocritic // the profile is only for good runs
 	}
 }
 
-func run(rows, txns, clients, latRate, seconds int) error {
+// profiler profiles the snapshot and streaming phases (not the setup nor
+// the latency phase).
+type profiler struct {
+	f *os.File
+}
+
+func newProfiler(path string) (*profiler, error) {
+	if path == "" {
+		return &profiler{}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	return &profiler{f: f}, nil
+}
+
+func (p *profiler) stop() {
+	if p.f != nil {
+		pprof.StopCPUProfile()
+		p.f.Close()
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func rateOf(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+func run(rows, txns, clients, latRate, seconds, runs int, cpuProfile string) error {
 	ctx := context.Background()
 	dsn, stop, err := startServer()
 	if err != nil {
@@ -84,37 +122,59 @@ func run(rows, txns, clients, latRate, seconds int) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
+	setup := []string{
 		"CREATE TABLE snap (id bigint PRIMARY KEY, payload text)",
 		fmt.Sprintf("INSERT INTO snap SELECT g, repeat(md5(g::text), 6) FROM generate_series(1, %d) g", rows),
 		"VACUUM ANALYZE snap",
 		"CREATE TABLE stream (id bigserial PRIMARY KEY, payload text)",
 		"CREATE PUBLICATION bench_pub FOR TABLE stream",
-		"SELECT pg_create_logical_replication_slot('bench_recv', 'pgoutput')",
-		"SELECT pg_create_logical_replication_slot('bench_ours', 'pgoutput')",
-	} {
+	}
+	// Every streaming run reads the same WAL, from slots created before
+	// the workload: pg_recvlogical in text mode, in binary mode, and the
+	// source.
+	for i := 0; i < runs; i++ {
+		for _, who := range []string{"recv", "recvbin", "ours"} {
+			setup = append(setup, fmt.Sprintf("SELECT pg_create_logical_replication_slot('bench_%s_%d', 'pgoutput')", who, i))
+		}
+	}
+	for _, q := range setup {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
-
-	// Snapshot: COPY, then the source.
-	start := time.Now()
-	if _, err := conn.PgConn().CopyTo(ctx, io.Discard, "COPY (SELECT * FROM snap ORDER BY id) TO STDOUT"); err != nil {
-		return fmt.Errorf("copy: %w", err)
-	}
-	copyTook := time.Since(start)
-	cpu0 := cpuSeconds()
-	start = time.Now()
-	n, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"}, rows, 0)
+	prof, err := newProfiler(cpuProfile)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return err
 	}
-	snapTook := time.Since(start)
-	snapCPU := cpuSeconds() - cpu0
+	defer prof.stop()
 
-	// Streaming: write the workload, then read it back.
-	start = time.Now()
+	// Snapshot: COPY and the source, interleaved.
+	var copyRates, snapRates, snapRatios, snapCPUs []float64
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		if _, err := conn.PgConn().CopyTo(ctx, io.Discard, "COPY (SELECT * FROM snap ORDER BY id) TO STDOUT"); err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		copyTook := time.Since(start)
+		cpu0 := cpuSeconds()
+		start = time.Now()
+		n, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"}, rows, 0)
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if n != rows {
+			return fmt.Errorf("snapshot: %d rows, want %d", n, rows)
+		}
+		snapTook := time.Since(start)
+		snapCPUs = append(snapCPUs, (cpuSeconds()-cpu0)/float64(n)*1e6)
+		copyRates = append(copyRates, rateOf(rows, copyTook))
+		snapRates = append(snapRates, rateOf(n, snapTook))
+		snapRatios = append(snapRatios, copyTook.Seconds()/snapTook.Seconds())
+		fmt.Fprintf(os.Stderr, "snapshot run %d: source %.0f rows/s, COPY %.0f rows/s, ratio %.2f, %.2f CPU-µs/row\n", i+1, snapRates[i], copyRates[i], snapRatios[i], snapCPUs[i])
+	}
+
+	// Streaming: write the workload once, then read it back from each run's slots.
+	start := time.Now()
 	if err := writeWorkload(ctx, dsn, txns, clients); err != nil {
 		return err
 	}
@@ -123,33 +183,74 @@ func run(rows, txns, clients, latRate, seconds int) error {
 	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&end); err != nil {
 		return err
 	}
-	recv := pgBin("pg_recvlogical")
-	start = time.Now()
-	out, err := exec.Command(recv, "-d", dsn, "-S", "bench_recv", "--start", "--no-loop", "-E", end,
-		"-o", "proto_version=2", "-o", "streaming=on", "-o", "publication_names=bench_pub", "-o", "messages=true", "-f", "/dev/null").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pg_recvlogical: %v\n%s", err, out)
-	}
-	recvTook := time.Since(start)
-	cpu0 = cpuSeconds()
-	start = time.Now()
 	endLSN, err := parseLSN(end)
 	if err != nil {
 		return err
 	}
-	streamed, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.stream", "snapshot.mode": "never",
-		"slot": "bench_ours", "publication": "bench_pub", "heartbeat.interval": "0"}, txns, endLSN)
-	if err != nil {
-		return fmt.Errorf("stream: %w", err)
+	recvlogical := func(slot string, binary bool) (time.Duration, error) {
+		args := []string{"-d", dsn, "-S", slot, "--start", "--no-loop", "-E", end,
+			"-o", "proto_version=2", "-o", "streaming=on", "-o", "publication_names=bench_pub", "-o", "messages=true", "-f", "/dev/null"}
+		if binary {
+			args = append(args, "-o", "binary=true")
+		}
+		start := time.Now()
+		out, err := exec.Command(pgBin("pg_recvlogical"), args...).CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("pg_recvlogical: %v\n%s", err, out)
+		}
+		return time.Since(start), nil
 	}
-	streamTook := time.Since(start)
-	streamCPU := cpuSeconds() - cpu0
+	var recvRates, binRates, ourRates, streamRatios, streamCPUs []float64
+	for i := 0; i < runs; i++ {
+		var recvTook, binTook, ourTook time.Duration
+		var streamed int
+		ours := func() error {
+			cpu0 := cpuSeconds()
+			start := time.Now()
+			n, err := readSource(ctx, map[string]string{"dsn": dsn, "tables": "public.stream", "snapshot.mode": "never",
+				"slot": fmt.Sprintf("bench_ours_%d", i), "publication": "bench_pub", "heartbeat.interval": "0"}, txns, endLSN)
+			if err != nil {
+				return fmt.Errorf("stream: %w", err)
+			}
+			ourTook, streamed = time.Since(start), n
+			streamCPUs = append(streamCPUs, (cpuSeconds()-cpu0)/float64(n)*1e6)
+			return nil
+		}
+		// Alternate who goes first, so that neither always meets a warm
+		// (or a cold) WAL cache.
+		if i%2 == 1 {
+			if err := ours(); err != nil {
+				return err
+			}
+		}
+		// Text and binary pg_recvlogical alternate too.
+		for _, binary := range []bool{i%2 == 1, i%2 == 0} {
+			slot, took := fmt.Sprintf("bench_recv_%d", i), &recvTook
+			if binary {
+				slot, took = fmt.Sprintf("bench_recvbin_%d", i), &binTook
+			}
+			if *took, err = recvlogical(slot, binary); err != nil {
+				return err
+			}
+		}
+		if i%2 == 0 {
+			if err := ours(); err != nil {
+				return err
+			}
+		}
+		recvRates = append(recvRates, rateOf(txns, recvTook))
+		binRates = append(binRates, rateOf(txns, binTook))
+		ourRates = append(ourRates, rateOf(streamed, ourTook))
+		streamRatios = append(streamRatios, recvTook.Seconds()/ourTook.Seconds())
+		fmt.Fprintf(os.Stderr, "stream run %d: source %.0f changes/s, pg_recvlogical %.0f (binary %.0f) changes/s, ratio %.2f, %.1f CPU-s per million\n",
+			i+1, ourRates[i], recvRates[i], binRates[i], streamRatios[i], streamCPUs[i])
+	}
+	prof.stop()
 
-	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
-	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  COPY %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
-		n, rate(n, snapTook), rate(rows, copyTook), copyTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
-	fmt.Printf("stream    changes=%d (written at %.0f txn/s)  source %.0f changes/s  pg_recvlogical %.0f changes/s  ratio %.2f (target 0.85)  cpu %.1f s per million changes\n",
-		streamed, rate(txns, writeTook), rate(streamed, streamTook), rate(txns, recvTook), recvTook.Seconds()/streamTook.Seconds(), streamCPU/float64(streamed)*1e6)
+	fmt.Printf("snapshot  rows=%d runs=%d (medians)  source %.0f rows/s  COPY %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2f µs/row  peak RSS %d MB\n",
+		rows, runs, median(snapRates), median(copyRates), median(snapRatios), median(snapCPUs), peakRSSMB())
+	fmt.Printf("stream    changes=%d runs=%d (medians; written at %.0f txn/s)  source %.0f changes/s  pg_recvlogical %.0f changes/s (binary=true %.0f)  ratio %.2f (target 0.85)  cpu %.1f s per million changes\n",
+		txns, runs, rateOf(txns, writeTook), median(ourRates), median(recvRates), median(binRates), median(streamRatios), median(streamCPUs))
 	if latRate > 0 && seconds > 0 {
 		lr, err := measureLatency(ctx, dsn, latRate, seconds, clients)
 		if err != nil {

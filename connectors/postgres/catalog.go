@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -90,6 +91,9 @@ type relation struct {
 	schema  *connect.EventSchema // nil unless schemas are embedded
 	skip    bool                 // not a captured table (a publication FOR ALL TABLES sends every table)
 	signal  bool                 // the signal table: its inserts are signals, not events
+
+	namesOnce sync.Once
+	names     [][]byte // quotedNames
 }
 
 // colDef is a column as the stream or the catalogue describes it.

@@ -37,7 +37,9 @@
 //
 // Incremental snapshots (incremental.go) read chunks on the catalogue
 // connection between two watermark messages written into the WAL, and
-// emit what no streamed change superseded (the DBLog watermark method).
+// emit what no streamed change superseded (the DBLog watermark method);
+// they can be paused and resumed (connect.SnapshotPauser), the pause kept
+// in the position.
 //
 // # Positions and acknowledgements
 //
@@ -63,5 +65,16 @@
 // All values travel in PostgreSQL's text format, in the stream and in the
 // snapshot alike, with the session settings pinned (DateStyle ISO,
 // IntervalStyle iso_8601, TimeZone UTC, shortest exact floats), and one
-// set of parsers maps them to Debezium's JSON forms (types.go).
+// set of parsers maps them to Debezium's JSON forms (types.go). pgoutput's
+// binary mode is not used (docs/connectors/postgres.md says why).
+//
+// # Encoding
+//
+// Without embedded schemas the connector writes the Debezium JSON itself,
+// byte for byte as connect.DebeziumJSON would: snapshot rows straight from
+// their text, with the source block encoded once per table (rowreader.go),
+// streamed events from their rows (envelope.go, checked against the codec
+// once at start); pgoutput's row messages are parsed in place (tuple.go).
+// Values of other shapes, and every event with schemas, go through the
+// codec.
 package postgres

@@ -41,7 +41,12 @@ func (e *encoder) source(rel *relation, snapshot string, commit time.Time, txID 
 		},
 	}
 	if lsn != 0 {
-		si.Sequence = `["` + strconv.FormatUint(lastCommit, 10) + `","` + strconv.FormatUint(lsn, 10) + `"]`
+		var b [48]byte
+		seq := append(b[:0], `["`...)
+		seq = strconv.AppendUint(seq, lastCommit, 10)
+		seq = append(seq, `","`...)
+		seq = strconv.AppendUint(seq, lsn, 10)
+		si.Sequence = string(append(seq, `"]`...))
 	}
 	si.SetTime(commit)
 	return si
@@ -63,6 +68,12 @@ func (rel *relation) key(row connect.Row) connect.Row {
 func (e *encoder) record(rel *relation, ev *connect.ChangeEvent) (connect.Record, error) {
 	if e.set.schemas {
 		ev.Schema = schemaFor(rel, ev)
+	} else if ev.Op != connect.OpMessage && envelopeOK() {
+		key, value, err := appendEvent(ev, rel)
+		if err != nil {
+			return connect.Record{}, fmt.Errorf("encode the %s event of %s: %w", ev.Op, rel.ref, err)
+		}
+		return connect.Record{Topic: rel.topic, Key: key, Value: value}, nil
 	}
 	r, err := e.codec.Record(rel.topic, ev)
 	if err != nil {

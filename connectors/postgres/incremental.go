@@ -33,10 +33,14 @@ import (
 // A snapshot is asked for with a row in the signal table
 // (signal.data.collection, Debezium's columns id, type, data):
 // execute-snapshot with data {"data-collections":["public.orders"],
-// "type":"incremental"}, stop-snapshot to cancel; or with
-// Source.ExecuteSnapshot and Source.StopSnapshot. The tables left and the
-// current table's last key travel in the position, so a restart resumes
-// after the last emitted chunk.
+// "type":"incremental"}, stop-snapshot to cancel, pause-snapshot and
+// resume-snapshot to hold it and let it go on; or with the Source's
+// ExecuteSnapshot, StopSnapshot, PauseSnapshot and ResumeSnapshot. The
+// tables left, the current table's last key and whether the snapshot is
+// paused travel in the position, so a restart resumes after the last
+// emitted chunk, still paused if it was. A change of that state that no
+// record carries (a pause while the tables are idle) is written as a
+// heartbeat record with the position, once no transaction is open.
 
 // watermarkPrefix is the prefix of the watermark messages; the slot name
 // follows it.
@@ -48,6 +52,9 @@ const watermarkPrefix = "__tributary_watermark:"
 type incState struct {
 	Tables []string `json:"tables"`
 	Last   []string `json:"last,omitempty"`
+	// Paused holds the snapshot after the chunk in progress
+	// (pause-snapshot) until resume-snapshot.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // incChunk is a chunk read between its watermarks.
@@ -62,9 +69,20 @@ type incChunk struct {
 	lastKey []string // text of the last row's key; nil when the chunk is empty
 }
 
-// signalReq is a request of ExecuteSnapshot or StopSnapshot.
+// signalKind is what a signal asks for.
+type signalKind int
+
+const (
+	signalExecute signalKind = iota
+	signalStop
+	signalPause
+	signalResume
+)
+
+// signalReq is a request of ExecuteSnapshot, StopSnapshot, PauseSnapshot
+// or ResumeSnapshot (or of the same row in the signal table).
 type signalReq struct {
-	stop   bool
+	kind   signalKind
 	tables []string // patterns; stop with none stops everything
 }
 
@@ -84,7 +102,21 @@ func (s *Source) ExecuteSnapshot(ctx context.Context, tables []string) error {
 // StopSnapshot stops the incremental snapshot of the tables, of every
 // table when none are given.
 func (s *Source) StopSnapshot(ctx context.Context, tables []string) error {
-	return s.signal(ctx, signalReq{stop: true, tables: tables})
+	return s.signal(ctx, signalReq{kind: signalStop, tables: tables})
+}
+
+// PauseSnapshot holds the incremental snapshot in progress after the chunk
+// being read; streaming goes on. The pause is kept in the position, so it
+// outlasts a restart. Without an incremental snapshot in progress it does
+// nothing (logged), as Debezium's pause-snapshot signal.
+func (s *Source) PauseSnapshot(ctx context.Context) error {
+	return s.signal(ctx, signalReq{kind: signalPause})
+}
+
+// ResumeSnapshot lets a paused incremental snapshot go on from its next
+// chunk.
+func (s *Source) ResumeSnapshot(ctx context.Context) error {
+	return s.signal(ctx, signalReq{kind: signalResume})
 }
 
 func (s *Source) signal(ctx context.Context, r signalReq) error {
@@ -114,8 +146,13 @@ func (st *streamer) takeSignals() {
 }
 
 func (st *streamer) applySignal(r signalReq) {
-	if r.stop {
+	switch r.kind {
+	case signalStop:
 		st.stopSnapshot(r.tables)
+		st.incChanged = true
+		return
+	case signalPause, signalResume:
+		st.pauseSnapshot(r.kind == signalPause)
 		return
 	}
 	var add []string
@@ -146,10 +183,54 @@ func (st *streamer) applySignal(r signalReq) {
 		st.inc = &incState{}
 	}
 	st.inc.Tables = append(st.inc.Tables, add...)
+	st.incChanged = true
 	for _, t := range add {
 		st.src.rep.snapshotTable(t, 0, 0)
 	}
-	st.src.rep.setPhase(phaseIncremental)
+	st.setIncPhase()
+}
+
+// pauseSnapshot pauses (or resumes) the incremental snapshot in progress.
+func (st *streamer) pauseSnapshot(pause bool) {
+	if st.inc == nil {
+		st.src.log.Info("postgres: no incremental snapshot in progress, nothing to pause or resume", "pause", pause)
+		return
+	}
+	if st.inc.Paused == pause {
+		return
+	}
+	st.inc.Paused = pause
+	st.incChanged = true
+	if pause {
+		st.src.log.Info("postgres: incremental snapshot paused", "tables", st.inc.Tables)
+	} else {
+		st.src.log.Info("postgres: incremental snapshot resumed", "tables", st.inc.Tables)
+	}
+	st.setIncPhase()
+}
+
+// setIncPhase reports the phase of the incremental snapshot state.
+func (st *streamer) setIncPhase() {
+	switch {
+	case st.inc == nil:
+		st.src.rep.setPhase(phaseStreaming)
+	case st.inc.Paused:
+		st.src.rep.setPhase(phaseIncrementalPaused)
+	default:
+		st.src.rep.setPhase(phaseIncremental)
+	}
+}
+
+// persistIncremental makes a change of the incremental snapshot's state
+// that no record carries durable: outside a transaction, a heartbeat
+// record with the position after the last transaction, holding the state.
+func (st *streamer) persistIncremental(ctx context.Context) error {
+	if !st.incChanged || st.inTx {
+		return nil
+	}
+	st.incChanged = false
+	st.pending = append(st.pending, st.enc.heartbeat(time.Now(), st.position(st.lastCommit, 0, time.Time{})))
+	return st.flush(ctx, true)
 }
 
 func (st *streamer) stopSnapshot(patterns []string) {
@@ -176,8 +257,8 @@ func (st *streamer) stopSnapshot(patterns []string) {
 	st.src.log.Info("postgres: incremental snapshot stopped", "left", keep)
 	if len(keep) == 0 {
 		st.inc = nil
-		st.src.rep.setPhase(phaseStreaming)
 	}
+	st.setIncPhase()
 }
 
 // signalRow handles a row inserted into the signal table.
@@ -211,7 +292,11 @@ func (st *streamer) signalRow(row connect.Row) {
 		}
 		st.applySignal(signalReq{tables: d.Collections})
 	case "stop-snapshot":
-		st.applySignal(signalReq{stop: true, tables: d.Collections})
+		st.applySignal(signalReq{kind: signalStop, tables: d.Collections})
+	case "pause-snapshot":
+		st.applySignal(signalReq{kind: signalPause})
+	case "resume-snapshot":
+		st.applySignal(signalReq{kind: signalResume})
 	case "log":
 		st.src.log.Info("postgres: signal", "message", d.Message)
 	default:
@@ -219,11 +304,11 @@ func (st *streamer) signalRow(row connect.Row) {
 	}
 }
 
-// nextChunk starts the next chunk of the incremental snapshot: low
-// watermark, read, high watermark. A table whose chunk comes back empty
-// is done, and the next one starts.
+// nextChunk starts the next chunk of the incremental snapshot, unless it
+// is paused: low watermark, read, high watermark. A table whose chunk
+// comes back empty is done, and the next one starts.
 func (st *streamer) nextChunk(ctx context.Context) error {
-	for st.inc != nil && st.chunk == nil {
+	for st.inc != nil && st.chunk == nil && !st.inc.Paused {
 		if len(st.inc.Tables) == 0 {
 			st.inc = nil
 			st.src.rep.setPhase(phaseStreaming)
@@ -295,31 +380,14 @@ func (st *streamer) readChunk(ctx context.Context, rel *relation, id string) (*i
 	sql += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + strconv.Itoa(st.src.set.chunkSize)
 	c := &incChunk{id: id, table: rel.ref.String(), rel: rel, recs: map[string]connect.Record{}}
 	rr := st.cat.conn.PgConn().ExecParams(ctx, sql, params, nil, nil, nil)
-	now := time.Now()
+	rows := st.enc.newRowReader(rel, connect.SnapshotIncremental, time.Now(), st.lastCommit, st.src.log)
 	for rr.NextRow() {
 		vals := rr.Values()
-		row := make(connect.Row, len(rel.columns))
-		for i := range rel.columns {
-			col := &rel.columns[i]
-			row[i].Name = col.name
-			if vals[i] == nil {
-				continue
-			}
-			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), string(vals[i]))
-			if err != nil {
-				st.src.log.Warn("postgres: value not understood, written as null", "table", c.table, "column", col.name, "type", col.typ.name, "err", err)
-			}
-			row[i].Value = v
-		}
-		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: rel.key(row), After: row,
-			Source: st.enc.source(rel, connect.SnapshotIncremental, now, 0, st.lastCommit, st.lastCommit)}
-		ev.SetTime(now)
-		rec, err := st.enc.record(rel, ev)
+		rec, k, err := rows.read(vals, true)
 		if err != nil {
 			rr.Close()
 			return nil, err
 		}
-		k, _ := ev.Key.MarshalJSON()
 		c.keys = append(c.keys, string(k))
 		c.recs[string(k)] = rec
 		c.lastKey = c.lastKey[:0]

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tributary-io/tributary/connect"
@@ -40,11 +42,62 @@ type progress struct {
 }
 
 func (p position) encode() connect.Position {
+	if p.Snapshot == nil && p.Incremental == nil {
+		// The streaming position of every transaction: written here, as
+		// encoding/json would, without reflection.
+		b := make([]byte, 0, 64)
+		b = strconv.AppendUint(append(b, `{"lsn":`...), p.LSN, 10)
+		if p.TxID != 0 {
+			b = strconv.AppendUint(append(b, `,"txId":`...), uint64(p.TxID), 10)
+		}
+		if p.TsUsec != 0 {
+			b = strconv.AppendInt(append(b, `,"ts_usec":`...), p.TsUsec, 10)
+		}
+		return append(b, '}')
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		panic(err) // plain data: cannot fail
 	}
 	return b
+}
+
+// streamLSN reads the LSN of a streaming position as encode writes it
+// ({"lsn":…[,"txId":…][,"ts_usec":…]}), without reflection; ok is false
+// for any other shape (decodePosition reads those).
+func streamLSN(b []byte) (lsn uint64, ok bool) {
+	rest, found := bytes.CutPrefix(b, []byte(`{"lsn":`))
+	if !found {
+		return 0, false
+	}
+	num := func(signed bool) (uint64, bool) {
+		i := 0
+		if signed && len(rest) > 0 && rest[0] == '-' {
+			i++
+		}
+		j := i
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == i || j-i > 19 {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(rest[i:j]), 10, 64)
+		rest = rest[j:]
+		return v, err == nil
+	}
+	if lsn, ok = num(false); !ok {
+		return 0, false
+	}
+	for _, f := range []string{`,"txId":`, `,"ts_usec":`} {
+		if r, found := bytes.CutPrefix(rest, []byte(f)); found {
+			rest = r
+			if _, ok := num(f == `,"ts_usec":`); !ok {
+				return 0, false
+			}
+		}
+	}
+	return lsn, string(rest) == "}"
 }
 
 func decodePosition(b connect.Position) (position, error) {

@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	_ connect.Reporter    = (*Source)(nil)
-	_ connect.Snapshotter = (*Source)(nil) // incremental snapshots on demand (REST signals, CLI)
+	_ connect.Reporter       = (*Source)(nil)
+	_ connect.Snapshotter    = (*Source)(nil) // incremental snapshots on demand (REST signals, CLI)
+	_ connect.SnapshotPauser = (*Source)(nil) // pause-snapshot and resume-snapshot
 )
 
 // defaultReportInterval is how often the runner reads the WAL the slot
@@ -27,6 +28,8 @@ const (
 	phaseStreaming   = "streaming"
 	phaseDone        = "done"                 // initial_only: the snapshot is complete
 	phaseIncremental = "incremental-snapshot" // streaming, and an incremental snapshot in progress
+	// streaming, and an incremental snapshot paused (pause-snapshot)
+	phaseIncrementalPaused = "incremental-snapshot-paused"
 )
 
 // Report implements connect.Reporter: the phase, the snapshot's progress
@@ -132,7 +135,7 @@ func (r *reporter) report() connect.Report {
 		"number_of_committed_transactions": float64(r.txns),
 		"snapshot_rows_scanned":            float64(r.scanned),
 	}}
-	if r.phase == phaseSnapshot || r.phase == phaseIncremental {
+	if r.phase == phaseSnapshot || r.phase == phaseIncremental || r.phase == phaseIncrementalPaused {
 		for _, p := range r.tables {
 			rep.Progress = append(rep.Progress, *p)
 		}

@@ -34,11 +34,12 @@ type chunk struct {
 	table   string // schema.table
 	unit    string // the unit's progress key: the table, or table#i for a part
 	recs    []connect.Record
-	first   *connect.ChangeEvent // the event of recs[0]
-	last    *connect.ChangeEvent // the event of recs[len-1]
 	rel     *relation
 	lastKey []string // the key of the last row, as text; nil for tables without a key
 	done    bool     // the unit's last chunk
+	// firstOfAll is set on the chunk whose first record is the
+	// snapshot's first (source.snapshot "first").
+	firstOfAll bool
 }
 
 // snapUnit is a unit of snapshot work: a whole table, or one part of a
@@ -169,7 +170,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		close(chunks)
 		close(waited)
 	}()
-	held, err := s.emitChunks(ctx, chunks, prog, left, enc)
+	held, err := s.emitChunks(ctx, chunks, prog, left)
 	if err != nil {
 		stopWorkers()
 		<-waited
@@ -193,7 +194,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 // chunk's last record the progress so far. It holds one chunk back, so
 // that the snapshot's last record can be marked "last" and carry the
 // position where streaming starts.
-func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *progress, left map[string]int, enc *encoder) (*chunk, error) {
+func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *progress, left map[string]int) (*chunk, error) {
 	var held *chunk
 	first := true
 	nextLog := time.Now().Add(10 * time.Second)
@@ -231,12 +232,8 @@ func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *pro
 		}
 		if first {
 			first = false
-			c.first.Source.Snapshot = connect.SnapshotFirst
-			r, err := enc.record(c.rel, c.first)
-			if err != nil {
-				return nil, err
-			}
-			c.recs[0].Key, c.recs[0].Value = r.Key, r.Value
+			c.recs[0].Value = markSnapshot(c.recs[0].Value, connect.SnapshotFirst)
+			c.firstOfAll = true
 		}
 		c.recs[len(c.recs)-1].Position = position{LSN: uint64(s.plan.startLSN), Snapshot: prog.clone()}.encode()
 		if held != nil {
@@ -269,13 +266,8 @@ func (s *Source) finishSnapshot(ctx context.Context, held *chunk, enc *encoder) 
 		return s.push(ctx, []connect.Record{hb}, nil)
 	}
 	last := len(held.recs) - 1
-	if held.last.Source.Snapshot != connect.SnapshotFirst {
-		held.last.Source.Snapshot = connect.SnapshotLast
-		r, err := enc.record(held.rel, held.last)
-		if err != nil {
-			return err
-		}
-		held.recs[last].Key, held.recs[last].Value = r.Key, r.Value
+	if !held.firstOfAll || last > 0 {
+		held.recs[last].Value = markSnapshot(held.recs[last].Value, connect.SnapshotLast)
 	}
 	held.recs[last].Position = position{LSN: uint64(s.plan.startLSN)}.encode()
 	return s.push(ctx, held.recs, nil)
@@ -353,33 +345,14 @@ func (s *Source) readUnit(ctx context.Context, conn *pgx.Conn, enc *encoder, u *
 	}
 	rr := conn.PgConn().ExecParams(ctx, sql, params, nil, nil, nil)
 	c := &chunk{table: name, unit: u.name, rel: rel}
+	rows := enc.newRowReader(rel, connect.SnapshotTrue, started, uint64(s.plan.startLSN), s.log)
 	for rr.NextRow() {
 		vals := rr.Values()
-		row := make(connect.Row, len(rel.columns))
-		for i := range rel.columns {
-			col := &rel.columns[i]
-			row[i].Name = col.name
-			if vals[i] == nil {
-				continue
-			}
-			v, err := enc.mapper.decode(col.typ, col.effTypmod(), string(vals[i]))
-			if err != nil {
-				s.log.Warn("postgres: value not understood, written as null", "table", name, "column", col.name, "type", col.typ.name, "err", err)
-			}
-			row[i].Value = v
-		}
-		ev := &connect.ChangeEvent{Op: connect.OpRead, Key: rel.key(row), After: row,
-			Source: enc.source(rel, connect.SnapshotTrue, started, 0, uint64(s.plan.startLSN), uint64(s.plan.startLSN))}
-		ev.SetTime(time.Now())
-		rec, err := enc.record(rel, ev)
+		rec, _, err := rows.read(vals, false)
 		if err != nil {
 			rr.Close()
 			return err
 		}
-		if len(c.recs) == 0 {
-			c.first = ev
-		}
-		c.last = ev
 		c.recs = append(c.recs, rec)
 		if len(c.recs) >= s.set.chunkSize {
 			if len(rel.keyIdx) > 0 {

@@ -304,16 +304,20 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 // Ack records that every record up to the one with pos is durable; the
 // runner confirms its LSN to the server (write = flush = apply).
 func (s *Source) Ack(_ context.Context, pos connect.Position) error {
-	p, err := decodePosition(pos)
-	if err != nil {
-		return err
-	}
-	if p.Snapshot != nil {
-		return nil // the snapshot's progress is only stored, not confirmed upstream
+	lsn, ok := streamLSN(pos)
+	if !ok {
+		p, err := decodePosition(pos)
+		if err != nil {
+			return err
+		}
+		if p.Snapshot != nil {
+			return nil // the snapshot's progress is only stored, not confirmed upstream
+		}
+		lsn = p.LSN
 	}
 	for {
 		cur := s.acked.Load()
-		if p.LSN <= cur || s.acked.CompareAndSwap(cur, p.LSN) {
+		if lsn <= cur || s.acked.CompareAndSwap(cur, lsn) {
 			return nil
 		}
 	}

@@ -22,6 +22,10 @@ const (
 	receiveWait    = 200 * time.Millisecond // longest wait for a message before looking at acks, heartbeats and pending records
 	statusInterval = 10 * time.Second       // standby status updates at least this often (wal_sender_timeout is 60s by default)
 	statusMinGap   = 20 * time.Millisecond  // and acknowledgements at most this often, unless the server asks
+	// streamLinger is how long committed records may wait for more before
+	// they are handed to Read: small transactions then travel in batches
+	// (a hand-over per transaction costs more than the transaction).
+	streamLinger = time.Millisecond
 )
 
 // heartbeatPrefix is the prefix of the logical decoding messages the
@@ -70,6 +74,12 @@ type streamer struct {
 	chunk        *incChunk // the chunk between its watermarks
 	chunkSeq     int
 	sawWatermark bool // the transaction being received holds a watermark
+	incChanged   bool // the incremental snapshot's state changed since a position last carried it
+
+	pendingSince time.Time // when committed records began to wait in pending; zero when none wait
+
+	rowMsg  rowMessage // the row message being processed (parsed in place)
+	textBuf []byte     // scratch for a tuple's text
 }
 
 func (st *streamer) run(ctx context.Context) error {
@@ -106,10 +116,7 @@ func (st *streamer) run(ctx context.Context) error {
 		s.log.Info("postgres: resuming the incremental snapshot", "tables", inc.Tables)
 	}
 	st.nextStatus = time.Now().Add(statusInterval)
-	s.rep.setPhase(phaseStreaming)
-	if st.inc != nil {
-		s.rep.setPhase(phaseIncremental)
-	}
+	st.setIncPhase()
 	if s.set.heartbeat > 0 {
 		st.nextBeat = time.Now().Add(s.set.heartbeat)
 	}
@@ -137,9 +144,27 @@ func (st *streamer) run(ctx context.Context) error {
 			s.readRetained(ctx, st.cat.conn)
 		}
 		st.takeSignals()
-		if st.inc != nil && st.chunk == nil {
+		if err := st.persistIncremental(ctx); err != nil {
+			return err
+		}
+		if st.inc != nil && st.chunk == nil && !st.inc.Paused {
 			if err := st.nextChunk(ctx); err != nil {
 				return err
+			}
+		}
+		if !st.pendingSince.IsZero() {
+			// Committed records wait: hand them over when due, and wake
+			// then if no message comes.
+			due := st.pendingSince.Add(streamLinger)
+			if !time.Now().Before(due) {
+				if err := st.flush(ctx, false); err != nil {
+					return err
+				}
+			} else if due.Before(wake) {
+				wake = due
+				if err := conn.SetReadDeadline(wake); err != nil {
+					return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
+				}
 			}
 		}
 		msg, err := s.repl.ReceiveMessage(context.Background())
@@ -332,23 +357,32 @@ func (st *streamer) maybeHeartbeat(ctx context.Context) error {
 	return nil
 }
 
-// flush hands the pending records to Read. Unless force, it does so only
-// when Read is keeping up (the channel has room) or the batch is full, so
-// that records of small transactions travel together under load. Inside a
+// flush hands the pending records to Read. At a commit it does so only
+// when the batch is full, or Read has nothing to take and the records
+// have waited streamLinger, so that records of small transactions travel
+// together (the receive loop wakes when they are due). Inside a
 // transaction it keeps the last record back: the commit gives it the
 // transaction's position.
 func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	n := len(st.pending)
-	if st.inTx {
-		n--
+	if st.inTx && n > st.txStart {
+		n-- // the open transaction's last record waits for its commit
 	}
 	if n <= 0 {
+		st.pendingSince = time.Time{} // no committed record waits
 		return nil
 	}
 	full := n >= st.src.set.batchSize
-	if atCommit && !full && len(st.src.out) > 0 {
-		return nil // Read has a batch to take already: let this one grow
+	if atCommit && !full {
+		now := time.Now()
+		if st.pendingSince.IsZero() {
+			st.pendingSince = now
+		}
+		if len(st.src.out) > 0 || now.Sub(st.pendingSince) < streamLinger {
+			return nil // let the batch grow
+		}
 	}
+	st.pendingSince = time.Time{}
 	batch := st.pending[:n:n]
 	rest := st.pending[n:]
 	st.pending = append(make([]connect.Record, 0, max(len(rest), 64)), rest...)
@@ -360,6 +394,9 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 
 // handle processes one pgoutput message at lsn.
 func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
+	if len(data) > 0 && (data[0] == 'I' || data[0] == 'U' || data[0] == 'D') {
+		return st.rowChange(ctx, lsn, data)
+	}
 	msg, err := pglogrepl.Parse(data)
 	if err != nil {
 		return fmt.Errorf("parse pgoutput message at %s: %w", pglogrepl.LSN(lsn), err)
@@ -377,52 +414,6 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 		st.rels[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		st.begin(m.Xid, uint64(m.FinalLSN), m.CommitTime)
-	case *pglogrepl.InsertMessage:
-		rel, err := st.rel(m.RelationID)
-		if err != nil || rel == nil {
-			return err
-		}
-		after, err := st.tuple(rel, m.Tuple, nil)
-		if err != nil {
-			return err
-		}
-		if rel.signal {
-			st.signalRow(after)
-			return nil
-		}
-		return st.change(ctx, rel, connect.OpCreate, nil, after, lsn)
-	case *pglogrepl.UpdateMessage:
-		rel, err := st.rel(m.RelationID)
-		if err != nil || rel == nil {
-			return err
-		}
-		var before connect.Row
-		if m.OldTuple != nil {
-			if before, err = st.tuple(rel, m.OldTuple, nil); err != nil {
-				return err
-			}
-		}
-		after, err := st.tuple(rel, m.NewTuple, before)
-		if err != nil {
-			return err
-		}
-		if before != nil && !rowKeyEqual(rel, before, after) {
-			return st.keyChange(ctx, rel, before, after, lsn)
-		}
-		if m.OldTupleType == pglogrepl.UpdateMessageTupleTypeKey {
-			before = nil // only the old key came: before is null, as under REPLICA IDENTITY DEFAULT
-		}
-		return st.change(ctx, rel, connect.OpUpdate, before, after, lsn)
-	case *pglogrepl.DeleteMessage:
-		rel, err := st.rel(m.RelationID)
-		if err != nil || rel == nil {
-			return err
-		}
-		before, err := st.tuple(rel, m.OldTuple, nil)
-		if err != nil {
-			return err
-		}
-		return st.change(ctx, rel, connect.OpDelete, before, nil, lsn)
 	case *pglogrepl.TruncateMessage:
 		for _, id := range m.RelationIDs {
 			rel, err := st.rel(id)
@@ -465,21 +456,69 @@ func (st *streamer) rel(id uint32) (*relation, error) {
 	return rel, nil
 }
 
+// rowChange processes an Insert, Update or Delete message.
+func (st *streamer) rowChange(ctx context.Context, lsn uint64, data []byte) error {
+	m := &st.rowMsg
+	if err := parseRowMessage(data, m); err != nil {
+		return fmt.Errorf("parse pgoutput message %q at %s: %w", data[0], pglogrepl.LSN(lsn), err)
+	}
+	rel, err := st.rel(m.relID)
+	if err != nil || rel == nil {
+		return err
+	}
+	var before, after connect.Row
+	if m.oldTyp != 0 {
+		if before, err = st.tuple(rel, m.old, nil); err != nil {
+			return err
+		}
+	}
+	switch m.typ {
+	case 'I':
+		if after, err = st.tuple(rel, m.new, nil); err != nil {
+			return err
+		}
+		if rel.signal {
+			st.signalRow(after)
+			return nil
+		}
+		return st.change(ctx, rel, connect.OpCreate, nil, after, lsn)
+	case 'U':
+		if after, err = st.tuple(rel, m.new, before); err != nil {
+			return err
+		}
+		if before != nil && !rowKeyEqual(rel, before, after) {
+			return st.keyChange(ctx, rel, before, after, lsn)
+		}
+		if m.oldTyp == 'K' {
+			before = nil // only the old key came: before is null, as under REPLICA IDENTITY DEFAULT
+		}
+		return st.change(ctx, rel, connect.OpUpdate, before, after, lsn)
+	}
+	return st.change(ctx, rel, connect.OpDelete, before, nil, lsn)
+}
+
 // tuple decodes a tuple of rel; unchanged TOASTed values are taken from
 // old when it has them (REPLICA IDENTITY FULL), else replaced with the
-// placeholder.
-func (st *streamer) tuple(rel *relation, t *pglogrepl.TupleData, old connect.Row) (connect.Row, error) {
-	if t == nil {
-		return nil, nil
+// placeholder. The text of all the values is copied into one string, of
+// which the values are parts.
+func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (connect.Row, error) {
+	if len(cols) != len(rel.columns) {
+		return nil, fmt.Errorf("table %s: a tuple has %d columns, the relation %d", rel.ref, len(cols), len(rel.columns))
 	}
-	if len(t.Columns) != len(rel.columns) {
-		return nil, fmt.Errorf("table %s: a tuple has %d columns, the relation %d", rel.ref, len(t.Columns), len(rel.columns))
+	text := st.textBuf[:0]
+	for _, c := range cols {
+		if c.kind == pglogrepl.TupleDataTypeText {
+			text = append(text, c.data...)
+		}
 	}
+	all := string(text)
+	st.textBuf = text[:0]
 	row := make(connect.Row, len(rel.columns))
-	for i, c := range t.Columns {
+	off := 0
+	for i, c := range cols {
 		col := &rel.columns[i]
 		row[i].Name = col.name
-		switch c.DataType {
+		switch c.kind {
 		case pglogrepl.TupleDataTypeNull:
 		case pglogrepl.TupleDataTypeToast:
 			if old != nil && i < len(old) {
@@ -490,14 +529,15 @@ func (st *streamer) tuple(rel *relation, t *pglogrepl.TupleData, old connect.Row
 			}
 			row[i].Value = st.enc.mapper.unavailable(col)
 		case pglogrepl.TupleDataTypeText:
-			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), string(c.Data))
+			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), all[off:off+len(c.data)])
+			off += len(c.data)
 			if err != nil {
 				st.src.log.Warn("postgres: value not understood, written as null", "table", rel.ref.String(), "column", col.name, "type", col.typ.name, "err", err)
 				v = nil
 			}
 			row[i].Value = v
 		default:
-			return nil, fmt.Errorf("table %s, column %s: tuple data of kind %q", rel.ref, col.name, c.DataType)
+			return nil, fmt.Errorf("table %s, column %s: tuple data of kind %q", rel.ref, col.name, c.kind)
 		}
 	}
 	return row, nil
@@ -657,11 +697,13 @@ func (st *streamer) commit(ctx context.Context, m *pglogrepl.CommitMessage) erro
 		}
 	}
 	pos := st.position(end, st.xid, m.CommitTime)
-	if chunkDone && len(st.pending) <= st.txStart {
-		// The incremental snapshot moved on without a row to show for it
-		// (an empty last chunk): a heartbeat carries the new state.
+	if (chunkDone || st.incChanged) && len(st.pending) <= st.txStart {
+		// The incremental snapshot moved on (an empty last chunk) or was
+		// signalled without a row to show for it: a heartbeat carries
+		// the new state.
 		st.pending = append(st.pending, st.enc.heartbeat(time.Now(), nil))
 	}
+	st.incChanged = false
 	if len(st.pending) > st.txStart {
 		st.pending[len(st.pending)-1].Position = pos
 	}
