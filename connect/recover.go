@@ -23,7 +23,8 @@ import "context"
 // interface; plugin sources do not see it yet.
 type TailRecoverer interface {
 	// TailTopics names the topics the source writes to whose unacknowledged
-	// tail it wants to see.
+	// tail it wants to see. An empty name stands for the topic the pipeline
+	// configures for the source, as a record without a Topic goes there.
 	TailTopics() []string
 
 	// RecoverTail hands the source records found after the stored offsets.

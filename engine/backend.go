@@ -20,8 +20,8 @@ type Backend interface {
 	Produce(ctx context.Context, records []connect.Record) error
 	// Append is Produce without the wait: when it returns, the records'
 	// order in the log is fixed (successive Appends keep their order), and
-	// wait returns once they are durable. A caller can so keep several
-	// batches in flight.
+	// wait returns once they are durable, with every record's Partition
+	// and Offset set. A caller can so keep several batches in flight.
 	Append(ctx context.Context, records []connect.Record) (wait func(context.Context) error, err error)
 	// Consumer reads topics as consumer group, from the group's committed
 	// offsets, or from the earliest offset where it has none.

@@ -18,7 +18,10 @@ type Embedded struct {
 	logger *slog.Logger
 }
 
-var _ Backend = (*Embedded)(nil)
+var (
+	_ Backend     = (*Embedded)(nil)
+	_ RangeReader = (*Embedded)(nil)
+)
 
 // NewEmbedded returns a backend over an open log. The caller closes the log.
 func NewEmbedded(l *tlog.Log, logger *slog.Logger) *Embedded {
@@ -148,6 +151,37 @@ func (e *Embedded) ReadAll(ctx context.Context, topic string, fn func(connect.Re
 			}
 			off = res.NextOffset
 		}
+	}
+	return nil
+}
+
+// ReadRange implements RangeReader.
+func (e *Embedded) ReadRange(ctx context.Context, topic string, partition int32, from, to int64, fn func([]connect.Record) error) error {
+	for off := from; off < to; {
+		res, err := e.log.Read(ctx, topic, partition, off, tlog.ReadOptions{MaxBytes: 1 << 20})
+		if errors.Is(err, tlog.ErrOffsetOutOfRange) && off < res.LogStartOffset {
+			off = res.LogStartOffset // retention removed them
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, err)
+		}
+		out := make([]connect.Record, 0, len(res.Records))
+		for _, r := range res.Records {
+			if r.Offset >= to {
+				break
+			}
+			out = append(out, fromLogRecord(r))
+		}
+		if len(out) > 0 {
+			if err := fn(out); err != nil {
+				return err
+			}
+		}
+		if res.NextOffset <= off {
+			return nil // nothing more is readable
+		}
+		off = res.NextOffset
 	}
 	return nil
 }
@@ -303,15 +337,34 @@ func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]c
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	for len(out) < 4096 {
+	size := recordBytes(out)
+	for len(out) < pollMaxRecords && size < pollMaxBytes {
 		select {
 		case b := <-c.batches:
 			out = append(out, b...)
+			size += recordBytes(b)
 		default:
 			return out, nil
 		}
 	}
 	return out, nil
+}
+
+// A Poll merges the fetched batches already waiting, up to these bounds:
+// a sink behind its topic then gets big batches (one fsync of the file
+// sink covers more records), a sink keeping up gets what has arrived.
+const (
+	pollMaxRecords = 16384
+	pollMaxBytes   = 8 << 20
+)
+
+// recordBytes returns the bytes of the keys and values of recs.
+func recordBytes(recs []connect.Record) int {
+	n := 0
+	for i := range recs {
+		n += len(recs[i].Key) + len(recs[i].Value)
+	}
+	return n
 }
 
 // Commit implements Consumer.

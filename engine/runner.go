@@ -283,6 +283,19 @@ func (r *runner) transforms() (chain, error) {
 	return c, nil
 }
 
+// appendApplied appends to dst what the chain makes of rec; without
+// transforms that is rec itself, with no allocation.
+func (c chain) appendApplied(dst []connect.Record, rec connect.Record) ([]connect.Record, error) {
+	if len(c) == 0 {
+		return append(dst, rec), nil
+	}
+	got, err := c.apply(rec)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, got...), nil
+}
+
 // apply runs a record through the chain.
 func (c chain) apply(rec connect.Record) ([]connect.Record, error) {
 	recs := []connect.Record{rec}

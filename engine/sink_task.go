@@ -140,9 +140,10 @@ func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, 
 	m := r.w.metrics
 	start := time.Now()
 	m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
-	var out []connect.Record
+	out := make([]connect.Record, 0, len(recs))
 	for _, rec := range recs {
-		got, err := c.apply(rec)
+		var err error
+		out, err = c.appendApplied(out, rec)
 		if err != nil {
 			m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
 			if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
@@ -150,7 +151,6 @@ func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, 
 			}
 			continue
 		}
-		out = append(out, got...)
 	}
 	if err := r.write(hard, sink, out); err != nil {
 		return err

@@ -41,20 +41,28 @@ const sourceReadAhead = 4
 
 // readBatch is a batch read from the source and transformed.
 type readBatch struct {
-	recs  []connect.Record
-	pos   connect.Position // of the batch's last positioned record; nil if none
-	bytes int              // of keys and values
-	start time.Time        // when it was read
+	recs   []connect.Record
+	pos    connect.Position // of the batch's last positioned record; nil if none
+	posEnd int              // recs[:posEnd] came from records up to that one
+	bytes  int              // of keys and values
+	start  time.Time        // when it was read
 }
 
 // inflight is a batch written to the log and not yet known durable. The
 // committer closes done once it is durable (or failed).
 type inflight struct {
-	wait  func(context.Context) error
-	pos   connect.Position
-	start time.Time
-	done  chan struct{}
+	wait   func(context.Context) error
+	pos    connect.Position
+	recs   []connect.Record // only for a tail tracker: Partition and Offset are set once wait returns
+	posEnd int              // recs[:posEnd] are covered by pos
+	start  time.Time
+	done   chan struct{}
 }
+
+// testHookBeforePositionStore, when set (by tests, before the worker
+// starts), runs before each position store; an error fails the task there,
+// as a crash between the append and the store would leave it.
+var testHookBeforePositionStore func(connector string, pos connect.Position) error
 
 // runSource runs a source task until soft ends (clean stop) or it fails:
 // read → transform → append → (once durable) store position → Ack. Three
@@ -77,6 +85,16 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 			r.logger.Warn("close source", "error", err)
 		}
 	}()
+	var tail *tailTracker
+	if tr, ok := src.(connect.TailRecoverer); ok {
+		var err error
+		if tail, err = r.recoverTail(soft, tr, cfg.Position != nil); err != nil {
+			if soft.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
 	r.setTaskState(StateRunning, "")
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
@@ -88,9 +106,9 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	}()
 	window := make(chan inflight, sourceWindow)
 	committed := make(chan error, 1)
-	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading) }()
+	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail) }()
 
-	err := r.appendSource(hard, rctx, reads, window)
+	err := r.appendSource(hard, rctx, reads, window, tail != nil)
 	stopReading()
 	for range reads { // what was read and not appended is not acked and comes again
 	}
@@ -134,22 +152,26 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 		b := readBatch{start: time.Now(), recs: make([]connect.Record, 0, len(recs))}
 		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
 		for _, rec := range recs {
-			if rec.Position != nil {
+			positioned := rec.Position != nil
+			if positioned {
 				b.pos = rec.Position
 			}
 			if rec.Topic == "" {
 				rec.Topic = r.spec.Topic
 			}
 			rec.Position = nil
-			got, err := c.apply(rec)
-			if err != nil {
+			n := len(b.recs)
+			var err error
+			if b.recs, err = c.appendApplied(b.recs, rec); err != nil {
 				m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
 				return fmt.Errorf("source %s: %w", r.spec.Name, err)
 			}
-			for i := range got {
-				b.bytes += len(got[i].Key) + len(got[i].Value)
+			for i := range b.recs[n:] {
+				b.bytes += len(b.recs[n+i].Key) + len(b.recs[n+i].Value)
 			}
-			b.recs = append(b.recs, got...)
+			if positioned {
+				b.posEnd = len(b.recs)
+			}
 		}
 		select {
 		case reads <- b:
@@ -162,7 +184,8 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 // appendSource is the appending half of a source task: it appends what the
 // reader hands over, merging the batches that wait (and, while an append
 // is in flight, lingering for more), until reads is closed or ctx ends.
-func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight) error {
+// With track set, each batch's records go to the committer's tail tracker.
+func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, track bool) error {
 	m := r.w.metrics
 	var last chan struct{} // closed once the last append is durable; nil before the first
 	linger := time.NewTimer(time.Hour)
@@ -189,6 +212,9 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 				return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
 			}
 			f.wait = wait
+			if track {
+				f.recs, f.posEnd = b.recs, b.posEnd
+			}
 			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(b.recs)))
 		}
 		window <- f // blocks while sourceWindow batches wait for their fsync
@@ -247,21 +273,24 @@ func (b *readBatch) full() bool {
 
 // merge appends next, read after b, to b.
 func (b *readBatch) merge(next readBatch) {
+	if next.pos != nil {
+		b.pos, b.posEnd = next.pos, len(b.recs)+next.posEnd
+	}
 	b.recs = append(b.recs, next.recs...)
 	b.bytes += next.bytes
-	if next.pos != nil {
-		b.pos = next.pos
-	}
 }
 
 // commitSourcePositions is the committing half of a source task: for each
 // batch, in order, it waits until the batch is durable; then it stores the
 // newest position reached and acks it, at most every
 // sourcePositionInterval, and once more when window is closed.
-// On a failure it calls stopReading and drains the window.
-func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func()) error {
+// On a failure it calls stopReading and drains the window. With a tail
+// tracker, each position is stored with the log offsets reached by the
+// batch that carried it.
+func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker) error {
 	m := r.w.metrics
 	var pending connect.Position
+	var pendingTail []PartitionOffset
 	var failed error
 	var last time.Time // of the last store
 	var timer *time.Timer
@@ -275,7 +304,14 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 		if pending == nil || failed != nil {
 			return
 		}
-		if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, pending); err != nil {
+		if hook := testHookBeforePositionStore; hook != nil {
+			if err := hook(r.spec.Name, pending); err != nil {
+				failed = err
+				stopReading()
+				return
+			}
+		}
+		if err := r.w.offsets.PutWithTail(ctx, r.spec.Pipeline, r.spec.Name, pending, pendingTail); err != nil {
 			failed = err
 			stopReading()
 			return
@@ -310,8 +346,20 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			}
 			close(f.done)
 			m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
+			// The tail stored with a position covers the records up to
+			// the positioned one: those after it (read after it, in the
+			// same batch) are the source's unacknowledged tail.
+			if tail != nil {
+				tail.note(f.recs[:f.posEnd])
+			}
 			if f.pos != nil {
 				pending = f.pos
+				if tail != nil {
+					pendingTail = tail.snapshot()
+				}
+			}
+			if tail != nil {
+				tail.note(f.recs[f.posEnd:])
 			}
 			if pending == nil {
 				continue

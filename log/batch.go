@@ -200,6 +200,17 @@ func frameLength(p []byte) (base int64, size int) {
 // decodes its header with kmsg. The returned reason is empty when the batch
 // is sound.
 func checkBatch(b []byte) (kmsg.RecordBatch, batchMeta, string) {
+	return decodeHeader(b, true)
+}
+
+// batchHeader is checkBatch without the CRC, for batches that never left
+// memory since the log encoded them (appends of the log's own batches,
+// reads from the tail cache): they cannot have been damaged in storage.
+func batchHeader(b []byte) (kmsg.RecordBatch, batchMeta, string) {
+	return decodeHeader(b, false)
+}
+
+func decodeHeader(b []byte, verifyCRC bool) (kmsg.RecordBatch, batchMeta, string) {
 	var kb kmsg.RecordBatch
 	if len(b) < batchHeaderSize {
 		return kb, batchMeta{}, fmt.Sprintf("batch of %d bytes is shorter than the %d-byte header", len(b), batchHeaderSize)
@@ -210,8 +221,10 @@ func checkBatch(b []byte) (kmsg.RecordBatch, batchMeta, string) {
 	if err := kb.UnsafeReadFrom(b); err != nil {
 		return kb, batchMeta{}, fmt.Sprintf("decode header: %v", err)
 	}
-	if got := crc32.Checksum(b[batchCRCStart:], castagnoli); int32(got) != kb.CRC {
-		return kb, batchMeta{}, fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(kb.CRC), got)
+	if verifyCRC {
+		if got := crc32.Checksum(b[batchCRCStart:], castagnoli); int32(got) != kb.CRC {
+			return kb, batchMeta{}, fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(kb.CRC), got)
+		}
 	}
 	if kb.LastOffsetDelta < 0 || kb.NumRecords < 0 {
 		return kb, batchMeta{}, "negative record count"
@@ -235,7 +248,10 @@ func metaOf(kb *kmsg.RecordBatch, size int) batchMeta {
 }
 
 // decodeRecords decodes the records of a checked batch, appending those at or
-// after minOffset to dst. Record bytes are copied, so dst does not alias b.
+// after minOffset to dst. Keys, values and header values of an uncompressed
+// batch alias it (kmsg caps each at its length, so an append to one never
+// writes into its neighbours); the batch may be shared with other readers
+// (the tail cache), so they are read-only.
 func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Record, error) {
 	raw := kb.Records
 	if codec := kgo.CompressionCodecType(kb.Attributes & attrCompressionMask); codec != kgo.CodecNone {

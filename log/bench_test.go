@@ -141,3 +141,36 @@ func readPartition(b *testing.B, l *Log) int {
 	}
 	return n
 }
+
+// BenchmarkReadTail reads the newest 20,000 records of a partition, as a
+// consumer close behind its producers does, with the tail cache (the
+// default) and without it (every read a pread into a fresh buffer, and a
+// CRC check). One op is one pass.
+func BenchmarkReadTail(b *testing.B) {
+	const records = 20_000
+	for _, cache := range []struct {
+		name  string
+		bytes int
+	}{{"cache=on", 0}, {"cache=off", -1}} {
+		l := benchLog(b, b.TempDir(), Options{FlushInterval: time.Hour, TailCacheBytes: cache.bytes})
+		recs := benchValues(500, 1024)
+		ctx := context.Background()
+		for i := 0; i < records; i += len(recs) {
+			if _, err := l.Append(ctx, "bench", 0, recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("size=1024B/records=%d/%s", records, cache.name), func(b *testing.B) {
+			b.SetBytes(int64(records * 1024))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if n := readPartition(b, l); n != records {
+					b.Fatalf("read %d records, want %d", n, records)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)*records/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

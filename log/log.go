@@ -48,6 +48,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (tests set it). Default time.Now.
 	Now func() time.Time
+	// TailCacheBytes bounds the newest appended batches kept in memory for
+	// readers close behind the writers (see tailCache). Zero means 64 MiB;
+	// negative turns the cache off.
+	TailCacheBytes int
 }
 
 // Log is the built-in partition log: topics of partitions of record batches
@@ -70,6 +74,7 @@ type Log struct {
 	pidMu sync.Mutex // guards meta.NextProducerID and meta.ProducerIDBlockEnd
 
 	groups *Groups
+	cache  *tailCache // nil when off
 
 	bgCancel context.CancelFunc
 	bgDone   sync.WaitGroup
@@ -153,9 +158,14 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	cacheBytes := opts.TailCacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = defaultTailCacheBytes
+	}
 	l := &Log{
 		opts: opts, logger: opts.Logger, now: opts.Now, lock: lock,
 		defaults: opts.TopicDefaults, topics: map[string]*topic{},
+		cache: newTailCache(cacheBytes),
 	}
 	if err := l.load(); err != nil {
 		l.closeTopics()
@@ -705,7 +715,7 @@ func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition in
 			}
 		}
 	}
-	bases, end, err := p.write([][]byte{b})
+	bases, end, err := p.write([][]byte{b}, false)
 	if end >= 0 {
 		wait = func(ctx context.Context) error {
 			_, err := p.waitDurable(ctx, end)
@@ -835,32 +845,81 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 		byPart[p] = append(byPart[p], i)
 	}
 	cfg := t.config()
-	pd := &Pending{}
-	for p, idx := range byPart {
-		if len(idx) == 0 {
-			continue
-		}
+	// Each partition's share is encoded and written on its own: in
+	// parallel when several partitions get enough records to be worth a
+	// goroutine (encoding copies every byte and computes the CRC; the
+	// partitions' locks are independent). The call waits for all of them,
+	// so successive calls keep their order in every partition.
+	type result struct {
+		end int64
+		err error
+	}
+	results := make([]result, n)
+	for p := range results {
+		results[p].end = -1 // nothing written, nothing to wait for
+	}
+	produce := func(p int, idx []int) {
 		batch := make([]Record, len(idx))
 		for j, i := range idx {
 			batch[j] = recs[i]
 		}
 		encoded, err := l.encodeFor(topicName, batch, cfg, noProducer)
 		if err != nil {
-			return pd, err
+			results[p] = result{end: -1, err: err}
+			return
 		}
-		bases, end, err := parts[p].write(encoded)
-		if end >= 0 {
-			pd.waits = append(pd.waits, pendingWait{p: parts[p], end: end})
-		}
+		bases, end, err := parts[p].write(encoded, true)
+		results[p] = result{end: end, err: err}
 		if err != nil {
-			return pd, err
+			return
 		}
 		for j, i := range idx {
 			recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, int32(p), bases[0]+int64(j)
 		}
 	}
-	return pd, nil
+	busy := 0
+	for _, idx := range byPart {
+		if len(idx) > 0 {
+			busy++
+		}
+	}
+	if busy > 1 && len(recs) >= parallelProduceRecords {
+		var wg sync.WaitGroup
+		for p, idx := range byPart {
+			if len(idx) > 0 {
+				wg.Go(func() { produce(p, idx) })
+			}
+		}
+		wg.Wait()
+	} else {
+		for p, idx := range byPart {
+			if len(idx) == 0 {
+				continue
+			}
+			if produce(p, idx); results[p].err != nil {
+				break
+			}
+		}
+	}
+	pd := &Pending{}
+	var firstErr error
+	for p, idx := range byPart {
+		if len(idx) == 0 {
+			continue
+		}
+		if r := results[p]; r.end >= 0 {
+			pd.waits = append(pd.waits, pendingWait{p: parts[p], end: r.end})
+		}
+		if err := results[p].err; err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return pd, firstErr
 }
+
+// parallelProduceRecords is the least records of a ProduceAsync call that
+// spreads its partitions' encoding and writing over goroutines.
+const parallelProduceRecords = 256
 
 // InitProducerID allocates a new idempotent producer id (epoch 0). Ids are
 // handed out from blocks recorded in meta.json, so none repeats after a

@@ -131,6 +131,9 @@ func (p *partition) recover() error {
 			}
 		}
 		p.report(s, rec)
+		if tail {
+			s.cache.Store(p.l.cache)
+		}
 		p.segments = append(p.segments, s)
 	}
 	if len(p.segments) == 0 {
@@ -138,6 +141,7 @@ func (p *partition) recover() error {
 		if err != nil {
 			return err
 		}
+		s.cache.Store(p.l.cache)
 		p.segments = append(p.segments, s)
 		if err := syncDir(p.dir); err != nil {
 			return err
@@ -203,7 +207,7 @@ func (s *segment) scanMeta(fn func(batchMeta)) error {
 // the base offset of each. With fsync on (the default) it returns only once
 // every batch is durable.
 func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int64, error) {
-	bases, end, err := p.write(batches)
+	bases, end, err := p.write(batches, true)
 	if end >= 0 {
 		if _, werr := p.waitDurable(ctx, end); werr != nil {
 			return nil, werr
@@ -220,14 +224,21 @@ func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int6
 // the offset every written batch lies below (wait for it with waitDurable),
 // or -1 when nothing needs waiting for. An error after some batches were
 // written comes with their end, so the caller can still wait for them.
-func (p *partition) write(batches [][]byte) (bases []int64, end int64, err error) {
+//
+// owned says the log built batches and nobody changes them after the
+// append: the tail cache may then keep them for readers.
+func (p *partition) write(batches [][]byte, owned bool) (bases []int64, end int64, err error) {
 	if len(batches) == 0 {
 		return nil, -1, nil
 	}
 	cfg := p.cfg()
 	metas := make([]batchMeta, len(batches))
+	check := checkBatch
+	if owned {
+		check = batchHeader
+	}
 	for i, b := range batches {
-		_, meta, reason := checkBatch(b)
+		_, meta, reason := check(b)
 		if reason != "" {
 			return nil, -1, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 		}
@@ -280,10 +291,14 @@ func (p *partition) write(batches [][]byte) (bases []int64, end int64, err error
 			meta.MaxTimestamp = now.UnixMilli() // indexes and retention go by the append time
 		}
 		meta.BaseOffset, meta.LastOffset = base, base+int64(meta.LastOffset-meta.BaseOffset)
+		pos := active.size
 		if err := active.append(b, meta); err != nil {
 			p.failed = err
 			p.mu.Unlock()
 			return nil, -1, err
+		}
+		if owned {
+			active.cache.Load().put(active, pos, b)
 		}
 		p.producers.update(meta)
 		p.next = meta.LastOffset + 1
@@ -363,6 +378,8 @@ func (p *partition) rollLocked(now time.Time) error {
 		s.release()
 		return err
 	}
+	s.cache.Store(p.l.cache)
+	old.cache.Store(nil)
 	p.segments = append(p.segments, s)
 	if err := p.producers.writeSnapshot(p.dir, p.next); err != nil {
 		p.logger().Warn("write producer snapshot", "error", err)
@@ -468,6 +485,8 @@ func (p *partition) snapshot(offset int64) (*view, error) {
 
 // ReadResult is what one read of a partition returns.
 type ReadResult struct {
+	// Records may share their byte slices with other readers (the tail
+	// cache hands the same batch to each): treat them as read-only.
 	Records        []Record
 	NextOffset     int64 // where the next read should start
 	HighWatermark  int64 // offset after the last readable record

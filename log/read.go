@@ -270,6 +270,7 @@ type BatchReadResult struct {
 	// Batches are stored record batches, byte for byte as on disk (Kafka
 	// v2, base offset set). The first may start before the offset asked
 	// for: it is the batch that holds it, as a Kafka broker serves it.
+	// They may be shared with other readers (the tail cache): read-only.
 	Batches        [][]byte
 	NextOffset     int64 // where the next read should start
 	HighWatermark  int64

@@ -37,6 +37,11 @@ type segment struct {
 	sinceIndex int64
 
 	refs atomic.Int32 // the partition's reference plus one per reader
+
+	// cache holds batches appended to this segment while it is active;
+	// nil once sealed, so that reads of a sealed segment (compaction's
+	// above all) see the file as it is.
+	cache atomic.Pointer[tailCache]
 }
 
 func segmentName(base int64, ext string) string { return fmt.Sprintf("%020d%s", base, ext) }
@@ -448,13 +453,16 @@ func (s *segment) remove() error {
 }
 
 // batchIter walks the batches of a segment from a byte position. The slices
-// it returns stay valid: buffers are never reused.
+// it returns stay valid: buffers are never reused, and batches from the
+// tail cache never change.
 type batchIter struct {
 	s      *segment
 	pos    int64 // file position of the next batch
 	end    int64 // stop before this position
 	buf    []byte
 	bufPos int64
+
+	cached bool // the batch next returned came from the tail cache
 }
 
 const readChunk = 256 << 10
@@ -475,6 +483,11 @@ func (it *batchIter) next() ([]byte, int64, error) {
 	if it.end-pos < batchLengthPrefix {
 		return nil, pos, errTornFrame
 	}
+	if b := it.s.cache.Load().get(it.s, pos); b != nil && pos+int64(len(b)) <= it.end {
+		it.pos, it.cached = pos+int64(len(b)), true
+		return b, pos, nil
+	}
+	it.cached = false
 	var p []byte
 	if pos >= it.bufPos && pos+batchLengthPrefix <= it.bufPos+int64(len(it.buf)) {
 		p = it.buf[pos-it.bufPos:]
@@ -597,7 +610,11 @@ func (c *checkedIter) next() (checkedBatch, error) {
 			reason = err.Error()
 		} else {
 			b = checkedBatch{raw: raw, pos: pos}
-			b.kb, b.meta, reason = checkBatch(raw)
+			if c.it.cached {
+				b.kb, b.meta, reason = batchHeader(raw)
+			} else {
+				b.kb, b.meta, reason = checkBatch(raw)
+			}
 		}
 		m := b.meta
 		switch {

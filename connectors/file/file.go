@@ -35,7 +35,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -346,7 +345,7 @@ func appendDecoded(b *bytes.Buffer, data []byte) {
 		b.WriteString("null")
 		return
 	}
-	if utf8.Valid(data) && compact(b, data) {
+	if compact(b, data) {
 		return
 	}
 	appendString(b, string(data))

@@ -88,6 +88,8 @@ func TestSink_Write_Values(t *testing.T) {
 		value("line\nbreak\t\"quoted\" \\ <html>"),
 		value("\xff\xfe binary"),
 		value(`{"s":"<b>&amp;</b> \u2028"}`),
+		value("{\"city\":\"Zürich\"}"),
+		value("{\"bad\":\"\xff\"}"), // JSON, but not UTF-8: written as a string
 	)
 	want := `{"seq":1,"tags":[1,2],"name":"a b"}
 42
@@ -98,6 +100,8 @@ func TestSink_Write_Values(t *testing.T) {
 "line\nbreak\t\"quoted\" \\ <html>"
 "\ufffd\ufffd binary"
 {"s":"<b>&amp;</b> \u2028"}
+{"city":"Zürich"}
+"{\"bad\":\"\ufffd\"}"
 `
 	got := readFile(t, path)
 	if got != want {
@@ -376,6 +380,7 @@ func BenchmarkAppendLine(b *testing.B) {
 	r := connect.Record{Topic: "web.tracking", Key: []byte("user-1"), Value: v, Timestamp: time.Now()}
 	var buf bytes.Buffer
 	b.SetBytes(int64(len(v)))
+	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
 		appendLine(&buf, &r, true)

@@ -7,11 +7,12 @@ import (
 )
 
 // compact appends data, a JSON value, with insignificant space removed, and
-// reports whether data was valid JSON; when not, b is left as it was.
+// reports whether data was valid JSON in UTF-8; when not, b is left as it
+// was.
 func compact(b *bytes.Buffer, data []byte) bool {
-	valid, isCompact := scanJSON(data)
+	valid, isCompact, ascii := scanJSON(data)
 	switch {
-	case !valid:
+	case !valid, !ascii && !utf8.Valid(data):
 		return false
 	case isCompact:
 		// Most values are: then checking is enough, and much cheaper

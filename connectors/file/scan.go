@@ -1,20 +1,24 @@
 package file
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // scanJSON reports whether data is exactly one JSON value (RFC 8259, with
 // optional whitespace around it) and whether it is already compact (no
 // whitespace outside strings). It is the file sink's hot path: one pass,
 // no allocation, several times faster than encoding/json.Valid. Strings are
-// not checked for valid UTF-8 here; the caller does that.
-func scanJSON(data []byte) (valid, compact bool) {
-	s := scanner{data: data, compact: true}
+// not checked for valid UTF-8 here: ascii says whether data is all ASCII
+// (then it needs no such check; else the caller checks).
+func scanJSON(data []byte) (valid, compact, ascii bool) {
+	s := scanner{data: data, compact: true, ascii: true}
 	s.space()
 	if !s.value(0) {
-		return false, false
+		return false, false, false
 	}
 	s.space()
-	return s.i == len(s.data), s.compact
+	return s.i == len(s.data), s.compact, s.ascii
 }
 
 // maxDepth bounds nesting, as encoding/json does (10000).
@@ -24,6 +28,7 @@ type scanner struct {
 	data    []byte
 	i       int
 	compact bool
+	ascii   bool // no byte >= 0x80 seen (only strings may hold one)
 }
 
 func (s *scanner) space() {
@@ -137,13 +142,21 @@ func (s *scanner) array(depth int) bool {
 func (s *scanner) str() bool {
 	s.i++ // opening quote
 	for s.i < len(s.data) {
-		// Skip runs of plain characters eight at a time: most of a string
-		// needs no look (a 1 KiB padded event is mostly one string).
-		for s.i+8 <= len(s.data) && plain8(binary.LittleEndian.Uint64(s.data[s.i:])) {
-			s.i += 8
-		}
-		if s.i >= len(s.data) {
-			break
+		// Look at eight bytes at a time: skip them when none needs a look
+		// (most of a string: a 1 KiB padded event is mostly one string),
+		// else go straight to the first that does. The loop walks a
+		// shrinking slice: no bounds checks, no stores.
+		if rest := s.data[s.i:]; len(rest) >= 8 {
+			for len(rest) >= 8 {
+				if m := special(binary.LittleEndian.Uint64(rest)); m != 0 {
+					rest = rest[bits.TrailingZeros64(m)>>3:]
+					break
+				}
+				rest = rest[8:]
+			}
+			if s.i = len(s.data) - len(rest); len(rest) == 0 {
+				break
+			}
 		}
 		c := s.data[s.i]
 		switch {
@@ -173,6 +186,9 @@ func (s *scanner) str() bool {
 		case c < 0x20:
 			return false
 		default:
+			if c >= 0x80 {
+				s.ascii = false
+			}
 			s.i++
 		}
 	}
@@ -186,19 +202,21 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether the eight bytes of w need no look inside a JSON
-// string: none is a quote, a backslash, a control character or non-ASCII.
-// Each test below is exact for "some byte matches", which is all it needs.
-func plain8(w uint64) bool {
+// special returns, for the eight bytes of w in little-endian order, the
+// high bit of each byte that needs a look inside a JSON string (a quote, a
+// backslash, a control character or non-ASCII), exactly for the first such
+// byte: the subtraction tricks (Hacker's Delight, ch. 6) may flag bytes
+// after it too, but never one before, as borrows only run upward.
+func special(w uint64) uint64 {
 	const (
 		quote     = lsb * '"'
 		backslash = lsb * '\\'
 	)
-	control := (w - lsb*0x20) &^ w // high bit set for bytes < 0x20 (and >= 0x80, excluded anyway)
+	control := (w - lsb*0x20) &^ w // high bit set for bytes < 0x20 (and >= 0x80, flagged by w itself)
 	q := w ^ quote
 	bs := w ^ backslash
 	zero := (q-lsb)&^q | (bs-lsb)&^bs // high bit set where a byte was a quote or backslash
-	return (control|zero|w)&msb == 0
+	return (control | zero | w) & msb
 }
 
 func (s *scanner) number() bool {

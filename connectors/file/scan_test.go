@@ -3,7 +3,9 @@ package file
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestScanJSON(t *testing.T) {
@@ -28,12 +30,34 @@ func TestScanJSON(t *testing.T) {
 		{`{"a":"\ud83d"}`, true, true},
 	}
 	for _, tt := range tests {
-		valid, compact := scanJSON([]byte(tt.in))
+		valid, compact, _ := scanJSON([]byte(tt.in))
 		if valid != tt.valid || (valid && compact != tt.compact) {
 			t.Errorf("scanJSON(%q) = %v, %v; want %v, %v", tt.in, valid, compact, tt.valid, tt.compact)
 		}
 		if valid != json.Valid([]byte(tt.in)) {
 			t.Errorf("scanJSON(%q) valid = %v, encoding/json says %v", tt.in, valid, !valid)
+		}
+	}
+}
+
+// TestScanJSON_SpecialAtEveryPosition puts a byte that needs a look (an
+// escape, a quote, a control character, non-ASCII) at every position of
+// strings around the eight-byte steps of the scanner, and checks the
+// verdicts against encoding/json.
+func TestScanJSON_SpecialAtEveryPosition(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, special := range []string{`\"`, `\\`, `\n`, `\u00e9`, "\t", "é", "\xff", `"`, `\x`} {
+				str := strings.Repeat("a", pos) + special + strings.Repeat("b", n-pos)
+				data := []byte(`{"k":"` + str + `","n":1}`)
+				valid, _, ascii := scanJSON(data)
+				if want := json.Valid(data); valid != want {
+					t.Fatalf("scanJSON(%q) valid = %v, encoding/json says %v", data, valid, want)
+				}
+				if wantASCII := !strings.ContainsFunc(string(data), func(r rune) bool { return r >= 0x80 }); valid && ascii != wantASCII {
+					t.Fatalf("scanJSON(%q) ascii = %v", data, ascii)
+				}
+			}
 		}
 	}
 }
@@ -45,12 +69,15 @@ func FuzzScanJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		valid, compact := scanJSON(data)
+		valid, compact, ascii := scanJSON(data)
 		if want := json.Valid(data); valid != want {
 			t.Fatalf("scanJSON(%q) valid = %v, encoding/json says %v", data, valid, want)
 		}
 		if !valid {
 			return
+		}
+		if want := !bytes.ContainsFunc(data, func(r rune) bool { return r >= 0x80 || r == utf8.RuneError }); ascii != want {
+			t.Fatalf("scanJSON(%q) ascii = %v, want %v", data, ascii, want)
 		}
 		var b bytes.Buffer
 		if err := json.Compact(&b, data); err != nil {
