@@ -9,7 +9,10 @@
 //   - batch: POST /v1/batch requests of -batch events, durable;
 //   - src-single, src-batch: the same requests straight to the source's
 //     ServeHTTP, without network, and acknowledged at once without a log:
-//     the source's own cost.
+//     the source's own cost;
+//   - nostore-single, nostore-batch: the source on the embedded log with a
+//     minimal worker that acknowledges once the records are durable,
+//     without storing a position.
 //
 // Each phase runs closed-loop clients for -duration (over keep-alive
 // connections where there is a network) and reports requests/s, events/s,
@@ -132,6 +135,7 @@ type result struct {
 	lat       []time.Duration // of the 200s, sorted
 	cpu       time.Duration   // CPU time of the whole process (user + system) during the phase
 	firstFail string
+	stores    int64 // position stores (acknowledgements) of a durable phase
 }
 
 func (r result) reqPerSec() float64 { return float64(r.requests) / r.elapsed.Seconds() }
@@ -151,6 +155,7 @@ func run(c config) error {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), c.duration, c.conns, c.batchConns, c.batch, dir)
 	phases := splitComma(c.phases)
 	results := make([]result, len(phases))
+	perRound := make([][]result, len(phases))
 	for round := 1; round <= max(c.rounds, 1); round++ {
 		var rates []string
 		for i, phase := range phases {
@@ -163,21 +168,29 @@ func run(c config) error {
 				r, err = runSource(c, filepath.Join(dir, fmt.Sprintf("%s-%d", phase, round)), phase)
 			case "src-single", "src-batch":
 				r, err = runHandler(c, filepath.Join(dir, fmt.Sprintf("%s-%d", phase, round)), phase)
+			case "nostore-single", "nostore-batch":
+				r, err = runNoStore(c, filepath.Join(dir, fmt.Sprintf("%s-%d", phase, round)), phase)
 			default:
-				err = fmt.Errorf("unknown phase %q (bare, single, batch, src-single, src-batch)", phase)
+				err = fmt.Errorf("unknown phase %q (bare, single, batch, src-single, src-batch, nostore-single, nostore-batch)", phase)
 			}
 			if err != nil {
 				return fmt.Errorf("phase %s: %w", phase, err)
 			}
-			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s)\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec())
+			acks := ""
+			if r.stores > 0 {
+				acks = fmt.Sprintf(", %d position stores (%.1f requests each)", r.stores, float64(r.requests)/float64(r.stores))
+			}
+			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), acks)
 			rates = append(rates, fmt.Sprintf("%s %.0f/s", phase, r.reqPerSec()))
 			results[i] = results[i].add(r)
+			perRound[i] = append(perRound[i], r)
 		}
 		if c.rounds > 1 {
 			fmt.Printf("  round %d: %s\n", round, strings.Join(rates, ", "))
 		}
 	}
 	printTable(results)
+	printMedians(phases, perRound)
 	return nil
 }
 
@@ -191,6 +204,7 @@ func (r result) add(o result) result {
 	r.failed += o.failed
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
+	r.stores += o.stores
 	if r.firstFail == "" {
 		r.firstFail = o.firstFail
 	}
@@ -280,6 +294,107 @@ func runHandler(c config, dir, phase string) (result, error) {
 	return r, err
 }
 
+// runNoStore runs the source on a fresh embedded log in dir with a
+// minimal worker that acknowledges a batch as soon as its records are
+// durable, without storing a position (nor transforms, metrics, ...): what
+// the engine would give if it answered on durability before the position
+// store (see the README). Like the engine, it reads and appends the next
+// batch while the previous ones wait for their fsync.
+func runNoStore(c config, dir, phase string) (result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default()})
+	if err != nil {
+		return result{}, err
+	}
+	defer l.Close()
+	if err := l.CreateTopic(topic, c.partitions, nil); err != nil {
+		return result{}, err
+	}
+	conn := httptrack.Connector()
+	src := conn.NewSource().(*httptrack.Source)
+	values := map[string]string{"listen": "127.0.0.1:0", "write.keys": writeKey}
+	if c.stateDir {
+		values["state.dir"] = filepath.Join(dir, "state")
+	}
+	if err := src.Open(ctx, connect.Config{Pipeline: "bench", Connector: "web", Values: values, Spec: conn.Spec}); err != nil {
+		return result{}, err
+	}
+	defer src.Close(context.Background())
+	type inflight struct {
+		pd  *tlog.Pending
+		pos connect.Position
+	}
+	window := make(chan inflight, 8)
+	worker := make(chan error, 2)
+	go func() { // read and append
+		defer close(window)
+		for {
+			recs, err := src.Read(ctx)
+			if ctx.Err() != nil {
+				worker <- nil
+				return
+			}
+			if err != nil {
+				worker <- err
+				return
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			out := make([]tlog.Record, len(recs))
+			var pos connect.Position
+			for i, r := range recs {
+				out[i] = tlog.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+				if r.Position != nil {
+					pos = r.Position
+				}
+			}
+			pd, err := l.ProduceAsync(ctx, topic, out)
+			if err != nil {
+				worker <- err
+				return
+			}
+			select {
+			case window <- inflight{pd, pos}:
+			case <-ctx.Done():
+				worker <- nil
+				return
+			}
+		}
+	}()
+	go func() { // wait for durability and acknowledge
+		for f := range window {
+			if err := f.pd.Wait(ctx); err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				worker <- err
+				return
+			}
+			if f.pos != nil {
+				if err := src.Ack(ctx, f.pos); err != nil {
+					worker <- err
+					return
+				}
+			}
+		}
+		worker <- nil
+	}()
+	path, conns, per := "/v1/track", c.conns, 1
+	if phase == "nostore-batch" {
+		path, conns, per = "/v1/batch", c.batchConns, c.batch
+	}
+	r, err := load(c, phase, "http://"+src.Addr().String()+path, conns, per)
+	cancel()
+	for range 2 {
+		if werr := <-worker; err == nil && werr != nil && !errors.Is(werr, context.Canceled) {
+			err = werr
+		}
+	}
+	return r, err
+}
+
 // cpuTime returns the CPU time the process has used, user and system.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -345,6 +460,11 @@ func runSource(c config, dir, phase string) (result, error) {
 	}
 	if appended < r.events {
 		return r, fmt.Errorf("%d events answered 200 but only %d in the log", r.events, appended)
+	}
+	// How many requests one position store (one acknowledgement) covered:
+	// the group commit at work.
+	if _, stores, err := l.Offsets(engine.OffsetsTopic, 0); err == nil && stores > 0 {
+		r.stores = stores
 	}
 	return r, nil
 }
@@ -501,6 +621,43 @@ func printTable(rs []result) {
 		if r.failed > 0 {
 			fmt.Printf("%s: %d requests failed, first: %s\n", r.name, r.failed, r.firstFail)
 		}
+	}
+}
+
+// printMedians prints, over the rounds, the median of each round's
+// single/bare ratio and of its batch events/s: a round's phases ran back to
+// back, so their ratio shares the machine's load of that moment.
+func printMedians(phases []string, perRound [][]result) {
+	idx := func(name string) int { return slices.Index(phases, name) }
+	bare, single, batch := idx("bare"), idx("single"), idx("batch")
+	if len(perRound) == 0 || len(perRound[0]) < 2 {
+		return
+	}
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	fmt.Println()
+	if bare >= 0 && single >= 0 {
+		var ratios []string
+		var vals []float64
+		for k := range perRound[bare] {
+			r := perRound[single][k].reqPerSec() / perRound[bare][k].reqPerSec()
+			vals = append(vals, r)
+			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*r))
+		}
+		m := median(vals)
+		fmt.Printf("single vs bare, per round: %s; median %.0f%% (target >= %.0f%%): %s\n", strings.Join(ratios, ", "), 100*m, 100*targetSingleRatio, verdict(m >= targetSingleRatio))
+	}
+	if batch >= 0 {
+		var rates []string
+		var vals []float64
+		for _, r := range perRound[batch] {
+			vals = append(vals, r.evPerSec())
+			rates = append(rates, fmt.Sprintf("%.0f", r.evPerSec()))
+		}
+		m := median(vals)
+		fmt.Printf("batch events/s, per round: %s; median %.0f (target >= %d): %s\n", strings.Join(rates, ", "), m, targetBatchEvents, verdict(m >= targetBatchEvents))
 	}
 }
 

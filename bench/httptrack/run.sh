@@ -17,7 +17,8 @@
 # each phase's rounds are added up.
 #
 # Environment (defaults in brackets):
-#   ROUNDS [3]          rounds of every phase
+#   ROUNDS (or RUNS) [3] rounds of every phase; the table adds them up, and
+#                       the medians of the per-round figures follow it
 #   DURATION [4s]       length of each phase in each round
 #   CONNS [64]          clients (keep-alive connections) of bare and single
 #   BATCH_CONNS [32]    clients of batch
@@ -25,7 +26,7 @@
 set -euo pipefail
 export LC_ALL=C
 
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-${RUNS:-3}}
 DURATION=${DURATION:-4s}
 CONNS=${CONNS:-64}
 BATCH_CONNS=${BATCH_CONNS:-32}

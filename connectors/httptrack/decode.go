@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -86,7 +87,17 @@ type decoded struct {
 	msgs     []*message
 	problems []problem // the rejected messages, by index
 	total    int       // messages in the request, accepted or not
-	arena    arena     // backs the members of the messages
+	arena    *arena    // backs the members of the messages; nil after release
+}
+
+// release returns the arena behind the messages to the pool: d.msgs and
+// everything they hold must not be used afterwards (d.problems and d.env
+// may).
+func (d *decoded) release() {
+	if d.arena != nil {
+		putArena(d.arena)
+		d.arena, d.msgs = nil, nil
+	}
 }
 
 // decodeRequest parses and validates a request body. typ is the message
@@ -102,7 +113,9 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 	if typ != "" && len(body) > lim.maxMessageBytes {
 		return nil, requestProblem("message_too_large", "message is %d bytes, more than the %d allowed", len(body), lim.maxMessageBytes)
 	}
-	if !validJSON(body) {
+	a := getArena()
+	if !validIndexed(body, a) {
+		putArena(a)
 		var v any
 		err := json.Unmarshal(body, &v)
 		if err == nil {
@@ -110,47 +123,58 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 		}
 		return nil, requestProblem("invalid_json", "body is not a JSON object: %s", jsonErrorText(err))
 	}
-	d := &decoded{}
-	top, err := scanMembers(&d.arena, body)
+	d := &decoded{arena: a}
+	top, err := scanMembersAt(a, body, 0)
 	if err != nil {
+		d.release()
 		return nil, requestProblem("invalid_json", "body is not a JSON object: found %s", clip(bytes.TrimSpace(body)))
 	}
-	env, p := decodeEnvelope(&d.arena, &top, typ == "")
+	env, p := decodeEnvelope(a, &top, typ == "")
 	if p != nil {
+		d.release()
 		return nil, p
 	}
 	d.env = env
 	if typ != "" {
 		d.total = 1
-		m, p := decodeMessage(&d.arena, top, typ, -1, d.env, lim, len(body))
+		m, p := decodeMessage(a, top, typ, -1, d.env, lim, len(body))
 		if p != nil {
 			d.problems = append(d.problems, *p)
 		} else {
-			d.msgs = append(d.msgs, m)
+			d.msgs = append(a.ptrs[:0], m)
+			a.ptrs = d.msgs
 		}
 		return d, nil
 	}
-	raw, ok := top.get("batch")
+	raw, off, ok := top.getAt("batch")
 	if !ok || isNull(raw) {
+		d.release()
 		return nil, &problem{Index: -1, Field: "batch", Code: "missing_batch", Message: `body has no "batch": send {"batch":[...]} to /v1/batch`}
 	}
-	items, err := scanElements(raw)
+	items, offs, err := scanElementsAt(a, raw, off)
 	if err != nil {
+		d.release()
 		return nil, &problem{Index: -1, Field: "batch", Code: "invalid_batch", Message: `"batch" is not an array of messages`}
 	}
 	if len(items) > lim.maxBatchEvents {
+		d.release()
 		return nil, &problem{Index: -1, Field: "batch", Code: "too_many_events", Message: fmt.Sprintf("batch has %d messages, more than the %d allowed", len(items), lim.maxBatchEvents)}
 	}
 	d.total = len(items)
-	d.msgs = make([]*message, 0, len(items))
+	d.msgs = slices.Grow(a.ptrs[:0], len(items))
 	for i, item := range items {
-		m, p := decodeItem(&d.arena, item, i, d.env, lim)
+		off := -1
+		if offs != nil {
+			off = offs[i]
+		}
+		m, p := decodeItem(a, item, off, i, d.env, lim)
 		if p != nil {
 			d.problems = append(d.problems, *p)
 			continue
 		}
 		d.msgs = append(d.msgs, m)
 	}
+	a.ptrs = d.msgs
 	return d, nil
 }
 
@@ -182,8 +206,8 @@ func decodeEnvelope(a *arena, top *object, isBatch bool) (envelope, *problem) {
 		name string
 		dst  *object
 	}{{"context", &env.context}, {"integrations", &env.integrations}} {
-		if raw, ok := top.get(f.name); ok && !isNull(raw) {
-			m, err := scanMembers(a, raw)
+		if raw, off, ok := top.getAt(f.name); ok && !isNull(raw) {
+			m, err := scanMembersAt(a, raw, off)
 			if err != nil {
 				return env, &problem{Index: -1, Field: f.name, Code: "invalid_field", Message: fmt.Sprintf("%q of the batch is not an object", f.name)}
 			}
@@ -193,12 +217,13 @@ func decodeEnvelope(a *arena, top *object, isBatch bool) (envelope, *problem) {
 	return env, nil
 }
 
-// decodeItem validates the batch item at index i.
-func decodeItem(a *arena, raw json.RawMessage, i int, env envelope, lim limits) (*message, *problem) {
+// decodeItem validates the batch item at index i, at offset off of the
+// indexed body (-1: not indexed).
+func decodeItem(a *arena, raw json.RawMessage, off, i int, env envelope, lim limits) (*message, *problem) {
 	if len(raw) > lim.maxMessageBytes {
 		return nil, &problem{Index: i, Code: "message_too_large", Message: fmt.Sprintf("batch[%d] is %d bytes, more than the %d allowed per message", i, len(raw), lim.maxMessageBytes)}
 	}
-	fields, err := scanMembers(a, raw)
+	fields, err := scanMembersAt(a, raw, off)
 	if err != nil {
 		return nil, &problem{Index: i, Code: "invalid_message", Message: fmt.Sprintf("batch[%d] is not a JSON object", i)}
 	}
@@ -255,7 +280,8 @@ func decodeMessage(a *arena, fields object, typ string, i int, env envelope, lim
 	if size > lim.maxMessageBytes {
 		return nil, bad("", "message_too_large", "is %d bytes, more than the %d allowed per message", size, lim.maxMessageBytes)
 	}
-	m := &message{typ: typ}
+	m := a.newMessage()
+	m.typ = typ
 	fields.del("type")
 
 	var p *problem
@@ -356,13 +382,13 @@ func decodeMessage(a *arena, fields object, typ string, i int, env envelope, lim
 		m.sentAt = env.sentAt
 	}
 	var err error
-	ctx, _ := fields.get("context")
-	if m.context, err = mergeObject(a, env.context, ctx); err != nil {
+	ctx, ctxOff, _ := fields.getAt("context")
+	if m.context, err = mergeObject(a, env.context, ctx, ctxOff); err != nil {
 		return nil, bad("context", "invalid_field", `has "context" %s: want an object`, clip(ctx))
 	}
 	fields.del("context")
-	integ, _ := fields.get("integrations")
-	if m.integrations, err = mergeObject(a, env.integrations, integ); err != nil {
+	integ, integOff, _ := fields.getAt("integrations")
+	if m.integrations, err = mergeObject(a, env.integrations, integ, integOff); err != nil {
 		return nil, bad("integrations", "invalid_field", `has "integrations" %s: want an object`, clip(integ))
 	}
 	fields.del("integrations")
@@ -379,17 +405,17 @@ func raw(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// mergeObject returns the members of the object item over those of base
-// (item's win). item may be absent or null; it fails when item is not an
-// object.
-func mergeObject(a *arena, base object, item json.RawMessage) (object, error) {
+// mergeObject returns the members of the object item (at offset off of
+// the indexed body, -1: not indexed) over those of base (item's win). item
+// may be absent or null; it fails when item is not an object.
+func mergeObject(a *arena, base object, item json.RawMessage, off int) (object, error) {
 	var own object
 	if len(item) > 0 && !isNull(item) {
 		if item[0] != '{' {
 			return nil, fmt.Errorf("not an object")
 		}
 		var err error
-		if own, err = scanMembers(a, item); err != nil {
+		if own, err = scanMembersAt(a, item, off); err != nil {
 			return nil, err
 		}
 	}
@@ -484,29 +510,24 @@ type enriched struct {
 // timeLayout is how the source writes times: Segment's millisecond ISO-8601.
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
-// enrich completes a message as Segment does: it generates a missing
-// messageId, sets receivedAt, fills context.ip when the client did not,
-// keeps the client's timestamp as originalTimestamp and sets timestamp to
-// receivedAt - (sentAt - originalTimestamp), correcting the device's clock
-// skew. It returns the record value: a JSON object with the known fields
-// first (type, messageId, userId, anonymousId, ...), then the others by
-// name.
-func enrich(m *message, receivedAt time.Time, ip string, newID func() string) enriched {
-	return enrichStamped(m, newStamps(receivedAt), ip, newID)
-}
-
 // stamps caches the text of the times the messages of one request share:
-// receivedAt, and the batch's sentAt.
+// receivedAt, and the batch's sentAt. It also hands out the buffers of
+// their record values from one slab per request.
 type stamps struct {
 	received     time.Time // UTC, truncated to milliseconds as the text shows it
 	receivedText []byte
 	sent         time.Time
 	sentText     []byte // nil until a sentAt is formatted
+
+	slab     []byte // values are cut from its free capacity
+	slabSize int    // size of a new slab; 0: one buffer per value
 }
 
-func newStamps(receivedAt time.Time) *stamps {
+// newStamps returns the stamps of a request received at receivedAt whose
+// record values take about valueBytes in all (0 when unknown).
+func newStamps(receivedAt time.Time, valueBytes int) *stamps {
 	r := receivedAt.UTC().Truncate(time.Millisecond)
-	return &stamps{received: r, receivedText: r.AppendFormat(make([]byte, 0, len(timeLayout)), timeLayout)}
+	return &stamps{received: r, receivedText: appendTime(make([]byte, 0, len(timeLayout)), r), slabSize: valueBytes}
 }
 
 // sentAtText returns t as text, formatting it only when it differs from
@@ -514,12 +535,59 @@ func newStamps(receivedAt time.Time) *stamps {
 func (st *stamps) sentAtText(t time.Time) []byte {
 	if st.sentText == nil || !t.Equal(st.sent) {
 		st.sent = t
-		st.sentText = t.UTC().AppendFormat(st.sentText[:0], timeLayout)
+		st.sentText = appendTime(st.sentText[:0], t)
 	}
 	return st.sentText
 }
 
-// enrichStamped is enrich with the request's shared times.
+// valueBuf returns an empty buffer for a value of about size bytes, from
+// the slab when it has room.
+func (st *stamps) valueBuf(size int) []byte {
+	if cap(st.slab)-len(st.slab) < size {
+		if st.slabSize < 2*size {
+			return make([]byte, 0, size)
+		}
+		st.slab = make([]byte, 0, st.slabSize)
+	}
+	n := len(st.slab)
+	return st.slab[n:n]
+}
+
+// keep returns the finished value b, capped so that appending to it never
+// writes into the next value, and takes it off the slab when it was cut
+// from there.
+func (st *stamps) keep(b []byte) []byte {
+	b = b[:len(b):len(b)]
+	n := len(st.slab)
+	if len(b) > 0 && len(b) <= cap(st.slab)-n && &b[0] == &st.slab[n : n+1][0] {
+		st.slab = st.slab[:n+len(b)]
+	}
+	return b
+}
+
+// appendTime appends t in UTC as timeLayout does, without parsing the
+// layout.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(b, timeLayout)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
+	b = append(b, byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T')
+	b = append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.')
+	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// enrichStamped completes a message as Segment does: it generates a
+// missing messageId, sets receivedAt (st's), fills context.ip when the
+// client did not, keeps the client's timestamp as originalTimestamp and
+// sets timestamp to receivedAt - (sentAt - originalTimestamp), correcting
+// the device's clock skew. It returns the record value: a JSON object with
+// the known fields first (type, messageId, userId, anonymousId, ...), then
+// the others by name, in a buffer from st.
 func enrichStamped(m *message, st *stamps, ip string, newID func() string) enriched {
 	receivedAt := st.received
 	e := enriched{key: m.key(), messageID: m.messageID}
@@ -547,7 +615,7 @@ func enrichStamped(m *message, st *stamps, ip string, newID func() string) enric
 			size += len(f.name) + len(f.value) + 4
 		}
 	}
-	b := make([]byte, 0, size)
+	b := st.valueBuf(size)
 	b = append(b, `{"type":`...)
 	b = appendString(b, m.typ)
 	b = append(b, `,"messageId":`...)
@@ -562,7 +630,7 @@ func enrichStamped(m *message, st *stamps, ip string, newID func() string) enric
 	}
 	for _, name := range [...]string{"event", "name", "groupId", "previousId", "properties", "traits"} {
 		if v, ok := m.fields.get(name); ok {
-			b = appendMember(b, name, v)
+			b = appendMember(b, member{name: name, value: v, plain: true})
 		}
 	}
 	b = append(b, `,"context":{`...)
@@ -575,7 +643,7 @@ func enrichStamped(m *message, st *stamps, ip string, newID func() string) enric
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, f.name)
+		b = appendName(b, f)
 		b = append(b, ':')
 		b = append(b, f.value...)
 	}
@@ -594,17 +662,17 @@ func enrichStamped(m *message, st *stamps, ip string, newID func() string) enric
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, f.name)
+			b = appendName(b, f)
 			b = append(b, ':')
 			b = append(b, f.value...)
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"timestamp":"`...)
-	b = e.timestamp.AppendFormat(b, timeLayout)
+	b = appendTime(b, e.timestamp)
 	b = append(b, '"')
 	if m.rawTimestamp != nil {
-		b = appendMember(b, "originalTimestamp", m.rawTimestamp)
+		b = appendMember(b, member{name: "originalTimestamp", value: m.rawTimestamp, plain: true})
 	}
 	if !m.sentAt.IsZero() {
 		b = append(b, `,"sentAt":"`...)
@@ -620,17 +688,28 @@ func enrichStamped(m *message, st *stamps, ip string, newID func() string) enric
 		case "event", "name", "groupId", "previousId", "properties", "traits":
 			continue
 		}
-		b = appendMember(b, f.name, f.value)
+		b = appendMember(b, f)
 	}
-	e.value = append(b, '}')
+	e.value = st.keep(append(b, '}'))
 	return e
 }
 
-func appendMember(b []byte, name string, v json.RawMessage) []byte {
+// appendMember appends ,"name":value.
+func appendMember(b []byte, f member) []byte {
 	b = append(b, ',')
-	b = appendString(b, name)
+	b = appendName(b, f)
 	b = append(b, ':')
-	return append(b, v...)
+	return append(b, f.value...)
+}
+
+// appendName appends the member's name as a JSON string.
+func appendName(b []byte, f member) []byte {
+	if !f.plain {
+		return appendString(b, f.name)
+	}
+	b = append(b, '"')
+	b = append(b, f.name...)
+	return append(b, '"')
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.

@@ -43,8 +43,15 @@ func FuzzDecodeRequest(f *testing.F) {
 					t.Fatalf("problem %+v of %d messages", pr, d.total)
 				}
 			}
+			// The values of a request share slabs: build them all before
+			// checking any, so that one overwriting another shows.
+			st := newStamps(now, len(body)+len(d.msgs)*100)
+			var es []enriched
 			for _, m := range d.msgs {
-				e := enrich(m, now, "127.0.0.1", func() string { return "gen" })
+				es = append(es, enrichStamped(m, st, "127.0.0.1", func() string { return "gen" }))
+			}
+			for i, m := range d.msgs {
+				e := es[i]
 				var v map[string]any
 				if err := json.Unmarshal(e.value, &v); err != nil {
 					t.Fatalf("enriched value is not JSON: %v\n%s", err, e.value)
@@ -103,7 +110,50 @@ func FuzzScanMembers(f *testing.F) {
 				t.Fatalf("element %d: %s, encoding/json: %s", i, gotElems[i], wantElems[i])
 			}
 		}
+		checkIndexed(t, b)
 	})
+}
+
+// checkIndexed checks that the scanners find the same members and
+// elements, at every level, with the index of validIndexed as without.
+func checkIndexed(t *testing.T, b []byte) {
+	t.Helper()
+	a := &arena{}
+	if !validIndexed(b, a) {
+		t.Fatalf("validIndexed refuses valid JSON %q", b)
+	}
+	var walk func(v []byte, off, depth int)
+	walk = func(v []byte, off, depth int) {
+		if depth > 20 {
+			return
+		}
+		if plain, perr := scanMembers(nil, v); perr == nil {
+			got, err := scanMembersAt(a, v, off)
+			if err != nil || len(got) != len(plain) {
+				t.Fatalf("indexed members of %q: %v, %d members; unindexed %d", v, err, len(got), len(plain))
+			}
+			for i := range got {
+				if got[i].name != plain[i].name || string(got[i].value) != string(plain[i].value) || string(b[got[i].off:got[i].off+len(got[i].value)]) != string(got[i].value) {
+					t.Fatalf("indexed member %d of %q: %q=%s at %d, unindexed %q=%s", i, v, got[i].name, got[i].value, got[i].off, plain[i].name, plain[i].value)
+				}
+				walk(got[i].value, got[i].off, depth+1)
+			}
+		}
+		if plain, perr := scanElements(v); perr == nil {
+			got, offs, err := scanElementsAt(a, v, off)
+			if err != nil || len(got) != len(plain) {
+				t.Fatalf("indexed elements of %q: %v, %d; unindexed %d", v, err, len(got), len(plain))
+			}
+			for i := range got {
+				if string(got[i]) != string(plain[i]) || string(b[offs[i]:offs[i]+len(got[i])]) != string(got[i]) {
+					t.Fatalf("indexed element %d of %q: %s at %d, unindexed %s", i, v, got[i], offs[i], plain[i])
+				}
+				walk(got[i], offs[i], depth+1)
+			}
+		}
+	}
+	i := skipSpace(b, 0)
+	walk(b[i:], i, 0)
 }
 
 // FuzzValidJSON checks validJSON against encoding/json.Valid.
@@ -135,4 +185,17 @@ func TestValidJSON_Depth(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzAppendTime checks appendTime against time.Time.AppendFormat.
+func FuzzAppendTime(f *testing.F) {
+	for _, ns := range []int64{0, 1, -1, 1764410400123456789, -62135596800000000, 253402300799999999} {
+		f.Add(ns/1e9, ns%1e9)
+	}
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("x", 3600))
+		if got, want := string(appendTime(nil, tm)), tm.UTC().Format(timeLayout); got != want {
+			t.Fatalf("appendTime(%v) = %s, want %s", tm, got, want)
+		}
+	})
 }

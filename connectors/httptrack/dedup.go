@@ -38,12 +38,25 @@ type seen struct {
 // dedupSet remembers the messageIds of the last window, at most max of
 // them, oldest evicted first. It is not safe for concurrent use: the
 // Source's mutex guards it.
+//
+// The map is large and accessed at random, so each access is likely a
+// cache miss: a new id costs one lookup and one insert, and eviction reads
+// the arrival times from order, touching the map only to delete.
 type dedupSet struct {
 	window int64 // milliseconds
 	max    int
 	ids    map[msgHash]seen
-	order  []msgHash // insertion order; order[head:] are live
-	head   int
+	// order holds every add, oldest first, from head on. An id added
+	// again (after it expired, or by recovery) appears once more; only
+	// the entry whose at matches the map's is its live one.
+	order []orderRef
+	head  int
+}
+
+// orderRef is an add in insertion order.
+type orderRef struct {
+	h  msgHash
+	at int64
 }
 
 func newDedupSet(window time.Duration, max int) *dedupSet {
@@ -61,21 +74,25 @@ func (d *dedupSet) lookup(h msgHash, now int64) (seen, bool) {
 
 // add remembers h, then evicts what is too old or too many.
 func (d *dedupSet) add(h msgHash, s seen) {
-	if _, ok := d.ids[h]; !ok {
-		d.order = append(d.order, h)
-	}
-	d.ids[h] = s
+	d.put(h, s)
 	d.evict(s.at)
+}
+
+// put remembers h without evicting: call evict after a run of puts.
+func (d *dedupSet) put(h msgHash, s seen) {
+	d.ids[h] = s
+	d.order = append(d.order, orderRef{h: h, at: s.at})
 }
 
 func (d *dedupSet) evict(now int64) {
 	for d.head < len(d.order) {
-		h := d.order[d.head]
-		s := d.ids[h]
-		if len(d.ids) <= d.max && now-s.at < d.window {
+		r := d.order[d.head]
+		if len(d.ids) <= d.max && now-r.at < d.window {
 			break
 		}
-		delete(d.ids, h)
+		if s, ok := d.ids[r.h]; ok && s.at == r.at {
+			delete(d.ids, r.h)
+		}
 		d.head++
 	}
 	// Reclaim the evicted prefix once it is half the slice.
@@ -328,12 +345,12 @@ func (j *journal) sync() error {
 func compaction(d *dedupSet) []byte {
 	buf := make([]byte, 0, len(journalMagic)+d.len()*40)
 	buf = append(buf, journalMagic...)
-	for _, h := range d.order[d.head:] {
-		s, ok := d.ids[h]
-		if !ok {
-			continue
+	for _, r := range d.order[d.head:] {
+		s, ok := d.ids[r.h]
+		if !ok || s.at != r.at {
+			continue // evicted, or added again later
 		}
-		buf = appendJournalEntry(buf, s.seq, s.at, []msgHash{h})
+		buf = appendJournalEntry(buf, s.seq, s.at, []msgHash{r.h})
 	}
 	return buf
 }

@@ -3,6 +3,7 @@ package httptrack
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,5 +248,62 @@ func TestJournal_Compact(t *testing.T) {
 	}
 	if got := strings.Join(ids, ","); got != "m189,m5" {
 		t.Errorf("after restart the records are %s, want m189,m5 (m190..m199 remembered)", got)
+	}
+}
+
+// TestDedupSet_Model checks the dedup set against a dumb model (a map of
+// arrival times, evicting the oldest live id, first added first, while over
+// max) with random adds, repeats and expiries.
+func TestDedupSet_Model(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	const window, maxIDs = 50, 20
+	d := newDedupSet(window*time.Millisecond, maxIDs)
+	type arrival struct{ at, n int64 }
+	model := map[msgHash]arrival{} // the live ids
+	var now int64
+	for step := range 5000 {
+		now += int64(rng.IntN(3))
+		h := hashID("k", fmt.Sprint(rng.IntN(60)))
+		_, got := d.lookup(h, now)
+		a, ok := model[h]
+		want := ok && now-a.at < window
+		if got != want {
+			t.Fatalf("seed %d step %d: lookup %v, model %v", seed, step, got, want)
+		}
+		if got {
+			continue
+		}
+		d.add(h, seen{seq: uint64(step), at: now})
+		model[h] = arrival{now, int64(step)}
+		for k, a := range model {
+			if now-a.at >= window {
+				delete(model, k)
+			}
+		}
+		for len(model) > maxIDs {
+			var oldest msgHash
+			first := true
+			for k, a := range model {
+				if o := model[oldest]; first || a.at < o.at || a.at == o.at && a.n < o.n {
+					oldest, first = k, false
+				}
+			}
+			delete(model, oldest)
+		}
+		if d.len() != len(model) {
+			t.Fatalf("seed %d step %d: %d ids, model %d", seed, step, d.len(), len(model))
+		}
+	}
+}
+
+// TestDedup_RepeatInBatch_SmallSet checks that a repeat within one batch
+// is dropped even when dedup.max.ids is smaller than the batch.
+func TestDedup_RepeatInBatch_SmallSet(t *testing.T) {
+	h := start(t, map[string]string{"dedup.max.ids": "1"}, nil)
+	wantStatus(t, h.post("/v1/batch", `{"batch":[{"type":"track","userId":"u","event":"E","messageId":"a"},{"type":"track","userId":"u","event":"E","messageId":"b"},{"type":"track","userId":"u","event":"E","messageId":"a"}]}`, auth), 200)
+	if got := messageIDs(t, h.records()); got != "a,b" {
+		t.Errorf("records %s, want a,b", got)
 	}
 }

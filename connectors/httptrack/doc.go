@@ -50,7 +50,14 @@
 // across restarts in a journal whose entries are tagged with their request's
 // seq: on Open only the entries up to the stored position are kept, because
 // the others belong to requests whose clients got no 200 and will retry,
-// and whose records may not have reached the log. See dedup.go for the file format. A crash
-// between the worker's append and its position store can still let a
-// retry be stored twice: at least once, never lost.
+// and whose records may not have reached the log. See dedup.go for the file format.
+//
+// # Recovery of the log tail
+//
+// A crash between the worker's append and its position store leaves
+// records in the log whose clients got no 200 and retry. The source
+// implements connect.TailRecoverer (recover.go): before its first Read the
+// worker hands it the records of its topics after the stored position, and
+// their messageIds are remembered as durable, so the retries are dropped.
+// Tracking requests wait for the first Read, so none slips in before.
 package httptrack

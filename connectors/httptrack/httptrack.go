@@ -238,16 +238,22 @@ type Source struct {
 	ln      net.Listener
 	served  chan struct{} // closed when Serve has returned
 	closing chan struct{} // closed when Close starts: waiting requests answer 503
+	ready   chan struct{} // closed by the first Read, after RecoverTail: requests are enqueued
 	limiter *limiter
 	metrics *metrics
 	journal *journal // nil without state.dir
 
 	closeOnce sync.Once
 	closeErr  error
+	readyOnce sync.Once
 
 	recovered    recovery     // what Open cut off the dedup journal
 	waiting      atomic.Int64 // HTTP requests waiting for their records to be durable
 	journalBytes atomic.Int64 // size of the dedup journal file, for Report
+	recoveredIDs atomic.Int64 // messageIds RecoverTail found in the log tail, for Report
+	// recoveredSkipped counts the tail records RecoverTail skipped (not
+	// the source's messages).
+	recoveredSkipped atomic.Int64
 
 	mu          sync.Mutex
 	queue       []*request
@@ -304,6 +310,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.ackCh = make(chan struct{})
 	s.readable = make(chan struct{}, 1)
 	s.closing = make(chan struct{})
+	s.ready = make(chan struct{})
 	s.served = make(chan struct{})
 	s.limiter = newLimiter(set.rateLimit)
 	s.metrics = newMetrics(len(set.keys))
@@ -390,8 +397,15 @@ func (s *Source) Addr() net.Addr { return s.ln.Addr() }
 // Read returns the records of the requests accepted since the last call,
 // whole requests, about read.batch.events records at most. The last record
 // of each request carries its position. It returns an empty batch after a
-// second without requests.
+// second without requests. The first Read opens the source to tracking
+// requests, which wait until then (see RecoverTail).
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
+	s.readyOnce.Do(func() {
+		if n := s.recoveredIDs.Load(); n > 0 {
+			s.logger.Info("recovered the messageIds of the log tail after the stored position: their retries are dropped", "message_ids", n, "skipped_records", s.recoveredSkipped.Load())
+		}
+		close(s.ready)
+	})
 	var idle *time.Timer
 	for {
 		if err := ctx.Err(); err != nil {

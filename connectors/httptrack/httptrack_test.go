@@ -45,6 +45,10 @@ type harness struct {
 	client *http.Client
 
 	refuse atomic.Bool // the "log" refuses: read records are not acked
+	// hold: read records are appended to held (durable in the "log") but
+	// their position is neither stored nor acked, as when the worker
+	// crashes between its append and its position store.
+	hold atomic.Bool
 	// slowAcks is how many of the next batches are acked only after
 	// ackDelay, as when the log is slow to fsync.
 	slowAcks atomic.Int32
@@ -52,13 +56,25 @@ type harness struct {
 
 	mu      sync.Mutex
 	recs    []connect.Record // durable records, in order
+	held    []connect.Record // durable records whose position was never stored
 	lastPos connect.Position // the last stored position
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	ctx     context.Context // of the worker loop
+	running bool            // run was called
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func start(t *testing.T, values map[string]string, pos connect.Position) *harness {
+	t.Helper()
+	h := open(t, values, pos)
+	h.run()
+	return h
+}
+
+// open opens a Source as start does, without the worker loop: run starts
+// it.
+func open(t *testing.T, values map[string]string, pos connect.Position) *harness {
 	t.Helper()
 	v := map[string]string{"listen": "127.0.0.1:0", "write.keys": testKey}
 	for k, x := range values {
@@ -74,9 +90,15 @@ func start(t *testing.T, values map[string]string, pos connect.Position) *harnes
 		t: t, src: src, url: "http://" + src.Addr().String(), cancel: cancel, done: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second},
 	}
-	go h.work(ctx)
+	h.ctx = ctx
 	t.Cleanup(h.stop)
 	return h
+}
+
+// run starts the worker loop.
+func (h *harness) run() {
+	h.running = true
+	go h.work(h.ctx)
 }
 
 func (h *harness) work(ctx context.Context) {
@@ -91,6 +113,12 @@ func (h *harness) work(ctx context.Context) {
 			return
 		}
 		if len(recs) == 0 || h.refuse.Load() {
+			continue
+		}
+		if h.hold.Load() {
+			h.mu.Lock()
+			h.held = append(h.held, recs...)
+			h.mu.Unlock()
 			continue
 		}
 		var pos connect.Position
@@ -122,7 +150,9 @@ func (h *harness) stop() {
 		return
 	}
 	h.cancel()
-	<-h.done
+	if h.running {
+		<-h.done
+	}
 	if err := h.src.Close(context.Background()); err != nil {
 		h.t.Errorf("close: %v", err)
 	}

@@ -33,7 +33,9 @@ const backlogWarnShare = 0.5
 //     waiting for their answer), httptrack_dedup_ids (messageIds
 //     remembered) and httptrack_journal_bytes (the dedup journal's size);
 //   - httptrack_journal_dropped_bytes: what Open cut off the end of the
-//     dedup journal (a torn tail, or corruption, which is also a warning).
+//     dedup journal (a torn tail, or corruption, which is also a warning);
+//   - httptrack_recovered_ids: the messageIds RecoverTail found in the log
+//     after the stored position at start, remembered as durable.
 //
 // Warnings say when dedup cannot survive a restart (no state.dir), when
 // the dedup set is full before the window ends, and when the backlog
@@ -55,6 +57,7 @@ func (s *Source) Report() connect.Report {
 		"httptrack_waiting_requests":      float64(s.waiting.Load()),
 		"httptrack_journal_bytes":         float64(s.journalBytes.Load()),
 		"httptrack_journal_dropped_bytes": float64(s.recovered.dropped),
+		"httptrack_recovered_ids":         float64(s.recoveredIDs.Load()),
 	}
 	for i, r := range reasonsArr {
 		g["httptrack_rejected_"+r] = float64(t.rejects[i])

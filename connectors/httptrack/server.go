@@ -1,6 +1,7 @@
 package httptrack
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
@@ -77,9 +78,10 @@ func (s *Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, received time.Time) (int, string) {
 	// A key in the Authorization header is checked before the body is read.
 	var key writeKey
-	basicKey, hasBasic := basicUser(r)
+	var buf [96]byte
+	basicKey, hasBasic := basicUser(r, buf[:0])
 	if hasBasic {
-		k, ok := s.set.keys[basicKey]
+		k, ok := s.set.keys[string(basicKey)] // no allocation for a map key
 		if !ok {
 			return s.reject(w, http.StatusUnauthorized, "", reasonAuth, problem{Index: -1, Field: "writeKey", Code: "invalid_write_key", Message: "the write key in the Authorization header is not valid"})
 		}
@@ -102,6 +104,9 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		return s.reject(w, status, key.label, reason, *p)
 	}
 	d, p := decodeRequest(body, typ, s.set.lim)
+	if d != nil {
+		defer d.release() // released early below once the records are built
+	}
 	if !hasBasic {
 		// Without the header, the key is in the body; look for it even in
 		// a body that failed to decode, so that a request without any key
@@ -147,7 +152,8 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		hashes = make([]msgHash, 0, len(d.msgs))
 	}
 	var bytes int64
-	st := newStamps(received)
+	// The values take about the body's size plus what enrichment adds.
+	st := newStamps(received, len(body)+len(d.msgs)*(200+len(ip)))
 	for _, m := range d.msgs {
 		e := enrichStamped(m, st, ip, newMessageID)
 		rec := connect.Record{Key: []byte(e.key), Value: e.value, Timestamp: e.timestamp, Topic: key.topic}
@@ -161,13 +167,26 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		}
 		bytes += int64(len(e.value) + len(e.key))
 	}
+	d.release()
 
+	select {
+	case <-s.ready:
+	default: // the worker has not read yet: it may still be recovering the log tail
+		if code, p := s.awaitReady(); p != nil {
+			w.Header().Set("Retry-After", "1")
+			reason := reasonTimeout
+			if p.Code == "stopping" {
+				reason = reasonStopping
+			}
+			return s.reject(w, code, key.label, reason, *p)
+		}
+	}
 	wait, accepted, ok := s.enqueue(recs, hashes, bytes, received)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressure, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
 	}
-	s.metrics.events(key.label, accepted, len(d.msgs)-accepted)
+	s.metrics.events(key.label, accepted, len(recs)-accepted)
 	if wait > 0 {
 		if code, p := s.awaitDurable(wait); p != nil {
 			w.Header().Set("Retry-After", "1")
@@ -180,9 +199,9 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 	}
 	if len(d.problems) > 0 {
 		s.metrics.rejected(key.label, reasonInvalid, len(d.problems))
-		return s.answerProblems(w, key.label, d, len(d.msgs))
+		return s.answerProblems(w, key.label, d, len(recs))
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	io.WriteString(w, `{"success":true}`)
 	return http.StatusOK, key.label
 }
@@ -204,12 +223,12 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		return 0, 0, false
 	}
 	seq := s.nextSeq
-	keep := recs[:0]
 	if s.dedup != nil {
-		// keepHashes reuses hashes' array: it never gets ahead of the
-		// index being read.
-		keepHashes := hashes[:0]
-		var inThis map[msgHash]bool // for large requests; small ones search keepHashes
+		// A new id is remembered at once, so that a repeat of it later in
+		// the request is dropped like any duplicate. keep and keepHashes
+		// reuse the arrays of recs and hashes: they never get ahead of
+		// the index being read.
+		keep, keepHashes := recs[:0], hashes[:0]
 		for i, rec := range recs {
 			h := hashes[i]
 			if h == (msgHash{}) {
@@ -222,22 +241,13 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 				}
 				continue
 			}
-			if len(recs) <= 16 {
-				if slices.Contains(keepHashes, h) {
-					continue
-				}
-			} else {
-				if inThis[h] {
-					continue
-				}
-				if inThis == nil {
-					inThis = make(map[msgHash]bool, len(recs))
-				}
-				inThis[h] = true
-			}
+			// Evicted only after the loop, so that a repeat within the
+			// request is found even when dedup.max.ids is smaller.
+			s.dedup.put(h, seen{seq: seq, at: now})
 			keepHashes = append(keepHashes, h)
 			keep = append(keep, rec)
 		}
+		s.dedup.evict(now)
 		recs, hashes = keep, keepHashes
 	}
 	if len(recs) == 0 {
@@ -245,9 +255,6 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 	}
 	s.nextSeq++
 	recs[len(recs)-1].Position = position(seq)
-	for _, h := range hashes {
-		s.dedup.add(h, seen{seq: seq, at: now})
-	}
 	if s.journal != nil && len(hashes) > 0 {
 		s.jbuf = appendJournalEntry(s.jbuf, seq, now, hashes)
 	}
@@ -386,21 +393,23 @@ func (s *Source) clientIP(r *http.Request) string {
 }
 
 // basicUser returns the user of an HTTP Basic Authorization header, which
-// is where SDKs put the write key, and whether there was one.
-func basicUser(r *http.Request) (string, bool) {
+// is where SDKs put the write key, decoded into buf's free capacity when
+// it fits, and whether there was a header.
+func basicUser(r *http.Request, buf []byte) ([]byte, bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", false
+		return nil, false
 	}
 	const prefix = "Basic "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", true // present but not Basic: no valid key
+		return nil, true // present but not Basic: no valid key
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	enc := strings.TrimSpace(h[len(prefix):])
+	raw, err := base64.StdEncoding.AppendDecode(buf, []byte(enc))
 	if err != nil {
-		return "", true
+		return nil, true
 	}
-	user, _, _ := strings.Cut(string(raw), ":")
+	user, _, _ := bytes.Cut(raw, []byte(":"))
 	return user, true
 }
 
@@ -515,6 +524,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
 }
+
+// jsonContentType is the Content-Type header of a 200, shared by every
+// answer (net/http only reads it).
+var jsonContentType = []string{"application/json"}
 
 // retrySeconds rounds a wait up to whole seconds for Retry-After, at least 1.
 func retrySeconds(d time.Duration) int {

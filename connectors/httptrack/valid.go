@@ -1,12 +1,25 @@
 package httptrack
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // validJSON reports whether b is exactly one JSON value, with optional
 // whitespace around it: what encoding/json.Valid answers (it accepts the
 // same bytes, invalid UTF-8 inside strings included, and the same nesting
 // depth), about twice as fast, which matters because every body is
 // validated before the scanners in scan.go slice it.
 func validJSON(b []byte) bool {
-	i, ok := validValue(b, skipSpace(b, 0), 0)
+	i, ok := validValue(b, skipSpace(b, 0), 0, nil)
+	return ok && skipSpace(b, i) == len(b)
+}
+
+// validIndexed is validJSON that also indexes the objects and arrays of b
+// in a (see arena), for the scanners.
+func validIndexed(b []byte, a *arena) bool {
+	a.starts, a.ends = a.starts[:0], a.ends[:0]
+	i, ok := validValue(b, skipSpace(b, 0), 0, a)
 	return ok && skipSpace(b, i) == len(b)
 }
 
@@ -14,8 +27,8 @@ func validJSON(b []byte) bool {
 const maxNesting = 10000
 
 // validValue checks the value starting at b[i] and returns the index after
-// it.
-func validValue(b []byte, i, depth int) (int, bool) {
+// it; with an arena, it indexes the objects and arrays.
+func validValue(b []byte, i, depth int, a *arena) (int, bool) {
 	if i >= len(b) {
 		return i, false
 	}
@@ -26,9 +39,10 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		if depth++; depth > maxNesting {
 			return i, false
 		}
+		slot := a.open(i)
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == '}' {
-			return i + 1, true
+			return a.close(slot, i+1), true
 		}
 		for {
 			if i >= len(b) || b[i] != '"' {
@@ -42,7 +56,7 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			if i >= len(b) || b[i] != ':' {
 				return i, false
 			}
-			if i, ok = validValue(b, skipSpace(b, i+1), depth); !ok {
+			if i, ok = validValue(b, skipSpace(b, i+1), depth, a); !ok {
 				return i, false
 			}
 			i = skipSpace(b, i)
@@ -53,7 +67,7 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			case ',':
 				i = skipSpace(b, i+1)
 			case '}':
-				return i + 1, true
+				return a.close(slot, i+1), true
 			default:
 				return i, false
 			}
@@ -62,13 +76,14 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		if depth++; depth > maxNesting {
 			return i, false
 		}
+		slot := a.open(i)
 		i = skipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
-			return i + 1, true
+			return a.close(slot, i+1), true
 		}
 		for {
 			var ok bool
-			if i, ok = validValue(b, i, depth); !ok {
+			if i, ok = validValue(b, i, depth, a); !ok {
 				return i, false
 			}
 			i = skipSpace(b, i)
@@ -79,7 +94,7 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			case ',':
 				i = skipSpace(b, i+1)
 			case ']':
-				return i + 1, true
+				return a.close(slot, i+1), true
 			default:
 				return i, false
 			}
@@ -96,6 +111,25 @@ func validValue(b []byte, i, depth int) (int, bool) {
 	return i, false
 }
 
+// open indexes an object or array opening at i and returns its slot; a
+// nil arena indexes nothing.
+func (a *arena) open(i int) int {
+	if a == nil {
+		return -1
+	}
+	a.starts = append(a.starts, int32(i))
+	a.ends = append(a.ends, 0)
+	return len(a.starts) - 1
+}
+
+// close records where the container in slot ends and returns end.
+func (a *arena) close(slot, end int) int {
+	if a != nil {
+		a.ends[slot] = int32(end)
+	}
+	return end
+}
+
 func validLiteral(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return i, false
@@ -106,6 +140,18 @@ func validLiteral(b []byte, i int, lit string) (int, bool) {
 // validString checks the string literal starting at b[i] (a quote).
 func validString(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); {
+		// Eight bytes at a time, up to the first control character,
+		// quote or backslash.
+		for len(b)-j >= 8 {
+			if t := special8(binary.LittleEndian.Uint64(b[j:])); t != 0 {
+				j += bits.TrailingZeros64(t) >> 3
+				break
+			}
+			j += 8
+		}
+		if j >= len(b) {
+			break
+		}
 		c := b[j]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			j++
@@ -134,6 +180,26 @@ func validString(b []byte, i int) (int, bool) {
 		}
 	}
 	return len(b), false
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special8 flags the control characters (below 0x20), quotes and
+// backslashes among the 8 bytes of x (little endian): it returns 0 when
+// there is none, else a mask whose lowest set bit is the high bit of the
+// first such byte. It is the "has a byte below n" trick, (x - n*ones) &^ x
+// & highs, with a byte equal to c a zero byte of x^(c*ones): a borrow may
+// flag bytes after the first match, never one before it.
+func special8(x uint64) uint64 {
+	q := x ^ ('"' * ones)
+	bs := x ^ ('\\' * ones)
+	t := (x - 0x20*ones) &^ x
+	t |= (q - ones) &^ q
+	t |= (bs - ones) &^ bs
+	return t & highs
 }
 
 func isHex(c byte) bool {
