@@ -13,6 +13,10 @@
 // Records are made in memory before timing; the log's cost is measured by
 // bench/engine. For each phase it prints rows/s, its ratio to the limit
 // (targets: append >= 60%, upsert >= 35%) and CPU-seconds per million rows.
+// With -runs N the three phases run N times interleaved (limit, append,
+// upsert, limit, …), each ratio is taken against the limit of its own
+// round, and the medians are printed: on a shared machine, load that comes
+// and goes then hits every phase alike.
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,13 +49,14 @@ func main() {
 	commit := flag.Int("commit", 100000, "records per Flush (Iceberg commit)")
 	keys := flag.Int("keys", 50000, "distinct keys of the events")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the sink phases to this file")
+	runs := flag.Int("runs", 1, "rounds of the three phases, interleaved; medians are printed")
 	flag.Parse()
 	profile = *cpuprofile
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "icebergbench: -dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *n, *batch, *commit, *keys); err != nil {
+	if err := run(*dir, *n, *batch, *commit, *keys, max(*runs, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, "icebergbench:", err)
 		os.Exit(1)
 	}
@@ -112,19 +118,14 @@ func measure(name string, rows int, f func() error) (result, error) {
 // profile is where the sink phases' CPU profile goes ("" for none).
 var profile string
 
-func run(dir string, n, batch, commit, keys int) error {
+func run(dir string, n, batch, commit, keys, runs int) error {
 	recs := events(n, keys)
 	size := 0
 	for _, r := range recs {
 		size += len(r.Value) + len(r.Key)
 	}
-	fmt.Printf("%d change events, %.0f bytes each on average (key + value)\n", n, float64(size)/float64(n))
+	fmt.Printf("%d change events, %.0f bytes each on average (key + value); %d round(s)\n", n, float64(size)/float64(n), runs)
 
-	limit, err := measure("limit (decode + pqarrow)", n, func() error { return plainParquet(filepath.Join(dir, "plain.parquet"), recs) })
-	if err != nil {
-		return fmt.Errorf("limit: %w", err)
-	}
-	results := []result{limit}
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
@@ -136,20 +137,64 @@ func run(dir string, n, batch, commit, keys int) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	for _, mode := range []string{"append", "upsert"} {
-		r, err := measure("sink "+mode, n, func() error { return sink(filepath.Join(dir, mode), mode, recs, batch, commit) })
-		if err != nil {
-			return fmt.Errorf("%s: %w", mode, err)
+	names := []string{"limit (decode + pqarrow)", "sink append", "sink upsert"}
+	rounds := make([][]result, runs)
+	fmt.Printf("%-6s %-26s %12s %10s %14s %10s\n", "round", "phase", "rows/s", "of limit", "CPU s/M rows", "wall s")
+	for i := range runs {
+		round := filepath.Join(dir, fmt.Sprint(i))
+		for _, name := range names {
+			var f func() error
+			switch name {
+			case names[0]:
+				if err := os.MkdirAll(round, 0o755); err != nil {
+					return err
+				}
+				f = func() error { return plainParquet(filepath.Join(round, "plain.parquet"), recs) }
+			case names[1]:
+				f = func() error { return sink(filepath.Join(round, "append"), "append", recs, batch, commit) }
+			default:
+				f = func() error { return sink(filepath.Join(round, "upsert"), "upsert", recs, batch, commit) }
+			}
+			r, err := measure(name, n, f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			rounds[i] = append(rounds[i], r)
+			fmt.Printf("%-6d %-26s %12.0f %9.0f%% %14.2f %10.2f\n", i+1, r.name, r.rate(), 100*r.rate()/rounds[i][0].rate(),
+				r.cpu.Seconds()/(float64(r.rows)/1e6), r.wall.Seconds())
 		}
-		results = append(results, r)
+		// Free the round's files before the next one: the disk under test
+		// is shared.
+		if err := os.RemoveAll(round); err != nil {
+			return err
+		}
 	}
-	fmt.Printf("%-26s %12s %10s %14s %10s\n", "phase", "rows/s", "of limit", "CPU s/M rows", "wall s")
-	for _, r := range results {
-		fmt.Printf("%-26s %12.0f %9.0f%% %14.2f %10.2f\n", r.name, r.rate(), 100*r.rate()/limit.rate(),
-			r.cpu.Seconds()/(float64(r.rows)/1e6), r.wall.Seconds())
+	if runs > 1 {
+		fmt.Printf("\nmedians of %d rounds (ratios per round, against that round's limit):\n", runs)
+		fmt.Printf("%-26s %12s %10s %14s %16s\n", "phase", "rows/s", "of limit", "CPU s/M rows", "of limit by CPU")
+		for p, name := range names {
+			var rate, ratio, cpu, cpuRatio []float64
+			for _, rs := range rounds {
+				r, lim := rs[p], rs[0]
+				rate = append(rate, r.rate())
+				ratio = append(ratio, r.rate()/lim.rate())
+				cpu = append(cpu, r.cpu.Seconds()/(float64(r.rows)/1e6))
+				cpuRatio = append(cpuRatio, lim.cpu.Seconds()/r.cpu.Seconds())
+			}
+			fmt.Printf("%-26s %12.0f %9.0f%% %14.2f %15.0f%%\n", name, median(rate), 100*median(ratio), median(cpu), 100*median(cpuRatio))
+		}
 	}
 	fmt.Println("targets: append >= 60% of the limit, upsert >= 35%")
 	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // sink runs the Iceberg sink over the records.

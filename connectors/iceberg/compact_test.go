@@ -3,6 +3,8 @@ package iceberg
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,68 @@ func TestCompactExpire_Functions(t *testing.T) {
 	}
 	if n := len(e.table(t, "a.b").Metadata().Snapshots()); n != 1 {
 		t.Errorf("%d snapshots, want 1", n)
+	}
+}
+
+// Files no snapshot references (left by a crash between writing data files
+// and committing) are removed once old enough; young ones and every
+// referenced file stay, and the table reads the same.
+func TestRemoveOrphans(t *testing.T) {
+	e := newEnv(t, map[string]string{"metadata.columns": "false"})
+	s := e.open(t)
+	for i := range int64(2) {
+		write(t, s, rec("a.b", 0, i, fmt.Sprintf(`{"i":%d}`, i)))
+		flush(t, s)
+	}
+	tbl := e.table(t, "a.b")
+	dataDir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
+	files, err := filepath.Glob(filepath.Join(dataDir, "*.parquet"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("data files %v, %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, young := filepath.Join(dataDir, "00000-0-orphan-old.parquet"), filepath.Join(dataDir, "00000-0-orphan-young.parquet")
+	for _, f := range []string{old, young} {
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-100 * time.Hour)
+	// Everything is old except the young orphan: only referenced-ness decides.
+	filepath.Walk(strings.TrimPrefix(tbl.Location(), "file://"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && p != young {
+			os.Chtimes(p, long, long)
+		}
+		return nil
+	})
+	cfg := connect.Config{Pipeline: "p", Connector: "lake", Values: e.values, Spec: spec()}
+	if _, err := RemoveOrphans(t.Context(), cfg, "a.b", OrphanOptions{OlderThan: time.Minute}); err == nil || !strings.Contains(err.Error(), "too young") {
+		t.Errorf("RemoveOrphans(1m) = %v, want a refusal", err)
+	}
+	res, err := RemoveOrphans(t.Context(), cfg, "a.b", OrphanOptions{OlderThan: 72 * time.Hour, DryRun: true})
+	if err != nil || len(res.Files) != 1 || !strings.HasSuffix(res.Files[0], "orphan-old.parquet") || res.Deleted != 0 || res.Bytes != int64(len(b)) {
+		t.Fatalf("dry run = %+v, %v; want the old orphan listed, none deleted", res, err)
+	}
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("the dry run deleted %s", old)
+	}
+	res, err = RemoveOrphans(t.Context(), cfg, "a.b", OrphanOptions{OlderThan: 72 * time.Hour})
+	if err != nil || res.Deleted != 1 {
+		t.Fatalf("RemoveOrphans = %+v, %v; want 1 deleted", res, err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("old orphan still there: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("young orphan removed: %v", err)
+	}
+	if got := js(e.rows(t, "a.b", "i")); got != `[{"i":0},{"i":1}]` {
+		t.Errorf("table holds %s after orphan removal", got)
+	}
+	if _, err := RemoveOrphans(t.Context(), cfg, "a.missing", OrphanOptions{OlderThan: 72 * time.Hour}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("RemoveOrphans of a missing table = %v", err)
 	}
 }

@@ -2,6 +2,15 @@
 // with github.com/apache/iceberg-go, as Parquet data files, so that any
 // engine that reads Iceberg (Spark, Trino, DuckDB, Snowflake) sees them.
 //
+// # Catalogs and storage
+//
+// The catalog is iceberg-go's SQL catalog on SQLite (the default) or
+// Postgres, or an Iceberg REST catalog (catalog/rest, with OAuth2 client
+// credentials or a bearer token). Table files go to a local directory or
+// to S3-compatible storage (io/gocloud/s3 only, so the Google Cloud and
+// Azure SDKs stay out of the binary). The REST catalog test server lives
+// in internal/restfixture.
+//
 // # Tables
 //
 // Each record goes to the table its name template names (default
@@ -49,5 +58,7 @@
 // snapshot that keeps the offsets) and expires its snapshots every
 // expire.interval (older than expire.older.than, keeping the newest
 // expire.retain.last; the newest, which holds the offsets, always stays).
-// Upkeep failures are warnings, not task failures.
+// Upkeep failures are warnings, not task failures. Compact, Expire and
+// RemoveOrphans do the same (and orphan-file removal) on demand, for a
+// command line.
 package iceberg

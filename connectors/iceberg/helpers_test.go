@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	ib "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
@@ -37,6 +36,9 @@ func TestMain(m *testing.M) {
 type env struct {
 	dir    string
 	values map[string]string
+	// load, when set, loads a table instead of the SQL catalog catalog.uri
+	// names (a REST catalog's backing store).
+	load func(t *testing.T, ident table.Identifier) *table.Table
 }
 
 func newEnv(t *testing.T, values map[string]string) *env {
@@ -91,6 +93,9 @@ func rec(topic string, partition int32, offset int64, value string) connect.Reco
 // database catalog.uri names) independently of any sink and loads a table.
 func (e *env) table(t *testing.T, name string) *table.Table {
 	t.Helper()
+	if e.load != nil {
+		return e.load(t, catalog.ToIdentifier(strings.Split(name, ".")...))
+	}
 	driver, dsn, dialect := "sqlite", filepath.Join(e.dir, "catalog.db"), sqlcat.SQLite
 	if uri := e.values["catalog.uri"]; strings.HasPrefix(uri, "postgres://") {
 		driver, dsn, dialect = "pgx", uri, sqlcat.Postgres
@@ -100,7 +105,14 @@ func (e *env) table(t *testing.T, name string) *table.Table {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("tributary", db, dialect, ib.Properties{})
+	// The same S3 settings as the sink's (credentials may come from the
+	// environment).
+	props, err := s3Props(e.values["s3.endpoint"], e.values["s3.region"], e.values["s3.path.style"],
+		e.values["s3.access.key.id"], e.values["s3.secret.access.key"], e.values["s3.session.token"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := sqlcat.NewCatalog("tributary", db, dialect, props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +127,14 @@ func (e *env) table(t *testing.T, name string) *table.Table {
 // sorted by the given column's text.
 func (e *env) rows(t *testing.T, name, sortBy string) []map[string]any {
 	t.Helper()
-	tbl := e.table(t, name)
+	return scanRows(t, e.table(t, name), sortBy)
+}
+
+// scanRows scans a table with iceberg-go and returns its rows as JSON-ish
+// maps, sorted by the given column's text.
+func scanRows(t *testing.T, tbl *table.Table, sortBy string) []map[string]any {
+	t.Helper()
+	name := strings.Join(tbl.Identifier(), ".")
 	at, err := tbl.Scan().ToArrowTable(t.Context())
 	if err != nil {
 		t.Fatalf("scan %s: %v", name, err)

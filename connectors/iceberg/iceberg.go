@@ -46,14 +46,40 @@ func Connector() connect.Connector {
 
 func spec() connect.Spec {
 	return connect.Spec{Params: []connect.Param{
-		{Name: "catalog.type", Type: connect.TypeString, Default: "sql", Enum: []string{"sql", "rest"},
-			Description: "The Iceberg catalog: sql (a SQLite file or Postgres database holding the table pointers). rest is not built in yet."},
+		{Name: "catalog.type", Type: connect.TypeString, Default: catalogSQL, Enum: []string{catalogSQL, catalogREST},
+			Description: "The Iceberg catalog: sql (a SQLite file or Postgres database holding the table pointers) or rest (an Iceberg REST catalog server: Polaris, Gravitino, Lakekeeper, Nessie, Unity, AWS Glue's or S3 Tables' REST endpoint, …)."},
 		{Name: "catalog.uri", Type: connect.TypeString, Default: "sqlite://./data/iceberg/catalog.db", Secret: true,
-			Description: "Where the catalog lives: sqlite://PATH (created when missing; a relative path is relative to the worker's working directory; default sqlite://./data/iceberg/catalog.db) or postgres://USER:PASSWORD@HOST:PORT/DB."},
+			Description: "Where the catalog lives: sqlite://PATH (created when missing; a relative path is relative to the worker's working directory; default sqlite://./data/iceberg/catalog.db), postgres://USER:PASSWORD@HOST:PORT/DB, or for catalog.type rest the server's base URL, e.g. http://127.0.0.1:8181 (the client adds /v1)."},
 		{Name: "catalog.name", Type: connect.TypeString, Default: "tributary",
 			Description: "The catalog's name, stored with every table of a SQL catalog; engines reading the same catalog use it too."},
+		{Name: "catalog.warehouse", Type: connect.TypeString,
+			Description: "rest: the warehouse to ask the REST server for (sent as ?warehouse= to GET /v1/config); servers that host several warehouses need it, e.g. a Polaris catalog name or an S3 Tables bucket ARN."},
+		{Name: "catalog.credential", Type: connect.TypeString, Secret: true,
+			Description: "rest: OAuth2 client credentials, CLIENT_ID:CLIENT_SECRET (or only the secret), exchanged for a token at catalog.oauth2.server.uri with the client_credentials grant; refreshed when it expires."},
+		{Name: "catalog.token", Type: connect.TypeString, Secret: true,
+			Description: "rest: a bearer token sent on every request (instead of catalog.credential)."},
+		{Name: "catalog.oauth2.server.uri", Type: connect.TypeString,
+			Description: "rest: the OAuth2 token endpoint for catalog.credential; default CATALOG_URI/v1/oauth/tokens."},
+		{Name: "catalog.scope", Type: connect.TypeString,
+			Description: "rest: the OAuth2 scope requested with catalog.credential; default catalog."},
+		{Name: "catalog.prefix", Type: connect.TypeString,
+			Description: "rest: the path prefix after /v1/ (most servers send it in their config answer; set it only when yours does not)."},
+		{Name: "catalog.headers", Type: connect.TypeList,
+			Description: "rest: extra HTTP headers on every catalog request, as NAME=VALUE items, e.g. [X-Iceberg-Access-Delegation=remote-signing]."},
 		{Name: "warehouse", Type: connect.TypeString, Default: "./data/iceberg/warehouse",
-			Description: "Where new tables' data and metadata files go: a local path or file:// URL (relative to the working directory). S3 is not built in yet."},
+			Description: "sql: where new tables' data and metadata files go: a local path or file:// URL (relative to the working directory), or s3://BUCKET/PREFIX. rest: not used (the REST server places tables)."},
+		{Name: "s3.endpoint", Type: connect.TypeString,
+			Description: "S3-compatible storage (MinIO, Ceph, R2, …): the endpoint URL, e.g. http://127.0.0.1:9000; default AWS S3 (or AWS_S3_ENDPOINT)."},
+		{Name: "s3.region", Type: connect.TypeString,
+			Description: "The S3 region; default AWS_REGION or the AWS config files."},
+		{Name: "s3.path.style", Type: connect.TypeString, Default: "auto", Enum: []string{"auto", "true", "false"},
+			Description: "Path-style bucket addressing (http://HOST/BUCKET/KEY): auto uses it when s3.endpoint is set and virtual-hosted style (http://BUCKET.HOST/KEY) for AWS."},
+		{Name: "s3.access.key.id", Type: connect.TypeString,
+			Description: "The S3 access key; default from the environment (AWS_ACCESS_KEY_ID, AWS config files, instance roles)."},
+		{Name: "s3.secret.access.key", Type: connect.TypeString, Secret: true,
+			Description: "The S3 secret key, with s3.access.key.id; default AWS_SECRET_ACCESS_KEY."},
+		{Name: "s3.session.token", Type: connect.TypeString, Secret: true,
+			Description: "A session token for temporary S3 credentials, with the two keys; default AWS_SESSION_TOKEN."},
 		{Name: "table", Type: connect.TypeString, Default: "{namespace}.{table}",
 			Description: "The table name template, namespace.table: {namespace} and {table} come from a change event's source block (schema or db, and table), else from the topic (its last two dot-separated parts; namespace default when there is one part); also {topic} (dots as underscores)."},
 		{Name: "mode", Type: connect.TypeString, Default: modeAppend, Enum: []string{modeAppend, modeUpsert},
@@ -123,8 +149,25 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 		template: str("table"),
 		prefix:   str("metadata.prefix"),
 	}
-	cc := catalogConfig{typ: str("catalog.type"), uri: str("catalog.uri"), name: str("catalog.name"), warehouse: str("warehouse")}
-	var err error
+	cc := catalogConfig{typ: str("catalog.type"), uri: str("catalog.uri"), name: str("catalog.name"), warehouse: str("warehouse"),
+		restWarehouse: str("catalog.warehouse"), credential: str("catalog.credential"), token: str("catalog.token"),
+		oauthURI: str("catalog.oauth2.server.uri"), scope: str("catalog.scope"), prefix: str("catalog.prefix")}
+	io, err := s3Props(str("s3.endpoint"), str("s3.region"), str("s3.path.style"), str("s3.access.key.id"), str("s3.secret.access.key"), str("s3.session.token"))
+	errs = append(errs, err)
+	cc.io = io
+	headers, err := cfg.List("catalog.headers")
+	errs = append(errs, err)
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			errs = append(errs, connect.FieldError{Param: "catalog.headers", Message: fmt.Sprintf("%q: want NAME=VALUE", h)})
+			continue
+		}
+		if cc.headers == nil {
+			cc.headers = map[string]string{}
+		}
+		cc.headers[k] = strings.TrimSpace(v)
+	}
 	o.keyColumns, err = cfg.List("key.columns")
 	errs = append(errs, err)
 	o.commitInterval, err = cfg.Duration("commit.interval")
@@ -215,6 +258,25 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 	return o, cc, nil
 }
 
+// open parses a sink's settings and opens its catalog. A configuration
+// error is returned as is; a catalog that cannot be reached as retryable.
+func open(ctx context.Context, cfg connect.Config) (*options, catalog.Catalog, error) {
+	o, cc, err := parseOptions(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	if cc.typ == catalogSQL {
+		if cc.warehouse, err = resolveWarehouse(cc.warehouse); err != nil {
+			return nil, nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	cat, err := openCatalog(ctx, cc)
+	if err != nil {
+		return nil, nil, connect.Retryable(err)
+	}
+	return o, cat, nil
+}
+
 // nameKey is what a table name depends on.
 type nameKey struct{ topic, namespace, table string }
 
@@ -256,16 +318,9 @@ var (
 
 // Open parses the settings and opens the catalog.
 func (s *Sink) Open(ctx context.Context, cfg connect.Config) error {
-	o, cc, err := parseOptions(cfg)
+	o, cat, err := open(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("iceberg sink config: %w", err)
-	}
-	if cc.warehouse, err = resolveWarehouse(cc.warehouse); err != nil {
-		return fmt.Errorf("iceberg sink config: %w", err)
-	}
-	cat, err := openCatalog(ctx, cc)
-	if err != nil {
-		return connect.Retryable(fmt.Errorf("iceberg sink: %w", err))
+		return fmt.Errorf("iceberg sink: %w", err)
 	}
 	s.o, s.cat = o, cat
 	s.tables = map[string]*tableWriter{}

@@ -749,6 +749,9 @@ func (w *tableWriter) create(ctx context.Context) error {
 		"format-version":                  "2",
 		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(w.o.targetFileSize, 10),
 		"write.delete.isolation-level":    "snapshot",
+		// Another writer's commit in between (another task, compaction
+		// by another engine) is a clean conflict: reload and replay.
+		table.CommitNumRetriesKey:         "4",
 		"write.parquet.compression-codec": "zstd",
 		"tributary.created-by":            w.o.offsetsKey,
 	}
