@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ func newIcebergCmd(a *app) *cobra.Command {
 	var file, sinkName string
 	cmd := &cobra.Command{
 		Use:   "iceberg",
-		Short: "Compact an Iceberg table or expire its snapshots, as an iceberg sink does on its own schedule",
+		Short: "Compact an Iceberg table, expire its snapshots (as an iceberg sink does on its own schedule) or remove orphan files",
 	}
 	cmd.PersistentFlags().StringVar(&file, "pipeline", "", "pipeline file that holds the iceberg sink (required)")
 	cmd.PersistentFlags().StringVar(&sinkName, "sink", "", "name of the iceberg sink in that file (default: its only iceberg sink)")
@@ -50,6 +51,33 @@ func newIcebergCmd(a *app) *cobra.Command {
 				return iceberg.Expire(c.Context(), cfg, t)
 			}),
 	)
+	var olderThan time.Duration
+	var dryRun bool
+	orphans := &cobra.Command{
+		Use: "remove-orphans NAMESPACE.TABLE", Args: exactArgs("NAMESPACE.TABLE"),
+		Short: "Delete files under a table's location that no snapshot references (left by crashes before a commit)",
+		RunE: func(c *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErrorf(c.CommandPath(), "--pipeline FILE is required: the iceberg sink's settings say where the table is")
+			}
+			cfg, err := a.icebergSinkConfig(c, file, sinkName)
+			if err != nil {
+				return err
+			}
+			res, err := iceberg.RemoveOrphans(c.Context(), cfg, args[0], iceberg.OrphanOptions{OlderThan: olderThan, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			for _, f := range res.Files {
+				fmt.Fprintln(a.stdout, f)
+			}
+			fmt.Fprintf(a.stdout, "%s: %d orphan files (%d bytes), %d deleted\n", args[0], len(res.Files), res.Bytes, res.Deleted)
+			return nil
+		},
+	}
+	orphans.Flags().DurationVar(&olderThan, "older-than", 72*time.Hour, "only files older than this (at least 1h and twice the sink's commit.interval)")
+	orphans.Flags().BoolVar(&dryRun, "dry-run", false, "list the files, delete nothing")
+	cmd.AddCommand(orphans)
 	return cmd
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +34,16 @@ sinks:
 	go func() {
 		done <- run(ctx, []string{"run", file, "--rest-addr", freeAddr(t)}, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
 	}()
-	time.Sleep(3 * time.Second) // several commits of 50 records
+	// Wait for several commits of 50 records (compaction wants at least
+	// compact.min.files, 5): each commit writes a metadata file.
+	warehouse := filepath.Join(dir, "warehouse")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(filesUnder(t, warehouse, ".metadata.json")) < 9 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink made %d commits in 60 s, want at least 8", len(filesUnder(t, warehouse, ".metadata.json"))-1)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
@@ -44,8 +55,48 @@ sinks:
 	}
 	out, _ = mustRun(t, dir, "", "iceberg", "expire", "lake.events", "--pipeline", file)
 	wantContains(t, "expire", out, "snapshots expired")
-	err := mustFail(t, dir, "", "iceberg", "compact", "lake.nope", "--pipeline", file)
+
+	// An orphan: a data file no snapshot references, as a crash before a
+	// commit leaves. Old enough to go; a young one stays.
+	data := filepath.Dir(filesUnder(t, warehouse, ".parquet")[0])
+	old, young := filepath.Join(data, "orphan-old.parquet"), filepath.Join(data, "orphan-young.parquet")
+	writeFile(t, old, "left by a crash")
+	writeFile(t, young, "being written")
+	long := time.Now().Add(-100 * time.Hour)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = mustRun(t, dir, "", "iceberg", "remove-orphans", "lake.events", "--pipeline", file, "--dry-run")
+	wantContains(t, "remove-orphans --dry-run", out, "orphan-old.parquet", "1 orphan files", "0 deleted")
+	if _, err := os.Stat(old); err != nil {
+		t.Fatalf("a dry run deleted the orphan: %v", err)
+	}
+	out, _ = mustRun(t, dir, "", "iceberg", "remove-orphans", "lake.events", "--pipeline", file)
+	wantContains(t, "remove-orphans", out, "1 deleted")
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old orphan is still there: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("the young file was deleted: %v", err)
+	}
+	err := mustFail(t, dir, "", "iceberg", "remove-orphans", "lake.events", "--pipeline", file, "--older-than", "1m")
+	wantContains(t, "remove-orphans --older-than 1m", err.Error(), "1h")
+
+	err = mustFail(t, dir, "", "iceberg", "compact", "lake.nope", "--pipeline", file)
 	wantContains(t, "unknown table", err.Error(), "lake.nope")
 	err = mustFail(t, dir, "", "iceberg", "compact", "lake.events")
 	wantContains(t, "no --pipeline", err.Error(), "--pipeline")
+}
+
+// filesUnder lists the files below dir whose names end with suffix.
+func filesUnder(t *testing.T, dir, suffix string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, suffix) {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
 }
