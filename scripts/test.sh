@@ -10,9 +10,9 @@ if ! command -v kcat >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing kcat (Debian package) for the Kafka listener's client tests"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null) ||
-      echo "warning: could not install kcat; the kcat tests will be skipped"
+      echo "warning: could not install kcat; the kcat tests will fail (TRIBUTARY_SKIP_KCAT=1 skips them)"
   else
-    echo "warning: kcat is not installed (apt-get install kcat); the kcat tests will be skipped"
+    echo "warning: kcat is not installed (apt-get install kcat); the kcat tests will fail (TRIBUTARY_SKIP_KCAT=1 skips them)"
   fi
 fi
 

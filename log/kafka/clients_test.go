@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,11 +33,42 @@ func runCmd(t *testing.T, timeout time.Duration, stdin string, name string, args
 	return stdout.String(), stderr.String()
 }
 
-func TestKcat(t *testing.T) {
+// needKcat returns kcat's path, installing Debian's package when it is
+// missing and the tests run as root. It fails the test when kcat cannot be
+// had, unless TRIBUTARY_SKIP_KCAT=1 says to skip (say, on a machine
+// without Debian's repositories).
+func needKcat(t *testing.T) string {
+	t.Helper()
+	kcatOnce.Do(func() {
+		if _, err := exec.LookPath("kcat"); err == nil || os.Getuid() != 0 {
+			return
+		}
+		if _, err := exec.LookPath("apt-get"); err != nil {
+			return
+		}
+		out, err := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat").CombinedOutput()
+		if err != nil {
+			kcatInstall = fmt.Sprintf("apt-get install kcat: %v\n%s", err, out)
+		}
+	})
 	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat is not installed: apt-get install -y kcat (Debian) to run this test")
+	if err == nil {
+		return kcat
 	}
+	if os.Getenv("TRIBUTARY_SKIP_KCAT") == "1" {
+		t.Skip("kcat is not installed and TRIBUTARY_SKIP_KCAT=1: skipping the kcat test")
+	}
+	t.Fatalf("kcat is not installed and could not be installed (%s); install it (apt-get install -y kcat), or set TRIBUTARY_SKIP_KCAT=1 to skip the kcat tests", kcatInstall)
+	return ""
+}
+
+var (
+	kcatOnce    sync.Once
+	kcatInstall = "not root, or no apt-get"
+)
+
+func TestKcat(t *testing.T) {
+	kcat := needKcat(t)
 	ts := startServer(t)
 	if err := ts.log.CreateTopic("kc", 1, nil); err != nil {
 		t.Fatal(err)

@@ -197,10 +197,7 @@ func TestSASLScram_HandshakeV0RawFrames(t *testing.T) {
 }
 
 func TestSASLScram_Kcat(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat is not installed: apt-get install -y kcat (Debian) to run this test")
-	}
+	kcat := needKcat(t)
 	ts := startServer(t, func(o *Options) { o.SASLScram = scramUsers(t, map[string]string{"alice": "s3cret"}) })
 	if err := ts.log.CreateTopic("kc", 1, nil); err != nil {
 		t.Fatal(err)
