@@ -158,10 +158,16 @@ func (e *Embedded) ReadAll(ctx context.Context, topic string, fn func(connect.Re
 // ReadRange implements RangeReader.
 func (e *Embedded) ReadRange(ctx context.Context, topic string, partition int32, from, to int64, fn func([]connect.Record) error) error {
 	for off := from; off < to; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		res, err := e.log.Read(ctx, topic, partition, off, tlog.ReadOptions{MaxBytes: 1 << 20})
 		if errors.Is(err, tlog.ErrOffsetOutOfRange) && off < res.LogStartOffset {
 			off = res.LogStartOffset // retention removed them
 			continue
+		}
+		if errors.Is(err, tlog.ErrOffsetOutOfRange) && off >= res.HighWatermark {
+			return nil // the range starts at or beyond the end: nothing to read
 		}
 		if err != nil {
 			return fmt.Errorf("read %s/%d at %d: %w", topic, partition, off, err)

@@ -11,7 +11,10 @@
 // Source offsets go, as with the embedded backend, to the compacted topic
 // the engine keeps them in. A topic a source writes to is created on its
 // first produce when missing, with the cluster's default partitions, as the
-// built-in log creates it.
+// built-in log creates it. The backend is also an engine.RangeReader (its
+// own sessionless Fetch requests to a partition's leader), so sources that
+// implement connect.TailRecoverer are handed their tail as on the embedded
+// backend; ReadAll reads the same way.
 //
 // The tests run one pipeline suite on the embedded backend and on this one
 // against two independent Kafka implementations: the built-in log's Kafka
@@ -286,7 +289,9 @@ func fromKgo(r *kgo.Record) connect.Record {
 }
 
 // ReadAll implements engine.Backend: partition by partition, from the start
-// to the end each had when ReadAll was called.
+// to the end each had when ReadAll was called, with ReadRange (which ends
+// at a partition's end even when transaction markers or compaction leave
+// no record at the last offsets).
 func (b *Backend) ReadAll(ctx context.Context, topic string, fn func(connect.Record) error) error {
 	bounds, err := b.EndOffsets(ctx, topic)
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -299,44 +304,16 @@ func (b *Backend) ReadAll(ctx context.Context, topic string, fn func(connect.Rec
 		if pb.Start >= pb.End {
 			continue
 		}
-		if err := b.readPartition(ctx, topic, pb, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b *Backend) readPartition(ctx context.Context, topic string, pb engine.PartitionBounds, fn func(connect.Record) error) error {
-	c, err := kgo.NewClient(append(b.base[:len(b.base):len(b.base)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {pb.Partition: kgo.NewOffset().At(pb.Start)}}),
-	)...)
-	if err != nil {
-		return fmt.Errorf("read %s/%d: %w", topic, pb.Partition, err)
-	}
-	defer c.Close()
-	next := pb.Start
-	for next < pb.End {
-		fs := c.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if ferr == nil {
-				ferr = fmt.Errorf("read %s/%d at %d: %w", t, p, next, err)
+		err := b.ReadRange(ctx, topic, pb.Partition, pb.Start, pb.End, func(recs []connect.Record) error {
+			for _, r := range recs {
+				if err := fn(r); err != nil {
+					return err
+				}
 			}
+			return nil
 		})
-		if ferr != nil {
-			return ferr
-		}
-		for _, r := range fs.Records() {
-			if r.Offset >= pb.End {
-				return nil
-			}
-			if err := fn(fromKgo(r)); err != nil {
-				return err
-			}
-			next = r.Offset + 1
+		if err != nil {
+			return err
 		}
 	}
 	return nil

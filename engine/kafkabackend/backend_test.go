@@ -1,6 +1,7 @@
 package kafkabackend
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,7 +34,27 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 type cluster struct {
 	name  string
 	addrs []string
-	log   *tlog.Log // the log behind the listener; nil for kfake
+	log   *tlog.Log      // the log behind the listener; nil for kfake
+	fake  *kfake.Cluster // the kfake cluster; nil for the listener
+}
+
+// compact compacts now the topics whose cleanup.policy says so.
+func (c *cluster) compact(ctx context.Context) {
+	if c.fake != nil {
+		c.fake.Compact()
+		return
+	}
+	c.log.Compact(ctx)
+}
+
+// enforceRetention removes now the records that the topics' retention
+// settings let go.
+func (c *cluster) enforceRetention() {
+	if c.fake != nil {
+		c.fake.ApplyRetention()
+		return
+	}
+	c.log.EnforceRetention()
 }
 
 // clusterKinds are the Kafka implementations every backend test runs on.
@@ -77,7 +98,7 @@ func startKfake(t *testing.T) *cluster {
 		t.Fatalf("start kfake cluster: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &cluster{name: "kfake", addrs: c.ListenAddrs()}
+	return &cluster{name: "kfake", addrs: c.ListenAddrs(), fake: c}
 }
 
 // forEachCluster runs test as a subtest on every Kafka implementation.
