@@ -8,15 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +22,7 @@ import (
 	_ "github.com/tributary-io/tributary/connectors/file"
 	_ "github.com/tributary-io/tributary/connectors/generator"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/crashtest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -81,9 +78,7 @@ func crashSpecs(dir string, maxEvents uint64) []engine.ConnectorSpec {
 // catch up; then the file must hold every seq from 1 to the last one at
 // least once, each line valid JSON.
 func TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce(t *testing.T) {
-	if dir := os.Getenv(crashChildEnv); dir != "" {
-		runCrashChild(dir) // never returns
-	}
+	crashtest.Child(crashChildEnv, crashChild) // in the child: runs until killed
 	leaks := goleak.IgnoreCurrent()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(crashSeedEnv); s != "" {
@@ -138,23 +133,7 @@ func TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce(t *testing.T) {
 		final.records, final.maxSeq, final.records-int(final.maxSeq), final.lines, final.lines-int(final.maxSeq))
 }
 
-// runCrashChild is the child process: it runs the pipeline until it is
-// killed, or until its stdin closes (the parent test is gone).
-func runCrashChild(dir string) {
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(stdinClosed)
-	}()
-	if err := crashChild(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "crash child:", err)
-		os.Exit(3)
-	}
-	fmt.Println("ready")
-	<-stdinClosed
-	os.Exit(2)
-}
-
+// crashChild starts the pipeline of the child process on dir.
 func crashChild(dir string) error {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -182,43 +161,9 @@ func crashChild(dir string) error {
 // it has started its connectors, and reaps it.
 func killCrashChild(t *testing.T, dir string, run int, delay time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	ready := &readyWriter{ready: make(chan struct{})}
-	cmd.Stdout = ready
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	kill := func() {
-		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Errorf("run %d: kill: %v", run, err)
-		}
-		<-exited
-	}
-
-	select {
-	case <-ready.ready:
-	case err := <-exited:
-		t.Fatalf("run %d: child exited before it started: %v\n%s", run, err, stderr.String())
-	case <-time.After(time.Minute):
-		kill()
-		t.Fatalf("run %d: child did not start within a minute\n%s", run, stderr.String())
-	}
-	select {
-	case err := <-exited:
-		t.Fatalf("run %d: child exited on its own: %v\n%s", run, err, stderr.String())
-	case <-time.After(delay):
-	}
-	kill()
+	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce", crashChildEnv, dir)
+	p.Sleep(delay)
+	p.Kill()
 }
 
 // crashState is what the data directory holds after a kill.
@@ -495,40 +440,4 @@ func firstMissing(count map[uint64]int, upTo uint64) uint64 {
 		}
 	}
 	return 0
-}
-
-// lockedBuffer collects a child's stderr, written by exec's copier and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// readyWriter takes a child's stdout and closes ready when the child says
-// it has started its connectors.
-type readyWriter struct {
-	seen  []byte
-	once  sync.Once
-	ready chan struct{}
-}
-
-func (w *readyWriter) Write(p []byte) (int, error) {
-	w.seen = append(w.seen, p...)
-	if bytes.Contains(w.seen, []byte("ready\n")) {
-		w.once.Do(func() { close(w.ready) })
-		w.seen = w.seen[:0]
-	}
-	return len(p), nil
 }

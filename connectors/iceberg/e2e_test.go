@@ -3,22 +3,18 @@
 package iceberg_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +29,7 @@ import (
 	_ "github.com/tributary-io/tributary/connectors/generator"
 	"github.com/tributary-io/tributary/connectors/iceberg"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/crashtest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -145,9 +142,7 @@ func e2eSpecs(dir string, maxEvents, maxChanges uint64) []engine.ConnectorSpec {
 // exactly once (and every generated seq), and the upsert table equals the
 // state of the generated changes.
 func TestWorker_SIGKILL_ExactlyOnce(t *testing.T) {
-	if dir := os.Getenv(e2eChildEnv); dir != "" {
-		runE2EChild(dir) // never returns
-	}
+	crashtest.Child(e2eChildEnv, e2eChild) // in the child: runs until killed
 	leaks := goleak.IgnoreCurrent()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(e2eSeedEnv); s != "" {
@@ -194,23 +189,7 @@ func TestWorker_SIGKILL_ExactlyOnce(t *testing.T) {
 	goleak.VerifyNone(t, leaks)
 }
 
-// runE2EChild is the child process: it runs the pipelines until it is
-// killed, or until its stdin closes (the parent test is gone).
-func runE2EChild(dir string) {
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(stdinClosed)
-	}()
-	if err := e2eChild(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e child:", err)
-		os.Exit(3)
-	}
-	fmt.Println("ready")
-	<-stdinClosed
-	os.Exit(2)
-}
-
+// e2eChild starts the pipelines of the child process on dir.
 func e2eChild(dir string) error {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -242,56 +221,12 @@ func e2eChild(dir string) error {
 // the kill lands while the sinks are at work), and reaps it.
 func killE2EChild(t *testing.T, dir string, run int, delay time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorker_SIGKILL_ExactlyOnce$")
-	cmd.Env = append(os.Environ(), e2eChildEnv+"="+dir)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	ready := &readyWriter{ready: make(chan struct{})}
-	cmd.Stdout = ready
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	kill := func() {
-		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Errorf("run %d: kill: %v", run, err)
-		}
-		<-exited
-	}
-	select {
-	case <-ready.ready:
-	case err := <-exited:
-		t.Fatalf("run %d: child exited before it started: %v\n%s", run, err, stderr.String())
-	case <-time.After(time.Minute):
-		kill()
-		t.Fatalf("run %d: child did not start within a minute\n%s", run, stderr.String())
-	}
+	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_ExactlyOnce", e2eChildEnv, dir)
 	files := parquetFiles(t, dir)
-	deadline := time.Now().Add(time.Minute)
-	for parquetFiles(t, dir) == files {
-		if time.Now().After(deadline) {
-			kill()
-			t.Fatalf("run %d: the child wrote no data file within a minute\n%s", run, stderr.String())
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("run %d: child exited on its own: %v\n%s", run, err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	select {
-	case err := <-exited:
-		t.Fatalf("run %d: child exited on its own: %v\n%s", run, err, stderr.String())
-	case <-time.After(delay):
-	}
-	kill()
-	if s := stderr.String(); strings.Contains(s, "level=ERROR") {
+	p.WaitFor(func() bool { return parquetFiles(t, dir) != files }, time.Minute, "the child writes a data file")
+	p.Sleep(delay)
+	p.Kill()
+	if s := p.Stderr(); strings.Contains(s, "level=ERROR") {
 		t.Logf("run %d: child logged errors:\n%s", run, s)
 	}
 }
@@ -807,40 +742,4 @@ func generatorSeq(t *testing.T, v []byte) int64 {
 		t.Fatalf("not a generator event: %.60q", v)
 	}
 	return e.Seq
-}
-
-// lockedBuffer collects a child's stderr, written by exec's copier and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// readyWriter takes a child's stdout and closes ready when the child says
-// it has started its connectors.
-type readyWriter struct {
-	seen  []byte
-	once  sync.Once
-	ready chan struct{}
-}
-
-func (w *readyWriter) Write(p []byte) (int, error) {
-	w.seen = append(w.seen, p...)
-	if bytes.Contains(w.seen, []byte("ready\n")) {
-		w.once.Do(func() { close(w.ready) })
-		w.seen = w.seen[:0]
-	}
-	return len(p), nil
 }

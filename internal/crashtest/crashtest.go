@@ -1,0 +1,167 @@
+// Package crashtest runs a test binary's own test as a child process that
+// the test kills with SIGKILL mid-work, for the crash tests of the worker
+// and the connectors: nothing acknowledged before the kill may be lost.
+//
+// The parent calls Start with the name of the test and an environment
+// variable; the child, the same test seeing that variable, calls Child,
+// which starts the work, says "ready" on stdout and runs until it is
+// killed (or its stdin closes because the parent is gone).
+package crashtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// StartTimeout bounds how long a child may take to say it is ready.
+const StartTimeout = time.Minute
+
+// Child runs start in the child process when the environment variable env
+// is set, passing its value, and never returns then: it says "ready" once
+// start returned, and exits when its stdin closes (status 2), or with
+// status 3 when start fails. Without env it returns at once, and the test
+// goes on as the parent.
+func Child(env string, start func(value string) error) {
+	value := os.Getenv(env)
+	if value == "" {
+		return
+	}
+	stdinClosed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(stdinClosed)
+	}()
+	if err := start(value); err != nil {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	<-stdinClosed
+	os.Exit(2)
+}
+
+// Proc is a running child process.
+type Proc struct {
+	t      testing.TB
+	what   string // names the child in failures, e.g. "run 3"
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	stderr lockedBuffer
+	exited chan error
+}
+
+// Start runs the test called test (an exact name) of this test binary as a
+// child with env=value added to its environment, and waits until the child
+// is ready. what names the child in failures ("run 3"). Kill it when done.
+func Start(t testing.TB, what, test, env, value string) *Proc {
+	t.Helper()
+	p := &Proc{t: t, what: what, exited: make(chan error, 1)}
+	p.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	p.cmd.Env = append(os.Environ(), env+"="+value)
+	p.cmd.Stderr = &p.stderr
+	ready := &readyWriter{ready: make(chan struct{})}
+	p.cmd.Stdout = ready
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdin = stdin
+	if err := p.cmd.Start(); err != nil {
+		stdin.Close()
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	select {
+	case <-ready.ready:
+	case err := <-p.exited:
+		stdin.Close()
+		t.Fatalf("%s: child exited before it started: %v\n%s", what, err, p.Stderr())
+	case <-time.After(StartTimeout):
+		p.Kill()
+		t.Fatalf("%s: child did not start within %v\n%s", what, StartTimeout, p.Stderr())
+	}
+	return p
+}
+
+// Sleep lets the child work for d; the child exiting on its own meanwhile
+// fails the test.
+func (p *Proc) Sleep(d time.Duration) {
+	p.t.Helper()
+	select {
+	case err := <-p.exited:
+		p.t.Fatalf("%s: child exited on its own: %v\n%s", p.what, err, p.Stderr())
+	case <-time.After(d):
+	}
+}
+
+// WaitFor polls cond every 10 ms until it holds; the child exiting, or
+// timeout passing, fails the test (and kills the child), saying what was
+// awaited.
+func (p *Proc) WaitFor(cond func() bool, timeout time.Duration, what string) {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			p.Kill()
+			p.t.Fatalf("%s: %s: not within %v\n%s", p.what, what, timeout, p.Stderr())
+		}
+		p.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Kill sends SIGKILL and reaps the child.
+func (p *Proc) Kill() {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Errorf("%s: kill: %v", p.what, err)
+	}
+	<-p.exited
+	p.exited <- nil // a second Kill returns at once
+	p.stdin.Close()
+}
+
+// Stderr is what the child wrote to stderr so far.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// lockedBuffer collects a child's stderr, written by exec's copier and
+// read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// readyWriter takes a child's stdout and closes ready when the child says
+// it is ready.
+type readyWriter struct {
+	seen  []byte
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.seen = append(w.seen, p...)
+	if bytes.Contains(w.seen, []byte("ready\n")) {
+		w.once.Do(func() { close(w.ready) })
+		w.seen = w.seen[:0]
+	}
+	return len(p), nil
+}
