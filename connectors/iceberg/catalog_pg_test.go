@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/pgtest"
 )
 
 // keyed makes an upsert record: key {"id":id}, a JSON value.
@@ -25,9 +26,9 @@ func keyed(topic string, partition int32, offset int64, id int, value string) co
 // restarted sink, fed the same records again by the worker, writes each
 // once.
 func TestSink_PostgresCatalog(t *testing.T) {
-	pg := startPostgres(t)
-	pg.createDB(t, "lake")
-	e := newEnv(t, map[string]string{"catalog.uri": pg.dsn("lake"), "mode": "upsert", "metadata.columns": "false"})
+	pg := pgtest.Start(t)
+	pg.CreateDB(t, "lake")
+	e := newEnv(t, map[string]string{"catalog.uri": pg.DSN("lake"), "mode": "upsert", "metadata.columns": "false"})
 	s := e.open(t)
 	batch := []connect.Record{
 		keyed("shop.public.items", 0, 0, 1, `{"id":1,"name":"a"}`),
@@ -40,7 +41,7 @@ func TestSink_PostgresCatalog(t *testing.T) {
 		t.Fatalf("after the first commit the table holds %s", got)
 	}
 	var loc string
-	conn, err := pgx.Connect(t.Context(), pg.dsn("lake"))
+	conn, err := pgx.Connect(t.Context(), pg.DSN("lake"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSink_PostgresCatalog(t *testing.T) {
 	}
 
 	// The catalog goes down between two commits.
-	pg.stop()
+	pg.Stop()
 	write(t, s, batch[2])
 	err = s.Flush(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "commit table public.items") {
@@ -64,7 +65,7 @@ func TestSink_PostgresCatalog(t *testing.T) {
 
 	// It comes back; the task restarts, and the worker redelivers from its
 	// last committed offset (here: all three records).
-	pg.start(t)
+	pg.Start(t)
 	if got := js(e.rows(t, "public.items", "id")); got != `[{"id":1,"name":"a"},{"id":2,"name":"b"}]` {
 		t.Fatalf("after the failed commit the table holds %s, want the committed rows", got)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/tributary-io/tributary/connectors/postgres"
 	"github.com/tributary-io/tributary/engine"
 	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/internal/pgtest"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/pipelines"
 )
@@ -97,7 +98,7 @@ var changes = []string{
 }
 
 func TestExample_Runs(t *testing.T) {
-	dsn := startPostgres(t)
+	dsn := pgtest.Start(t, pgtest.Logical...).DSN
 	ctx := t.Context()
 	admin, err := pgx.Connect(ctx, dsn("postgres"))
 	if err != nil {

@@ -1,4 +1,10 @@
-package iceberg
+// Package pgtest starts throwaway PostgreSQL servers for tests, from the
+// installed server binaries (initdb and postgres, on PATH or under
+// /usr/lib/postgresql/*/bin): never a mock. A server lives in a temporary
+// directory, listens on a free port of 127.0.0.1 and is stopped when the
+// test ends. Running as root, it runs as the postgres OS user, since
+// PostgreSQL refuses to run as root.
+package pgtest
 
 import (
 	"context"
@@ -16,33 +22,36 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pgServer is a throwaway PostgreSQL server for the SQL catalog tests,
-// started by the test itself (initdb into a temporary directory). It can
-// be stopped and started again on the same directory and port, to stand
-// for a catalog that goes down and comes back.
-type pgServer struct {
-	bin  string // the postgres binary
-	dir  string // data directory
-	port int
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
+// Logical are the settings logical replication needs.
+var Logical = []string{"wal_level=logical", "max_wal_senders=10", "max_replication_slots=10"}
+
+// Server is a throwaway PostgreSQL server. It can be stopped and started
+// again on the same directory and port, to stand for a database that goes
+// down and comes back.
+type Server struct {
+	bin      string   // the postgres binary
+	dir      string   // data directory
+	settings []string // extra -c settings
+	port     int
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has exited
 }
 
-// startPostgres initialises and starts a server, stopped when the test
-// ends. It skips the test when no PostgreSQL binaries are installed
-// (Debian: apt-get install postgresql). Running as root, the server runs
-// as the postgres OS user, since it refuses to run as root.
-func startPostgres(t *testing.T) *pgServer {
+// Start initialises and starts a server with the extra settings (each
+// "name=value", e.g. Logical...), stopped when the test ends. It skips the
+// test when no PostgreSQL binaries are installed (Debian: apt-get install
+// postgresql) or, as root, when there is no postgres OS user.
+func Start(t testing.TB, settings ...string) *Server {
 	t.Helper()
-	initdb, err := pgBin("initdb")
+	initdb, err := Bin("initdb")
 	if err != nil {
 		t.Skipf("no PostgreSQL for the test: %v", err)
 	}
-	bin, err := pgBin("postgres")
+	bin, err := Bin("postgres")
 	if err != nil {
 		t.Skipf("no PostgreSQL for the test: %v", err)
 	}
-	root, err := os.MkdirTemp("", "tributary-iceberg-pg-")
+	root, err := os.MkdirTemp("", "tributary-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +59,12 @@ func startPostgres(t *testing.T) *pgServer {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := chownPostgres(root); err != nil {
+	if err := ChownPostgres(root); err != nil {
 		t.Skip(err)
 	}
-	s := &pgServer{bin: bin, dir: filepath.Join(root, "data")}
+	s := &Server{bin: bin, dir: filepath.Join(root, "data"), settings: settings}
 	cmd := exec.Command(initdb, "-D", s.dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if err := asPostgres(cmd); err != nil {
+	if err := AsPostgres(cmd); err != nil {
 		t.Skip(err)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -67,19 +76,24 @@ func startPostgres(t *testing.T) *pgServer {
 	}
 	s.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s.start(t)
-	t.Cleanup(s.stop)
+	s.Start(t)
+	t.Cleanup(s.Stop)
 	return s
 }
 
-// start starts the server and waits until it accepts connections.
-func (s *pgServer) start(t *testing.T) {
+// Start starts the (stopped) server and waits until it accepts
+// connections.
+func (s *Server) Start(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(s.bin, "-D", s.dir, "-p", strconv.Itoa(s.port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+s.dir,
+	args := []string{"-D", s.dir, "-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + s.dir,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "shared_buffers=16MB", "-c", "logging_collector=off")
-	if err := asPostgres(cmd); err != nil {
+		"-c", "shared_buffers=32MB", "-c", "logging_collector=off"}
+	for _, kv := range s.settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := exec.Command(s.bin, args...)
+	if err := AsPostgres(cmd); err != nil {
 		t.Fatal(err)
 	}
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(s.dir), "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -97,7 +111,7 @@ func (s *pgServer) start(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := pgx.Connect(ctx, s.dsn("postgres"))
+		conn, err := pgx.Connect(ctx, s.DSN("postgres"))
 		cancel()
 		if err == nil {
 			conn.Close(context.Background())
@@ -115,9 +129,9 @@ func (s *pgServer) start(t *testing.T) {
 	}
 }
 
-// stop shuts the server down (fast mode: connections are closed) and
+// Stop shuts the server down (fast mode: connections are closed) and
 // waits for it; stopping a stopped server does nothing.
-func (s *pgServer) stop() {
+func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
@@ -131,26 +145,26 @@ func (s *pgServer) stop() {
 	s.cmd = nil
 }
 
-// dsn returns a connection URI for the postgres superuser and db.
-func (s *pgServer) dsn(db string) string {
+// DSN returns a connection URI for the postgres superuser and db.
+func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=2", s.port, db)
 }
 
-// createDB creates a database.
-func (s *pgServer) createDB(t *testing.T, name string) {
+// CreateDB creates a database.
+func (s *Server) CreateDB(t testing.TB, name string) {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), s.dsn("postgres"))
+	conn, err := pgx.Connect(context.Background(), s.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// pgBin finds a PostgreSQL binary on PATH or under /usr/lib/postgresql/*/bin.
-func pgBin(name string) (string, error) {
+// Bin finds a PostgreSQL binary on PATH or under /usr/lib/postgresql/*/bin.
+func Bin(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
@@ -176,7 +190,9 @@ func postgresUser() (uid, gid int, home string, ok bool, err error) {
 	return uid, gid, u.HomeDir, true, nil
 }
 
-func asPostgres(cmd *exec.Cmd) error {
+// AsPostgres makes cmd run as the postgres OS user when the tests run as
+// root; otherwise it leaves cmd alone.
+func AsPostgres(cmd *exec.Cmd) error {
 	uid, gid, home, ok, err := postgresUser()
 	if !ok {
 		return err
@@ -186,7 +202,9 @@ func asPostgres(cmd *exec.Cmd) error {
 	return nil
 }
 
-func chownPostgres(dir string) error {
+// ChownPostgres gives dir and everything below it to the postgres OS user
+// when the tests run as root.
+func ChownPostgres(dir string) error {
 	uid, gid, _, ok, err := postgresUser()
 	if !ok {
 		return err
