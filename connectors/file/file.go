@@ -32,11 +32,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/jsonline"
 )
 
 // Name is the connector's name in pipeline files.
@@ -157,7 +156,7 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		if records[i].IsTombstone() {
 			continue
 		}
-		appendLine(&s.buf, &records[i], s.metadata)
+		jsonline.Append(&s.buf, &records[i], s.metadata)
 		if s.buf.Len() >= writeChunk {
 			if err := flush(); err != nil {
 				return err
@@ -308,45 +307,4 @@ func claim(path string) (func(), error) {
 		delete(openPaths.paths, path)
 		openPaths.Unlock()
 	}, nil
-}
-
-// appendLine appends the line of one record, newline included.
-func appendLine(b *bytes.Buffer, r *connect.Record, metadata bool) {
-	if !metadata {
-		appendDecoded(b, r.Value)
-		b.WriteByte('\n')
-		return
-	}
-	b.WriteString(`{"topic":`)
-	appendString(b, r.Topic)
-	b.WriteString(`,"partition":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(r.Partition), 10))
-	b.WriteString(`,"offset":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), r.Offset, 10))
-	b.WriteString(`,"timestamp":`)
-	if r.Timestamp.IsZero() {
-		b.WriteString("null")
-	} else {
-		b.WriteByte('"')
-		b.Write(r.Timestamp.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
-		b.WriteByte('"')
-	}
-	b.WriteString(`,"key":`)
-	appendDecoded(b, r.Key)
-	b.WriteString(`,"value":`)
-	appendDecoded(b, r.Value)
-	b.WriteString("}\n")
-}
-
-// appendDecoded appends data as JSON: null for nil, the data compacted when
-// it is valid JSON in UTF-8, else a JSON string of it.
-func appendDecoded(b *bytes.Buffer, data []byte) {
-	if data == nil {
-		b.WriteString("null")
-		return
-	}
-	if compact(b, data) {
-		return
-	}
-	appendString(b, string(data))
 }

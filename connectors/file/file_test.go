@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -371,18 +370,5 @@ func TestSink_Write_Canceled(t *testing.T) {
 	}
 	if got := readFile(t, path); got != "" {
 		t.Errorf("file = %q", got)
-	}
-}
-
-func BenchmarkAppendLine(b *testing.B) {
-	event := `{"seq":1,"user_id":"user-1","event":"page_view","properties":{"path":"/"}},`
-	v := []byte("[" + strings.TrimSuffix(strings.Repeat(event, 14), ",") + "]") // about 1 KiB
-	r := connect.Record{Topic: "web.tracking", Key: []byte("user-1"), Value: v, Timestamp: time.Now()}
-	var buf bytes.Buffer
-	b.SetBytes(int64(len(v)))
-	b.ReportAllocs()
-	for b.Loop() {
-		buf.Reset()
-		appendLine(&buf, &r, true)
 	}
 }

@@ -21,11 +21,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/jsonline"
 )
 
 // Name is the connector's name in pipeline files.
@@ -105,7 +103,7 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	for i := range records {
 		r := &records[i]
 		if s.format == FormatJSON {
-			appendEnvelope(&s.buf, r)
+			jsonline.Append(&s.buf, r, true)
 			continue
 		}
 		if r.IsTombstone() {
@@ -132,40 +130,4 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 func (s *Sink) Close(context.Context) error {
 	s.open = false
 	return nil
-}
-
-// appendEnvelope appends the JSON line of one record.
-func appendEnvelope(b *bytes.Buffer, r *connect.Record) {
-	b.WriteString(`{"topic":`)
-	appendString(b, r.Topic)
-	b.WriteString(`,"partition":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(r.Partition), 10))
-	b.WriteString(`,"offset":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), r.Offset, 10))
-	b.WriteString(`,"timestamp":`)
-	if r.Timestamp.IsZero() {
-		b.WriteString("null")
-	} else {
-		b.WriteByte('"')
-		b.Write(r.Timestamp.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
-		b.WriteByte('"')
-	}
-	b.WriteString(`,"key":`)
-	appendDecoded(b, r.Key)
-	b.WriteString(`,"value":`)
-	appendDecoded(b, r.Value)
-	b.WriteString("}\n")
-}
-
-// appendDecoded appends data as JSON: null for nil, the data compacted when
-// it is valid JSON in UTF-8, else a JSON string of it.
-func appendDecoded(b *bytes.Buffer, data []byte) {
-	if data == nil {
-		b.WriteString("null")
-		return
-	}
-	if utf8.Valid(data) && compact(b, data) {
-		return
-	}
-	appendString(b, string(data))
 }

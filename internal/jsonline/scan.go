@@ -1,4 +1,4 @@
-package file
+package jsonline
 
 import (
 	"encoding/binary"

@@ -1,11 +1,14 @@
-package file
+package jsonline
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 func TestScanJSON(t *testing.T) {
@@ -102,4 +105,17 @@ func BenchmarkScanJSON(b *testing.B) {
 			json.Valid(v)
 		}
 	})
+}
+
+func BenchmarkAppendLine(b *testing.B) {
+	event := `{"seq":1,"user_id":"user-1","event":"page_view","properties":{"path":"/"}},`
+	v := []byte("[" + strings.TrimSuffix(strings.Repeat(event, 14), ",") + "]") // about 1 KiB
+	r := connect.Record{Topic: "web.tracking", Key: []byte("user-1"), Value: v, Timestamp: time.Now()}
+	var buf bytes.Buffer
+	b.SetBytes(int64(len(v)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		Append(&buf, &r, true)
+	}
 }
