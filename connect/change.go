@@ -121,11 +121,18 @@ func (s *SourceInfo) Time() time.Time { return fromStamps(s.TsMs, s.TsUs, s.TsNs
 // sourceCommon are the common source fields, in Debezium's order.
 var sourceCommon = [...]string{"version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns"}
 
+// sourceCommonMask has the nameBit of every common source field.
+var sourceCommonMask = func() (m uint64) {
+	for _, name := range sourceCommon {
+		m |= nameBit(name)
+	}
+	return m
+}()
+
 func isSourceCommon(name string) bool {
-	for _, c := range sourceCommon {
-		if c == name {
-			return true
-		}
+	switch name {
+	case "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns":
+		return true
 	}
 	return false
 }

@@ -40,14 +40,39 @@ func (c DebeziumJSON) Record(topic string, e *ChangeEvent) (Record, error) {
 }
 
 // Encode encodes the key and the value of e. The key is nil when e.Key is.
+// Both share one buffer sized for the event; each is capped at its
+// length, so appending to one copies it.
 func (c DebeziumJSON) Encode(e *ChangeEvent) (key, value []byte, err error) {
-	if key, err = c.EncodeKey(e); err != nil {
-		return nil, nil, err
-	}
-	if value, err = c.EncodeValue(e); err != nil {
+	key, value, _, err = c.AppendRecord(make([]byte, 0, encodedSize(e, c.Schemas)), e)
+	if err != nil {
 		return nil, nil, err
 	}
 	return key, value, nil
+}
+
+// AppendRecord appends the key of e (nothing for a null key) and then its
+// value to dst, and returns both, as the same bytes Encode returns, along
+// with the extended buffer. key and value alias that buffer and are capped
+// at their length, so appending to one copies it; the caller must not
+// write over them while they are in use. It lets a batch of records share
+// one large buffer (see Blocks) instead of two allocations each. On error
+// dst comes back unchanged (at its original length).
+func (c DebeziumJSON) AppendRecord(dst []byte, e *ChangeEvent) (key, value, out []byte, err error) {
+	start := len(dst)
+	b := dst
+	if e.Key != nil {
+		if b, err = c.appendKey(b, e); err != nil {
+			return nil, nil, dst[:start], err
+		}
+	}
+	mid := len(b)
+	if b, err = c.appendValue(b, e); err != nil {
+		return nil, nil, dst[:start], err
+	}
+	if e.Key != nil {
+		key = b[start:mid:mid]
+	}
+	return key, b[mid:len(b):len(b)], b, nil
 }
 
 // EncodeKey encodes the key of e: the key columns as an object, or nil for
@@ -56,6 +81,15 @@ func (c DebeziumJSON) EncodeKey(e *ChangeEvent) ([]byte, error) {
 	if e.Key == nil {
 		return nil, nil
 	}
+	size := rowSize(e.Key) + 16
+	if c.Schemas {
+		size *= 4
+	}
+	return c.appendKey(make([]byte, 0, size), e)
+}
+
+// appendKey appends the key of e, which is not null.
+func (c DebeziumJSON) appendKey(b []byte, e *ChangeEvent) ([]byte, error) {
 	var s *Schema
 	if e.Schema != nil && e.Schema.Key != nil {
 		s = e.Schema.Key
@@ -67,7 +101,6 @@ func (c DebeziumJSON) EncodeKey(e *ChangeEvent) ([]byte, error) {
 		inferred.Optional = false
 		s = &inferred
 	}
-	var b []byte
 	var err error
 	if c.Schemas {
 		b = append(b, `{"schema":`...)
@@ -76,7 +109,12 @@ func (c DebeziumJSON) EncodeKey(e *ChangeEvent) ([]byte, error) {
 		}
 		b = append(b, `,"payload":`...)
 	}
-	if b, err = appendValue(b, e.Key, s); err != nil {
+	if s == nil {
+		b, err = appendPlainRow(b, e.Key)
+	} else {
+		b, err = appendValue(b, e.Key, s)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode change event key: %w", err)
 	}
 	if c.Schemas {
@@ -87,6 +125,11 @@ func (c DebeziumJSON) EncodeKey(e *ChangeEvent) ([]byte, error) {
 
 // EncodeValue encodes the envelope of e.
 func (c DebeziumJSON) EncodeValue(e *ChangeEvent) ([]byte, error) {
+	return c.appendValue(make([]byte, 0, encodedSize(e, c.Schemas)-rowSize(e.Key)), e)
+}
+
+// appendValue appends the envelope of e.
+func (c DebeziumJSON) appendValue(b []byte, e *ChangeEvent) ([]byte, error) {
 	if !e.Op.Valid() {
 		return nil, fmt.Errorf("encode change event value: unknown op %q", e.Op)
 	}
@@ -97,7 +140,6 @@ func (c DebeziumJSON) EncodeValue(e *ChangeEvent) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode change event value: %w", err)
 	}
-	var b []byte
 	if c.Schemas {
 		env := envelopeSchema(e, rowS, srcS)
 		b = append(b, `{"schema":`...)
@@ -113,6 +155,43 @@ func (c DebeziumJSON) EncodeValue(e *ChangeEvent) ([]byte, error) {
 		b = append(b, '}')
 	}
 	return b, nil
+}
+
+// encodedSize estimates the size of e's key and value, so that encoding
+// allocates once.
+func encodedSize(e *ChangeEvent, schemas bool) int {
+	const fixed = 320 // the envelope's and the source block's names and numbers
+	n := fixed + rowSize(e.Key) + rowSize(e.Before) + rowSize(e.After) + rowSize(e.Source.Extra) +
+		len(e.Source.Version) + len(e.Source.Connector) + len(e.Source.Name) + len(e.Source.DB) + len(e.Source.Sequence)
+	if e.Transaction != nil {
+		n += len(e.Transaction.ID)
+	}
+	if e.Message != nil {
+		n += len(e.Message.Prefix) + len(e.Message.Content)*4/3
+	}
+	if schemas {
+		n *= 4
+	}
+	return n
+}
+
+// rowSize estimates the JSON size of r.
+func rowSize(r Row) int {
+	n := 2
+	for i := range r {
+		n += len(r[i].Name) + 4
+		switch v := r[i].Value.(type) {
+		case string:
+			n += len(v) + 2
+		case []byte:
+			n += (len(v)+2)/3*4 + 2
+		case Row:
+			n += rowSize(v)
+		default:
+			n += 20
+		}
+	}
+	return n
 }
 
 // valueSchemas returns the row and source schemas to encode e with: the
@@ -197,13 +276,12 @@ func envelopeSchema(e *ChangeEvent, rowS, srcS *Schema) Schema {
 // appendEnvelope appends the payload of e's value.
 func appendEnvelope(b []byte, e *ChangeEvent, rowS, srcS *Schema) ([]byte, error) {
 	var err error
-	src := e.Source.row(srcS)
 	if e.Op == OpMessage {
 		b = append(b, `{"op":`...)
 		b = appendString(b, string(e.Op))
 		b = appendOptInt(append(b, `,"ts_ms":`...), e.TsMs)
 		b = append(b, `,"source":`...)
-		if b, err = appendValue(b, src, srcS); err != nil {
+		if b, err = appendSource(b, &e.Source, srcS); err != nil {
 			return b, inField("source", err)
 		}
 		b = appendTransaction(append(b, `,"transaction":`...), e.Transaction)
@@ -232,7 +310,7 @@ func appendEnvelope(b []byte, e *ChangeEvent, rowS, srcS *Schema) ([]byte, error
 		return b, inField("after", err)
 	}
 	b = append(b, `,"source":`...)
-	if b, err = appendValue(b, src, srcS); err != nil {
+	if b, err = appendSource(b, &e.Source, srcS); err != nil {
 		return b, inField("source", err)
 	}
 	b = append(b, `,"op":`...)
@@ -249,7 +327,71 @@ func appendRow(b []byte, r Row, s *Schema) ([]byte, error) {
 	if r == nil {
 		return append(b, "null"...), nil
 	}
+	if s == nil {
+		return appendPlainRow(b, r)
+	}
 	return appendValue(b, r, s)
+}
+
+// appendSource appends the source block. With a schema it goes through
+// the generic struct writer; without one (the common case) it is written
+// straight from the struct, the same bytes as the row that row returns.
+func appendSource(b []byte, src *SourceInfo, s *Schema) ([]byte, error) {
+	if s != nil {
+		return appendValue(b, src.row(s), s)
+	}
+	// The names must be unique, as in any object: the first Extra field
+	// that repeats a common field or an earlier one is the error.
+	var mask uint64 // see checkUniqueNames
+	for i := range src.Extra {
+		name := src.Extra[i].Name
+		bit := nameBit(name)
+		if (bit&sourceCommonMask != 0 && isSourceCommon(name)) || (mask&bit != 0 && src.Extra[:i].Index(name) >= 0) {
+			return b, valueErrorf("duplicate field %q", name)
+		}
+		mask |= bit
+	}
+	b = append(b, `{"version":`...)
+	b = appendString(b, src.Version)
+	b = append(b, `,"connector":`...)
+	b = appendString(b, src.Connector)
+	b = append(b, `,"name":`...)
+	b = appendString(b, src.Name)
+	b = strconv.AppendInt(append(b, `,"ts_ms":`...), src.TsMs, 10)
+	b = append(b, `,"snapshot":`...)
+	if src.Snapshot == "" {
+		b = append(b, `"`+SnapshotFalse+`"`...)
+	} else {
+		b = appendString(b, src.Snapshot)
+	}
+	b = append(b, `,"db":`...)
+	b = appendString(b, src.DB)
+	b = append(b, `,"sequence":`...)
+	if src.Sequence == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, src.Sequence)
+	}
+	b = appendOptInt(append(b, `,"ts_us":`...), src.TsUs)
+	b = appendOptInt(append(b, `,"ts_ns":`...), src.TsNs)
+	var err error
+	for i := range src.Extra {
+		f := &src.Extra[i]
+		b = appendMember(b, ',', f.Name)
+		switch v := f.Value.(type) {
+		case nil:
+			b = append(b, "null"...)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case string:
+			b = appendString(b, v)
+		default:
+			if b, err = appendPlain(b, v); err != nil {
+				return b, inField(f.Name, err)
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func appendOptInt(b []byte, v int64) []byte {

@@ -117,6 +117,31 @@ func ExampleDebeziumJSON_Encode() {
 	// {"before":null,"after":{"id":1001,"email":"sally@example.org","score":4.0},"source":{"version":"0.1.0","connector":"postgresql","name":"dbserver1","ts_ms":1714000000000,"snapshot":"false","db":"inventory","sequence":null,"ts_us":1714000000000000,"ts_ns":1714000000000000000,"schema":"public","table":"customers","lsn":24023128},"op":"c","ts_ms":1714000000142,"ts_us":1714000000142000,"ts_ns":1714000000142000000,"transaction":null}
 }
 
+func ExampleDebeziumJSON_RecordIn() {
+	// A source encoding a batch: the records' bytes share blocks, and
+	// each record stays valid after later ones are written.
+	var blk connect.Blocks
+	var batch []connect.Record
+	for id := range 3 {
+		row := connect.Row{{Name: "id", Value: int64(id)}, {Name: "name", Value: "item"}}
+		e := &connect.ChangeEvent{Op: connect.OpRead, Key: row[:1], After: row,
+			Source: connect.SourceInfo{Version: "0.1.0", Connector: "demo", Name: "srv", Snapshot: connect.SnapshotTrue, DB: "shop"}}
+		rec, err := connect.DebeziumJSON{}.RecordIn(&blk, "srv.shop.items", e)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		batch = append(batch, rec)
+	}
+	for _, rec := range batch {
+		fmt.Printf("%s %s\n", rec.Key, rec.Value[:45])
+	}
+	// Output:
+	// {"id":0} {"before":null,"after":{"id":0,"name":"item"}
+	// {"id":1} {"before":null,"after":{"id":1,"name":"item"}
+	// {"id":2} {"before":null,"after":{"id":2,"name":"item"}
+}
+
 func ExampleDebeziumJSON_Decode() {
 	value := []byte(`{
 	  "schema": {"type": "struct", "optional": false, "name": "srv.public.t.Envelope", "fields": [

@@ -428,10 +428,85 @@ func validNumber(s string) bool {
 // characters escaped, everything else, including non-ASCII, as is. Invalid
 // UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
+	// Fast path: nothing to escape, the string goes out as it is. Eight
+	// bytes at a time, then byte by byte.
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if !plainWord(w) {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if !plainASCII[s[i]] {
+			return appendEscapedString(b, s, i)
+		}
+	}
+	n := len(b)
+	if cap(b)-n < len(s)+2 {
+		b = append(b, make([]byte, len(s)+2)...)
+	} else {
+		b = b[:n+len(s)+2]
+	}
+	b[n] = '"'
+	copy(b[n+1:], s)
+	b[len(b)-1] = '"'
+	return b
+}
+
+// appendMember appends sep (a comma or a brace) and name quoted as
+// appendString does, then the colon: the start of an object member, in one
+// copy when the name needs no escapes.
+func appendMember(b []byte, sep byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		if !plainASCII[name[i]] {
+			b = append(b, sep)
+			return append(appendEscapedString(b, name, i), ':')
+		}
+	}
+	n := len(b)
+	if cap(b)-n < len(name)+4 {
+		b = append(b, make([]byte, len(name)+4)...)
+	} else {
+		b = b[:n+len(name)+4]
+	}
+	b[n], b[n+1] = sep, '"'
+	copy(b[n+2:], name)
+	b[len(b)-2], b[len(b)-1] = '"', ':'
+	return b
+}
+
+// plainWord reports whether none of the eight bytes of w needs escaping
+// (see plainASCII): no byte below 0x20, none 0x80 or above, no quote, no
+// backslash. The tests for "some byte is below n" have false positives
+// only beside a true one, so the answer is exact.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	below := (w - ones*0x20) &^ w
+	quote := w ^ (ones * '"')
+	quote = (quote - ones) &^ quote
+	backslash := w ^ (ones * '\\')
+	backslash = (backslash - ones) &^ backslash
+	return (below|quote|backslash|w)&highs == 0
+}
+
+// plainASCII marks the bytes that appendString writes as they are without
+// looking further: printable ASCII but the quote and the backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendEscapedString is appendString for a string whose first i bytes
+// are plain ASCII.
+func appendEscapedString(b []byte, s string, i int) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

@@ -202,3 +202,22 @@ func canonical(v any) any {
 	}
 	return v
 }
+
+// TestPlainWord checks the eight-byte test against the byte table, for
+// every byte value in every position among plain neighbours.
+func TestPlainWord(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			w := uint64(0x6161616161616161) // "aaaaaaaa"
+			w = w&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+			if got, want := plainWord(w), plainASCII[c]; got != want {
+				t.Fatalf("byte %#x at %d: plainWord = %v, want %v", c, pos, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"abcdefg\x00", "\"abcdefg", "abc\\defg", "abcdefg\x7f", "abcdefg\xff", "\x1fabcdefg"} {
+		if got := appendString(nil, s); string(got) != string(appendEscapedString(nil, s, 0)) {
+			t.Errorf("appendString(%q) = %s", s, got)
+		}
+	}
+}

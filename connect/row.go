@@ -163,6 +163,31 @@ func (l *lookup) find(i int, name string) int {
 
 // checkUniqueNames reports the first field name that appears twice.
 func checkUniqueNames(r Row) error {
+	// Most rows have no two names alike in length, first and last byte:
+	// one pass over a 64-bit mask of those says so; the exact checks
+	// below run only when two names collide in the mask.
+	var mask uint64
+	for i := range r {
+		bit := nameBit(r[i].Name)
+		if mask&bit != 0 {
+			return checkUniqueNamesExact(r)
+		}
+		mask |= bit
+	}
+	return nil
+}
+
+// nameBit is a name's bit in the mask of checkUniqueNames: equal names
+// have equal bits.
+func nameBit(name string) uint64 {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((uint(len(name))*7 + uint(name[0])*3 + uint(name[len(name)-1])) & 63)
+}
+
+// checkUniqueNamesExact is checkUniqueNames without the mask.
+func checkUniqueNamesExact(r Row) error {
 	// Pairwise comparison beats a map up to a few dozen fields (source
 	// blocks have 10–20; rows of wide tables more).
 	if len(r) <= 48 {

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -93,5 +94,26 @@ func TestRow_MarshalJSON_Types(t *testing.T) {
 	}
 	if _, err := (Row{{"bad", json.Number("12abc")}}).MarshalJSON(); err == nil {
 		t.Error("invalid json.Number: no error")
+	}
+}
+
+// TestCheckUniqueNames_MatchesExact holds the masked check to the
+// pairwise one on random rows of short names (many collide in the mask).
+func TestCheckUniqueNames_MatchesExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	letters := "ab\"é"
+	for i := range 20000 {
+		r := make(Row, rng.IntN(70))
+		for j := range r {
+			name := make([]byte, rng.IntN(4))
+			for k := range name {
+				name[k] = letters[rng.IntN(len(letters))]
+			}
+			r[j].Name = string(name)
+		}
+		got, want := checkUniqueNames(r), checkUniqueNamesExact(r)
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			t.Fatalf("row %d %v: checkUniqueNames = %v, want %v", i, r.Names(), got, want)
+		}
 	}
 }

@@ -241,24 +241,7 @@ func appendPlain(b []byte, v any) ([]byte, error) {
 	case []byte:
 		return appendBytes(b, v), nil
 	case Row:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		if err := checkUniqueNames(v); err != nil {
-			return b, valueErrorf("%v", err)
-		}
-		b = append(b, '{')
-		for i, f := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, f.Name)
-			b = append(b, ':')
-			if b, err = appendPlain(b, f.Value); err != nil {
-				return b, inField(f.Name, err)
-			}
-		}
-		return append(b, '}'), nil
+		return appendPlainRow(b, v)
 	case []any:
 		b = append(b, '[')
 		for i, e := range v {
@@ -272,6 +255,43 @@ func appendPlain(b []byte, v any) ([]byte, error) {
 		return append(b, ']'), nil
 	}
 	return b, valueErrorf("unsupported value type %T", v)
+}
+
+// appendPlainRow appends r as a JSON object by the Go types of its values
+// (nil is null). The common values of rows — null, int64, strings and
+// bytes — are written inline; the others go through appendPlain.
+func appendPlainRow(b []byte, r Row) ([]byte, error) {
+	if r == nil {
+		return append(b, "null"...), nil
+	}
+	if err := checkUniqueNames(r); err != nil {
+		return b, valueErrorf("%v", err)
+	}
+	if len(r) == 0 {
+		return append(b, '{', '}'), nil
+	}
+	sep := byte('{')
+	for i := range r {
+		f := &r[i]
+		b = appendMember(b, sep, f.Name)
+		sep = ','
+		switch v := f.Value.(type) {
+		case nil:
+			b = append(b, "null"...)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case string:
+			b = appendString(b, v)
+		case []byte:
+			b = appendBytes(b, v)
+		default:
+			var err error
+			if b, err = appendPlain(b, v); err != nil {
+				return b, inField(f.Name, err)
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func appendFloat(b []byte, f float64, bits int) ([]byte, error) {

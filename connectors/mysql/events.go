@@ -59,12 +59,84 @@ func (e *encoder) source(t *table, si *srcInfo) connect.SourceInfo {
 	return s
 }
 
+// sourceBox is an encoder goroutine's source block, reused from change to
+// change: its Extra row keeps the values boxed for the last change, so
+// that a run of changes from one table and binlog file boxes only what
+// differs.
+type sourceBox struct {
+	extra             connect.Row
+	table, file, gtid string
+	serverID, pos     uint32
+	row               int
+	thread            int64
+}
+
+// sourceIn is source, building the block in sb. The block is valid until
+// the next call with sb.
+func (e *encoder) sourceIn(sb *sourceBox, t *table, si *srcInfo) connect.SourceInfo {
+	if sb.extra == nil {
+		s := e.source(t, si)
+		*sb = sourceBox{extra: s.Extra, table: t.def.Name, file: si.file, gtid: si.gtid, serverID: si.serverID, pos: si.pos, row: si.row, thread: si.thread}
+		return s
+	}
+	x := sb.extra // the field order of source
+	if sb.table != t.def.Name {
+		sb.table, x[0].Value = t.def.Name, t.def.Name
+	}
+	if sb.serverID != si.serverID {
+		sb.serverID, x[1].Value = si.serverID, int64(si.serverID)
+	}
+	if sb.gtid != si.gtid {
+		sb.gtid, x[2].Value = si.gtid, nil
+		if si.gtid != "" {
+			x[2].Value = si.gtid
+		}
+	}
+	if sb.file != si.file {
+		sb.file, x[3].Value = si.file, si.file
+	}
+	if sb.pos != si.pos {
+		sb.pos, x[4].Value = si.pos, int64(si.pos)
+	}
+	if sb.row != si.row {
+		sb.row, x[5].Value = si.row, int64(si.row)
+	}
+	if sb.thread != si.thread {
+		sb.thread, x[6].Value = si.thread, nil
+		if si.thread != 0 {
+			x[6].Value = si.thread
+		}
+	}
+	s := connect.SourceInfo{
+		Version:   version,
+		Connector: connect.ConnectorMySQL,
+		Name:      e.set.prefix,
+		Snapshot:  si.snapshot,
+		DB:        t.def.DB,
+		Extra:     x,
+	}
+	s.SetTime(si.ts)
+	return s
+}
+
 // record encodes one event of t.
 func (e *encoder) record(t *table, ev *connect.ChangeEvent) (connect.Record, error) {
+	return e.recordIn(nil, t, ev)
+}
+
+// recordIn encodes one event of t into blk's blocks (shared by the records
+// of a batch), or into a buffer of its own when blk is nil.
+func (e *encoder) recordIn(blk *connect.Blocks, t *table, ev *connect.ChangeEvent) (connect.Record, error) {
 	if e.set.schemas {
 		ev.Schema = t.schema
 	}
-	r, err := e.codec.Record(t.topic, ev)
+	var r connect.Record
+	var err error
+	if blk != nil {
+		r, err = e.codec.RecordIn(blk, t.topic, ev)
+	} else {
+		r, err = e.codec.Record(t.topic, ev)
+	}
 	if err != nil {
 		return r, fmt.Errorf("encode the %s event of %s: %w", ev.Op, t.def.ref(), err)
 	}

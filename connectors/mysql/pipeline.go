@@ -150,11 +150,15 @@ func (e *encodeStage) close() {
 	close(e.jobs)
 }
 
-// scratch is an encoder goroutine's reusable memory: the rows a change
-// maps to live only until its records are written.
+// scratch is an encoder goroutine's reusable memory: the rows, key and
+// event a change maps to live only until its records are written; the
+// records' bytes come from blocks shared by many records.
 type scratch struct {
-	arena
+	blk           connect.Blocks
 	before, after connect.Row
+	key           connect.Row
+	src           sourceBox
+	ev            connect.ChangeEvent
 }
 
 // encodeItems turns a batch into records. It runs on encoder goroutines:
@@ -222,27 +226,16 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 	return append(out, rec), nil
 }
 
-// encodeEvent encodes one change event: by fastRecord when it can, else
-// with the codec.
+// encodeEvent encodes one change event, built in a's memory.
 func (st *streamer) encodeEvent(a *scratch, c *change, op connect.Op, before, after connect.Row, tx *connect.Transaction) (connect.Record, error) {
-	var stamps connect.ChangeEvent
-	stamps.SetTime(c.now)
-	if rec, ok := st.enc.fastRecord(&a.arena, c.t, op, before, after, &c.si, tx, &stamps); ok {
-		return rec, nil
+	keyRow := after
+	if keyRow == nil {
+		keyRow = before
 	}
-	return st.enc.record(c.t, st.newEvent(c, op, before, after, tx))
-}
-
-// newEvent builds one change event.
-func (st *streamer) newEvent(c *change, op connect.Op, before, after connect.Row, tx *connect.Transaction) *connect.ChangeEvent {
-	ev := &connect.ChangeEvent{Op: op, Before: before, After: after, Source: st.enc.source(c.t, &c.si), Transaction: tx}
-	if after != nil {
-		ev.Key = c.t.key(after)
-	} else {
-		ev.Key = c.t.key(before)
-	}
-	ev.SetTime(c.now)
-	return ev
+	a.key = c.t.keyInto(a.key[:0], keyRow)
+	a.ev = connect.ChangeEvent{Op: op, Key: a.key, Before: before, After: after, Source: st.enc.sourceIn(&a.src, c.t, &c.si), Transaction: tx}
+	a.ev.SetTime(c.now)
+	return st.enc.recordIn(&a.blk, c.t, &a.ev)
 }
 
 // sameKey reports whether two row images of t, as go-mysql decodes them,

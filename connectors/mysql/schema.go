@@ -370,11 +370,18 @@ func (t *table) key(row connect.Row) connect.Row {
 	if len(t.def.Key) == 0 || row == nil {
 		return nil
 	}
-	k := make(connect.Row, len(t.def.Key))
-	for i, idx := range t.def.Key {
-		k[i] = row[idx]
+	return t.keyInto(make(connect.Row, 0, len(t.def.Key)), row)
+}
+
+// keyInto is key, appending the key columns to dst (empty) to reuse it.
+func (t *table) keyInto(dst connect.Row, row connect.Row) connect.Row {
+	if len(t.def.Key) == 0 || row == nil {
+		return nil
 	}
-	return k
+	for _, idx := range t.def.Key {
+		dst = append(dst, row[idx])
+	}
+	return dst
 }
 
 // newTable makes the table for a definition.

@@ -447,7 +447,7 @@ func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si
 				c.lastKey = append(c.lastKey, string(vals[k]))
 			}
 		} else if len(evs) >= s.set.chunkSize {
-			if err := encodeChunk(enc, c, evs, si); err != nil {
+			if err := encodeChunk(enc, c, evs); err != nil {
 				return nil, 0, err
 			}
 			if err := send(c); err != nil {
@@ -459,7 +459,7 @@ func (s *Source) readChunk(ctx context.Context, conn *sql.Conn, enc *encoder, si
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	if err := encodeChunk(enc, c, evs, si); err != nil {
+	if err := encodeChunk(enc, c, evs); err != nil {
 		return nil, 0, err
 	}
 	return c, n, nil
@@ -472,7 +472,7 @@ const parallelFrom = 256
 // encodeChunk encodes a chunk's events into its records, keeping the
 // first and the last event (the snapshot's first and last records are
 // encoded again with their marks).
-func encodeChunk(enc *encoder, c *chunk, evs []*connect.ChangeEvent, si *srcInfo) error {
+func encodeChunk(enc *encoder, c *chunk, evs []*connect.ChangeEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -483,13 +483,9 @@ func encodeChunk(enc *encoder, c *chunk, evs []*connect.ChangeEvent, si *srcInfo
 		parts = min(runtime.GOMAXPROCS(0), 4, len(evs)/(parallelFrom/2))
 	}
 	encode := func(lo, hi int) error {
-		var a arena
+		var blk connect.Blocks // the records of a part share blocks
 		for i := lo; i < hi; i++ {
-			if r, ok := enc.fastRecord(&a, c.t, evs[i].Op, nil, evs[i].After, si, nil, evs[i]); ok {
-				c.recs[i] = r
-				continue
-			}
-			r, err := enc.record(c.t, evs[i])
+			r, err := enc.recordIn(&blk, c.t, evs[i])
 			if err != nil {
 				return err
 			}

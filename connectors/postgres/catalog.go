@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -92,8 +91,6 @@ type relation struct {
 	skip    bool                 // not a captured table (a publication FOR ALL TABLES sends every table)
 	signal  bool                 // the signal table: its inserts are signals, not events
 
-	namesOnce sync.Once
-	names     [][]byte // quotedNames
 }
 
 // colDef is a column as the stream or the catalogue describes it.

@@ -70,11 +70,10 @@
 //
 // # Encoding
 //
-// Without embedded schemas the connector writes the Debezium JSON itself,
-// byte for byte as connect.DebeziumJSON would: snapshot rows straight from
-// their text, with the source block encoded once per table (rowreader.go),
-// streamed events from their rows (envelope.go, checked against the codec
-// once at start); pgoutput's row messages are parsed in place (tuple.go).
-// Values of other shapes, and every event with schemas, go through the
-// codec.
+// Without embedded schemas the connector writes snapshot rows' Debezium
+// JSON itself, byte for byte as connect.DebeziumJSON would, straight from
+// their text, with the source block encoded once per table (rowreader.go).
+// Streamed events, values of other shapes and every event with schemas go
+// through the codec; the stream's records share blocks of memory
+// (connect.Blocks). pgoutput's row messages are parsed in place (tuple.go).
 package postgres

@@ -66,16 +66,22 @@ func (rel *relation) key(row connect.Row) connect.Row {
 
 // record encodes one event of rel.
 func (e *encoder) record(rel *relation, ev *connect.ChangeEvent) (connect.Record, error) {
+	return e.recordIn(nil, rel, ev)
+}
+
+// recordIn encodes one event of rel into blk's blocks (shared by the
+// records of a batch), or into a buffer of its own when blk is nil.
+func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.ChangeEvent) (connect.Record, error) {
 	if e.set.schemas {
 		ev.Schema = schemaFor(rel, ev)
-	} else if ev.Op != connect.OpMessage && envelopeOK() {
-		key, value, err := appendEvent(ev, rel)
-		if err != nil {
-			return connect.Record{}, fmt.Errorf("encode the %s event of %s: %w", ev.Op, rel.ref, err)
-		}
-		return connect.Record{Topic: rel.topic, Key: key, Value: value}, nil
 	}
-	r, err := e.codec.Record(rel.topic, ev)
+	var r connect.Record
+	var err error
+	if blk != nil {
+		r, err = e.codec.RecordIn(blk, rel.topic, ev)
+	} else {
+		r, err = e.codec.Record(rel.topic, ev)
+	}
 	if err != nil {
 		return r, fmt.Errorf("encode the %s event of %s: %w", ev.Op, rel.ref, err)
 	}

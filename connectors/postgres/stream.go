@@ -42,6 +42,7 @@ type streamer struct {
 	rels map[uint32]*relation
 
 	pending []connect.Record // records not yet handed to Read
+	blk     connect.Blocks   // the bytes of the records, shared in blocks
 
 	// The transaction being received.
 	inTx       bool
@@ -593,7 +594,7 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 	if st.chunk != nil {
 		st.streamed(rel, op, rel.key(before), rel.key(after))
 	}
-	rec, err := st.enc.record(rel, st.event(rel, op, before, after, lsn))
+	rec, err := st.enc.recordIn(&st.blk, rel, st.event(rel, op, before, after, lsn))
 	if err != nil {
 		return err
 	}
@@ -614,11 +615,11 @@ func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after 
 	if st.chunk != nil {
 		st.streamed(rel, connect.OpUpdate, rel.key(before), rel.key(after))
 	}
-	del, err := st.enc.record(rel, st.event(rel, connect.OpDelete, before, nil, lsn))
+	del, err := st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpDelete, before, nil, lsn))
 	if err != nil {
 		return err
 	}
-	cre, err := st.enc.record(rel, st.event(rel, connect.OpCreate, nil, after, lsn))
+	cre, err := st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpCreate, nil, after, lsn))
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 		}
 	}
 
-	// And the stream without schemas (envelope.go).
+	// And the stream without schemas.
 	ps := openSource(t, db, map[string]string{"snapshot.mode": "never", "tables": "public.types", "slot": "types_plain_stream"}, nil)
 	db.exec(t, "INSERT INTO types SELECT 3, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
 	if got, w := decode(t, readRecords(t, ps, 1, 30*time.Second))[0].ev.After.String(), strings.Replace(want, `{"id":1,`, `{"id":3,`, 1); got != w {
