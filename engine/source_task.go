@@ -86,7 +86,8 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		}
 	}()
 	var tail *tailTracker
-	if tr, ok := src.(connect.TailRecoverer); ok {
+	tr, recovers := src.(connect.TailRecoverer)
+	if recovers {
 		var err error
 		if tail, err = r.recoverTail(soft, tr, cfg.Position != nil); err != nil {
 			if soft.Err() != nil {
@@ -95,6 +96,7 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 			return err
 		}
 	}
+	n := r.durableNotifier(src, recovers, cfg.Position != nil)
 	r.setTaskState(StateRunning, "")
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
@@ -106,7 +108,7 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	}()
 	window := make(chan inflight, sourceWindow)
 	committed := make(chan error, 1)
-	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail) }()
+	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail, n) }()
 
 	err := r.appendSource(hard, rctx, reads, window, tail != nil)
 	stopReading()
@@ -120,6 +122,37 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		err = cerr
 	}
 	return err
+}
+
+// durableNotice is how the committer tells a connect.DurableNotifier
+// source that records are durable, before their position is stored.
+type durableNotice struct {
+	src connect.DurableNotifier
+	// on is false while the source would not be handed, after a crash,
+	// the records announced (connect.TailRecoverer, see the
+	// DurableNotifier contract); a stored position with a tail turns it
+	// on. armed says whether it may be turned on.
+	on, armed bool
+}
+
+// durableNotifier returns how to tell src that records are durable; nil
+// when src does not implement connect.DurableNotifier. A source that also
+// implements connect.TailRecoverer is told only once a position with the
+// log offsets reached is stored (by an earlier run: resumed, or by this
+// one), and only on a backend that can read the tail back.
+func (r *runner) durableNotifier(src connect.Source, recovers, resumed bool) *durableNotice {
+	dn, ok := src.(connect.DurableNotifier)
+	if !ok {
+		return nil
+	}
+	if !recovers {
+		return &durableNotice{src: dn, on: true}
+	}
+	if _, ok := r.w.opts.Backend.(RangeReader); !ok {
+		r.logger.Warn("the log backend cannot read partition ranges: the source hears of durable records on Ack only")
+		return &durableNotice{src: dn}
+	}
+	return &durableNotice{src: dn, armed: true, on: resumed && r.w.offsets.Tail(r.spec.Name) != nil}
 }
 
 // readSource is the reading half of a source task: Read and transform,
@@ -281,13 +314,16 @@ func (b *readBatch) merge(next readBatch) {
 }
 
 // commitSourcePositions is the committing half of a source task: for each
-// batch, in order, it waits until the batch is durable; then it stores the
-// newest position reached and acks it, at most every
-// sourcePositionInterval, and once more when window is closed.
+// batch, in order, it waits until the batch is durable; then, with a
+// DurableNotifier n, it tells the source the batch's position at once
+// (Durable), and it stores the newest position reached and acks it, at
+// most every sourcePositionInterval, and once more when window is closed.
+// Durable and Ack are called from this goroutine only, so never
+// concurrently, and each Durable(pos) before the store and Ack of pos.
 // On a failure it calls stopReading and drains the window. With a tail
 // tracker, each position is stored with the log offsets reached by the
 // batch that carried it.
-func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker) error {
+func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker, n *durableNotice) error {
 	m := r.w.metrics
 	var pending connect.Position
 	var pendingTail []PartitionOffset
@@ -317,6 +353,9 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			return
 		}
 		last = time.Now()
+		if n != nil && n.armed && tail != nil {
+			n.on = true // a crash from now on leaves the source a tail to recover
+		}
 		if err := src.Ack(ctx, pending); err != nil {
 			if !connect.IsRetryable(err) {
 				failed = fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
@@ -360,6 +399,16 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			}
 			if tail != nil {
 				tail.note(f.recs[f.posEnd:])
+			}
+			if f.pos != nil && n != nil && n.on {
+				if err := n.src.Durable(ctx, f.pos); err != nil {
+					if !connect.IsRetryable(err) {
+						failed = fmt.Errorf("tell source %s its records are durable: %w", r.spec.Name, err)
+						stopReading()
+						continue
+					}
+					r.logger.Warn("durable notice failed; the next one covers it", "error", err)
+				}
 			}
 			if pending == nil {
 				continue

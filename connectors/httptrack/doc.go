@@ -34,11 +34,16 @@
 //
 // # Acknowledgement
 //
-// A request is answered 200 only after the worker has acknowledged a
-// position covering its records, that is after they are durably in the
+// A request is answered 200 only after its records are durably in the
 // log. Each accepted request gets the next seq; the last record of a
-// request carries the position {"seq":N}, and Ack(N) releases every
-// request up to N. A request that is not durable within ack.timeout, or
+// request carries the position {"seq":N}. With dedup on, Durable(N)
+// (connect.DurableNotifier: the records are durable, the position not yet
+// stored) releases every request up to N: a crash before the position
+// store leaves the records in the log tail, which RecoverTail hands back,
+// so a resend is dropped. With dedup off nothing drops a resend, and
+// requests wait for Ack(N) (durable and stored). Ack(N) releases in both
+// cases what Durable has not (the worker announces durability only when
+// the tail recovery covers it). A request that is not durable within ack.timeout, or
 // that finds more than max.pending.bytes waiting, is answered 503 with
 // Retry-After; the SDK retries it, and dedup keeps a retry of what did
 // become durable from doubling it.

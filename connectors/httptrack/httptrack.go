@@ -226,9 +226,10 @@ type request struct {
 // or new(Source).
 //
 // Concurrency: HTTP handlers run on the server's goroutines; one goroutine
-// calls Read, another may call Ack. mu guards the request queue, the seq
-// counters, the dedup set and the journal buffer; the journal file itself is
-// used by Read only (and by Open and Close, which never run with it).
+// calls Read, another may call Durable and Ack. mu guards the request
+// queue, the seq counters, the dedup set and the journal buffer; the
+// journal file itself is used by Read only (and by Open and Close, which
+// never run with it).
 type Source struct {
 	// Set by Open, read-only afterwards.
 	set     settings
@@ -258,15 +259,24 @@ type Source struct {
 	mu          sync.Mutex
 	queue       []*request
 	queuedBytes int64
-	nextSeq     uint64        // seq of the next accepted request
-	acked       uint64        // every request up to this seq is durable
-	ackCh       chan struct{} // closed and replaced on every Ack that advances acked
-	readable    chan struct{} // holds a token when the queue became non-empty
-	dedup       *dedupSet     // nil when dedup is off
-	jbuf        []byte        // journal entries not yet written to the file
+	nextSeq     uint64 // seq of the next accepted request
+	// acked: every request up to this seq is durable and its position
+	// stored (Ack). durable: every request up to this seq is durable in
+	// the log (Durable or Ack), its position perhaps not stored yet.
+	// Requests are answered 200 up to answeredLocked(): durable with dedup on,
+	// else acked (see the package doc, Acknowledgement).
+	acked    uint64
+	durable  uint64
+	ackCh    chan struct{} // closed and replaced whenever answeredLocked() advances
+	readable chan struct{} // holds a token when the queue became non-empty
+	dedup    *dedupSet     // nil when dedup is off
+	jbuf     []byte        // journal entries not yet written to the file
 }
 
-var _ connect.Source = (*Source)(nil)
+var (
+	_ connect.Source          = (*Source)(nil)
+	_ connect.DurableNotifier = (*Source)(nil)
+)
 
 // position is {"seq":N}: every request up to seq N is durable.
 func position(seq uint64) connect.Position {
@@ -306,7 +316,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	}
 	s.set, s.cfg = set, cfg
 	s.logger = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector, "task", cfg.Task)
-	s.nextSeq, s.acked = last+1, last
+	s.nextSeq, s.acked, s.durable = last+1, last, last
 	s.ackCh = make(chan struct{})
 	s.readable = make(chan struct{}, 1)
 	s.closing = make(chan struct{})
@@ -491,24 +501,54 @@ func (s *Source) writeJournal(b []byte) error {
 	return nil
 }
 
-// Ack marks every request up to pos's seq as durable and releases the
-// requests waiting for it, which answer 200.
+// Ack marks every request up to pos's seq as durable with its position
+// stored and releases the requests waiting for it, which answer 200.
 func (s *Source) Ack(_ context.Context, pos connect.Position) error {
+	return s.advance("ack", pos, true)
+}
+
+// Durable marks every request up to pos's seq as durable in the log, its
+// position not yet stored. With dedup on it releases the requests waiting
+// for it, which answer 200: a crash before the position is stored leaves
+// their records in the log tail, which the next start recovers
+// (RecoverTail), so a resend of them is dropped. With dedup off nothing
+// would drop a resend, and requests wait for Ack. It implements
+// connect.DurableNotifier.
+func (s *Source) Durable(_ context.Context, pos connect.Position) error {
+	return s.advance("durable", pos, false)
+}
+
+// advance raises durable, and acked when stored, to pos's seq, and wakes
+// the waiting requests when that answers more of them.
+func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	seq, err := parsePosition(pos)
 	if err != nil {
-		return fmt.Errorf("httptrack ack: %w", err)
+		return fmt.Errorf("httptrack %s: %w", call, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seq >= s.nextSeq {
-		return fmt.Errorf("httptrack ack: position %s is after the last request given out (seq %d)", pos, s.nextSeq-1)
+		return fmt.Errorf("httptrack %s: position %s is after the last request given out (seq %d)", call, pos, s.nextSeq-1)
 	}
-	if seq > s.acked {
-		s.acked = seq
+	before := s.answeredLocked()
+	s.durable = max(s.durable, seq)
+	if stored {
+		s.acked = max(s.acked, seq)
+	}
+	if s.answeredLocked() > before {
 		close(s.ackCh)
 		s.ackCh = make(chan struct{})
 	}
 	return nil
+}
+
+// answeredLocked returns the seq up to which requests are answered 200:
+// durable with dedup on (a resend after a crash is dropped), else acked.
+func (s *Source) answeredLocked() uint64 {
+	if s.dedup != nil {
+		return s.durable
+	}
+	return s.acked
 }
 
 // Close stops the server in two phases: requests still waiting for their

@@ -49,6 +49,9 @@ type harness struct {
 	// their position is neither stored nor acked, as when the worker
 	// crashes between its append and its position store.
 	hold atomic.Bool
+	// announce: with hold, held records are announced with Durable (the
+	// worker crashes after Durable, before its position store).
+	announce atomic.Bool
 	// slowAcks is how many of the next batches are acked only after
 	// ackDelay, as when the log is slow to fsync.
 	slowAcks atomic.Int32
@@ -115,17 +118,22 @@ func (h *harness) work(ctx context.Context) {
 		if len(recs) == 0 || h.refuse.Load() {
 			continue
 		}
-		if h.hold.Load() {
-			h.mu.Lock()
-			h.held = append(h.held, recs...)
-			h.mu.Unlock()
-			continue
-		}
 		var pos connect.Position
 		for _, r := range recs {
 			if r.Position != nil {
 				pos = r.Position
 			}
+		}
+		if h.hold.Load() {
+			h.mu.Lock()
+			h.held = append(h.held, recs...)
+			h.mu.Unlock()
+			if h.announce.Load() && pos != nil {
+				if err := h.src.Durable(ctx, pos); err != nil {
+					h.t.Errorf("durable: %v", err)
+				}
+			}
+			continue
 		}
 		h.mu.Lock()
 		h.recs = append(h.recs, recs...)

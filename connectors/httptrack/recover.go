@@ -15,9 +15,10 @@ var _ connect.TailRecoverer = (*Source)(nil)
 // The tail of the log after the last stored position.
 //
 // The worker appends a request's records, then stores the position, then
-// acks, and only the ack answers the client 200. A crash between the
-// append and the store leaves the records durable in the log while their
-// client got no answer; it sends them again. On Open the dedup journal
+// acks. A crash between the append and the store leaves the records
+// durable in the log while their client got no answer (or its 200 on
+// Durable was lost); it sends them again. This recovery is also what makes
+// answering on Durable safe (see the package doc, Acknowledgement). On Open the dedup journal
 // forgets the ids of the requests after the stored position (their records
 // may not be in the log), so without more the resend would be stored twice.
 // The worker therefore hands the source, before its first Read, the records
@@ -83,7 +84,7 @@ func (s *Source) RecoverTail(ctx context.Context, recs []connect.Record) error {
 		entryAt int64
 	)
 	s.mu.Lock()
-	seq := s.acked // at or below the stored position: durable
+	seq := s.acked // the stored position at Open: the journal keeps these entries
 	flush := func() {
 		if len(hashes) > 0 && s.journal != nil {
 			entries = appendJournalEntry(entries, seq, entryAt, hashes)

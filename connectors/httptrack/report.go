@@ -65,7 +65,7 @@ func (s *Source) Report() connect.Report {
 
 	s.mu.Lock()
 	pending, pendingBytes := len(s.queue), s.queuedBytes
-	unacked := s.nextSeq - 1 - s.acked - uint64(pending)
+	unacked := s.nextSeq - 1 - s.durable - uint64(pending)
 	ids := 0
 	if s.dedup != nil {
 		ids = s.dedup.len()

@@ -236,7 +236,7 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 				continue
 			}
 			if old, dup := s.dedup.lookup(h, now); dup {
-				if old.seq > s.acked {
+				if old.seq > s.answeredLocked() {
 					wait = max(wait, old.seq)
 				}
 				continue
@@ -267,15 +267,16 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 	return max(wait, seq), len(recs), true
 }
 
-// awaitDurable waits until the request with seq is acknowledged, or answers
-// 503 on timeout and when the source is stopping.
+// awaitDurable waits until the request with seq may be answered 200 (see
+// answeredLocked), or answers 503 on timeout and when the source is
+// stopping.
 func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	var timeout <-chan time.Time
 	for {
 		s.mu.Lock()
-		if s.acked >= seq {
+		if s.answeredLocked() >= seq {
 			s.mu.Unlock()
 			return http.StatusOK, nil
 		}
