@@ -14,7 +14,11 @@
 // given batches in Write and returns only once they are delivered; the
 // worker then commits the consumer group's offsets. Both guarantee
 // at-least-once delivery; the interface docs spell out who calls what,
-// when, and concurrently with what.
+// when, and concurrently with what. Optional interfaces refine this for
+// sources that answer their own clients: a TailRecoverer learns, when it
+// opens, which records reached the log after its last stored position, and
+// a DurableNotifier hears that records are durable before their position
+// is stored.
 //
 // A Connector describes a connector (name, kind, version, description,
 // Spec) and makes instances. A Registry holds connectors by kind and name;

@@ -121,8 +121,25 @@ func (r *runner) recoverTail(ctx context.Context, src connect.TailRecoverer, res
 		r.logger.Warn("the log backend cannot read partition ranges: the source is not told which records reached the log after its last stored position, and may see them again")
 		return t, nil
 	}
+	// A partition of a topic the stored tail knows, but absent from it,
+	// came to be after the storing run started (the topic was created by
+	// its appends, or grew): all it holds may be that run's tail. A topic
+	// the stored tail does not know at all is new to TailTopics (a config
+	// change): its history is not this source's tail.
+	from := map[topicPartition]int64{}
+	known := map[string]bool{}
 	for _, po := range stored {
-		pb, ok := ends[topicPartition{po.Topic, po.Partition}]
+		from[topicPartition{po.Topic, po.Partition}] = po.Offset
+		known[po.Topic] = true
+	}
+	for k, pb := range ends {
+		if _, ok := from[k]; !ok && known[k.topic] {
+			from[k] = pb.Start
+		}
+	}
+	for k, off := range from {
+		po := PartitionOffset{Topic: k.topic, Partition: k.partition, Offset: off}
+		pb, ok := ends[k]
 		if !ok || !t.topics[po.Topic] || po.Offset >= pb.End {
 			continue
 		}

@@ -177,7 +177,13 @@ func TestSource_TailRecoverer_CrashBeforePositionStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-st.ackedA
-	other(4, 7) // after A's position (and its offsets) were stored
+	// After A's position (and its offsets) were stored, the topic grows a
+	// partition: its records, the other writer's and B's, are tail too,
+	// though the stored offsets do not name it.
+	if err := l.CreatePartitions("tail", 3); err != nil {
+		t.Fatal(err)
+	}
+	other(4, 7)
 	close(st.midDone)
 
 	waitFor(t, "the restarted task to read", func() bool {
@@ -194,7 +200,11 @@ func TestSource_TailRecoverer_CrashBeforePositionStore(t *testing.T) {
 
 	var got []string
 	last := map[int32]int64{}
+	inNew := 0
 	for _, r := range recovered {
+		if r.Partition == 2 {
+			inNew++
+		}
 		got = append(got, string(r.Value))
 		if r.Topic != "tail" {
 			t.Errorf("recovered record %s has topic %q", r.Value, r.Topic)
@@ -215,6 +225,9 @@ func TestSource_TailRecoverer_CrashBeforePositionStore(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("recovered tail:\n got %q\nwant %q", got, want)
+	}
+	if inNew == 0 {
+		t.Fatal("no recovered record was in the partition added after the stored offsets: the test does not cover it")
 	}
 	// The records really are in the log: B was durable, only its
 	// position was not stored.
