@@ -161,7 +161,7 @@ func crashChild(dir string) error {
 // it has started its connectors, and reaps it.
 func killCrashChild(t *testing.T, dir string, run int, delay time.Duration) {
 	t.Helper()
-	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce", crashChildEnv, dir)
+	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_DeliversEverySeqAtLeastOnce", crashChildEnv+"="+dir)
 	p.Sleep(delay)
 	p.Kill()
 }

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,6 +28,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/httptrack"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/crashtest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -103,9 +103,11 @@ func startWorker(ctx context.Context, dir, addr string, logger *slog.Logger) (*e
 //     reached the log but before the worker stored the position (the
 //     worker hands the source that tail of the log: RecoverTail).
 func TestE2E_SIGKILL(t *testing.T) {
-	if dir := os.Getenv(e2eChildEnv); dir != "" {
-		runE2EChild(dir, os.Getenv(e2eAddrEnv)) // never returns
-	}
+	crashtest.Child(e2eChildEnv, func(dir string) error { // in the child: runs until killed
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		_, _, err := startWorker(context.Background(), dir, os.Getenv(e2eAddrEnv), logger)
+		return err
+	})
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(e2eSeedEnv); s != "" {
 		var err error
@@ -130,7 +132,7 @@ func TestE2E_SIGKILL(t *testing.T) {
 		time.Sleep(delay)
 		before := c.acked.Load()
 		c.gen.Add(1) // before and after: a request that overlaps the kill sees a change
-		child.kill()
+		child.Kill()
 		c.gen.Add(1)
 		t.Logf("run %d: SIGKILL %v after the source answered; %d requests answered 200 so far", run, delay, before)
 	}
@@ -139,7 +141,7 @@ func TestE2E_SIGKILL(t *testing.T) {
 	child := startE2EChild(t, dir, addr, kills+1)
 	c.stopAndWait(60 * time.Second)
 	c.gen.Add(1)
-	child.kill()
+	child.Kill()
 
 	// Read the topic as the next worker would.
 	l, err := tlog.Open(e2eLogOptions(dir, slog.New(slog.DiscardHandler)))
@@ -196,83 +198,22 @@ func TestE2E_SIGKILL(t *testing.T) {
 		kills, len(c.done), events, interrupted, resends)
 }
 
-// runE2EChild is the child process: it runs the pipeline until it is
-// killed, or until its stdin closes (the parent test is gone).
-func runE2EChild(dir, addr string) {
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(stdinClosed)
-	}()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if _, _, err := startWorker(context.Background(), dir, addr, logger); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e child:", err)
-		os.Exit(3)
-	}
-	<-stdinClosed
-	os.Exit(2)
-}
-
-type e2eChild struct {
-	t      *testing.T
-	run    int
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	stderr *lockedBuffer
-	exited chan error
-}
-
 // startE2EChild starts a worker process on dir and waits until its source
 // answers /health.
-func startE2EChild(t *testing.T, dir, addr string, run int) *e2eChild {
+func startE2EChild(t *testing.T, dir, addr string, run int) *crashtest.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestE2E_SIGKILL$")
-	cmd.Env = append(os.Environ(), e2eChildEnv+"="+dir, e2eAddrEnv+"="+addr)
-	c := &e2eChild{t: t, run: run, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = c.stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = stdin
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.exited <- cmd.Wait() }()
-	deadline := time.Now().Add(time.Minute)
+	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestE2E_SIGKILL", e2eChildEnv+"="+dir, e2eAddrEnv+"="+addr)
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
-	for {
-		select {
-		case err := <-c.exited:
-			t.Fatalf("run %d: child exited before it answered: %v\n%s", run, err, c.stderr)
-		default:
+	p.WaitFor(func() bool {
+		resp, err := client.Get("http://" + addr + "/health")
+		if err != nil {
+			return false
 		}
-		if resp, err := client.Get("http://" + addr + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
-		if time.Now().After(deadline) {
-			c.kill()
-			t.Fatalf("run %d: child did not answer within a minute\n%s", run, c.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL and reaps the child.
-func (c *e2eChild) kill() {
-	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		c.t.Errorf("run %d: kill: %v", c.run, err)
-	}
-	err := <-c.exited
-	c.stdin.Close()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		c.t.Errorf("run %d: child ended with %v, not by SIGKILL\n%s", c.run, err, c.stderr)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, time.Minute, "the source answers /health")
+	return p
 }
 
 // e2eRequest is one request a client sends until it is answered 200.
@@ -560,23 +501,4 @@ func waitHTTP(t *testing.T, url string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer collects a child's stderr, written by exec's copier and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

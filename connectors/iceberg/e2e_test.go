@@ -221,7 +221,7 @@ func e2eChild(dir string) error {
 // the kill lands while the sinks are at work), and reaps it.
 func killE2EChild(t *testing.T, dir string, run int, delay time.Duration) {
 	t.Helper()
-	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_ExactlyOnce", e2eChildEnv, dir)
+	p := crashtest.Start(t, fmt.Sprintf("run %d", run), "TestWorker_SIGKILL_ExactlyOnce", e2eChildEnv+"="+dir)
 	files := parquetFiles(t, dir)
 	p.WaitFor(func() bool { return parquetFiles(t, dir) != files }, time.Minute, "the child writes a data file")
 	p.Sleep(delay)

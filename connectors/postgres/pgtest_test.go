@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/tributary-io/tributary/internal/pgtest"
 )
 
 // The tests run against real PostgreSQL servers started by the tests
@@ -81,72 +82,22 @@ type pgServer struct {
 	done chan struct{} // closed when the process has exited
 }
 
-// pgBin finds a PostgreSQL server binary on PATH or under
-// /usr/lib/postgresql/*/bin.
-func pgBin(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
-	if len(matches) > 0 {
-		return matches[len(matches)-1], nil
-	}
-	return "", fmt.Errorf("%s not found on PATH nor under /usr/lib/postgresql/*/bin", name)
-}
-
-// asPostgres makes cmd run as the postgres OS user when the tests run as
-// root: the server refuses to run as root.
-func asPostgres(cmd *exec.Cmd) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return fmt.Errorf("running as root needs a postgres OS user: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	cmd.Env = append(os.Environ(), "HOME="+u.HomeDir, "USER=postgres", "LOGNAME=postgres")
-	return nil
-}
-
-// chownPostgres gives dir (recursively) to the postgres OS user when the
-// tests run as root.
-func chownPostgres(dir string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
-}
-
 // startCluster runs initdb into root/data, keeps a pristine copy and starts
 // a server with wal_level=logical.
 func startCluster(root string) (*pgServer, error) {
-	initdb, err := pgBin("initdb")
+	initdb, err := pgtest.Bin("initdb")
 	if err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(root, 0o755); err != nil {
 		return nil, err
 	}
-	if err := chownPostgres(root); err != nil {
+	if err := pgtest.ChownPostgres(root); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(root, "data")
 	cmd := exec.Command(initdb, "-D", dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if err := asPostgres(cmd); err != nil {
+	if err := pgtest.AsPostgres(cmd); err != nil {
 		return nil, err
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -163,7 +114,7 @@ func startCluster(root string) (*pgServer, error) {
 // startServer starts postgres on dir with the given wal_level and waits
 // until it accepts connections.
 func startServer(dir, walLevel string) (*pgServer, error) {
-	bin, err := pgBin("postgres")
+	bin, err := pgtest.Bin("postgres")
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +129,7 @@ func startServer(dir, walLevel string) (*pgServer, error) {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB", "-c", "max_connections=100",
 		"-c", "wal_sender_timeout=60s", "-c", "logging_collector=off")
-	if err := asPostgres(cmd); err != nil {
+	if err := pgtest.AsPostgres(cmd); err != nil {
 		return nil, err
 	}
 	logf, err := os.Create(filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".log"))

@@ -3,8 +3,8 @@
 // and the connectors: nothing acknowledged before the kill may be lost.
 //
 // The parent calls Start with the name of the test and an environment
-// variable; the child, the same test seeing that variable, calls Child,
-// which starts the work, says "ready" on stdout and runs until it is
+// variable; in the child, the same test sees that variable when it calls
+// Child, which starts the work, says "ready" on stdout and runs until it is
 // killed (or its stdin closes because the parent is gone).
 package crashtest
 
@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,16 +57,18 @@ type Proc struct {
 	stdin  io.Closer
 	stderr lockedBuffer
 	exited chan error
+	killed bool // Kill reaped it
 }
 
 // Start runs the test called test (an exact name) of this test binary as a
-// child with env=value added to its environment, and waits until the child
-// is ready. what names the child in failures ("run 3"). Kill it when done.
-func Start(t testing.TB, what, test, env, value string) *Proc {
+// child with env ("NAME=value" entries) added to its environment, and waits
+// until the child is ready. what names the child in failures ("run 3").
+// Kill it when done.
+func Start(t testing.TB, what, test string, env ...string) *Proc {
 	t.Helper()
 	p := &Proc{t: t, what: what, exited: make(chan error, 1)}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$")
-	p.cmd.Env = append(os.Environ(), env+"="+value)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = &p.stderr
 	ready := &readyWriter{ready: make(chan struct{})}
 	p.cmd.Stdout = ready
@@ -82,6 +85,7 @@ func Start(t testing.TB, what, test, env, value string) *Proc {
 	select {
 	case <-ready.ready:
 	case err := <-p.exited:
+		p.killed = true
 		stdin.Close()
 		t.Fatalf("%s: child exited before it started: %v\n%s", what, err, p.Stderr())
 	case <-time.After(StartTimeout):
@@ -117,14 +121,22 @@ func (p *Proc) WaitFor(cond func() bool, timeout time.Duration, what string) {
 	}
 }
 
-// Kill sends SIGKILL and reaps the child.
+// Kill sends SIGKILL and reaps the child; the child ending otherwise (it
+// exited on its own meanwhile) fails the test. Killing twice does nothing.
 func (p *Proc) Kill() {
+	if p.killed {
+		return
+	}
+	p.killed = true
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		p.t.Errorf("%s: kill: %v", p.what, err)
 	}
-	<-p.exited
-	p.exited <- nil // a second Kill returns at once
+	err := <-p.exited
 	p.stdin.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		p.t.Errorf("%s: child ended with %v, not by SIGKILL\n%s", p.what, err, p.Stderr())
+	}
 }
 
 // Stderr is what the child wrote to stderr so far.

@@ -27,7 +27,7 @@ func TestKill(t *testing.T) {
 		return nil
 	})
 	path := filepath.Join(t.TempDir(), "out")
-	p := Start(t, "run 1", "TestKill", childEnv, path)
+	p := Start(t, "run 1", "TestKill", childEnv+"="+path)
 	size := func() int64 {
 		st, err := os.Stat(path)
 		if err != nil {
