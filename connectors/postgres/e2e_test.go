@@ -3,15 +3,12 @@
 package postgres_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +21,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/postgres"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/crashtest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -50,9 +48,7 @@ func e2eLogOptions(dir string, logger *slog.Logger) tlog.Options {
 // committed change is in the topic, and per key the changes appear in
 // commit order (a restart may deliver a suffix again: at-least-once).
 func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
-	if dir := os.Getenv(postgres.E2EChildEnv); dir != "" {
-		runE2EChild(dir, os.Getenv(e2eDSNEnv)) // never returns
-	}
+	crashtest.Child(postgres.E2EChildEnv, func(dir string) error { return startE2EWorker(dir, os.Getenv(e2eDSNEnv)) }) // in the child: runs until killed
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(e2eSeedEnv); s != "" {
 		var err error
@@ -95,7 +91,7 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	for run := 1; run <= kills; run++ {
 		delay := 300*time.Millisecond + time.Duration(rng.IntN(1200))*time.Millisecond
 		time.Sleep(delay)
-		child.kill(t)
+		child.Kill()
 		got, dups := readE2ETopic(t, dir)
 		n := 0
 		for _, changes := range got {
@@ -111,7 +107,7 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	if err := <-writeErr; err != nil {
-		child.kill(t)
+		child.Kill()
 		t.Fatalf("writer: %v", err)
 	}
 	// The last child catches up: once the slot confirms the end of the
@@ -127,10 +123,10 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the slot did not confirm %s within a minute; the worker's log:\n%s", end, child.errText())
+			t.Fatalf("the slot did not confirm %s within a minute; the worker's log:\n%s", end, child.Stderr())
 		}
 	}
-	child.kill(t)
+	child.Kill()
 
 	if grew < 2 {
 		t.Errorf("the topic grew in %d of %d killed runs: the children hardly captured anything before being killed", grew, kills)
@@ -313,123 +309,32 @@ func readE2ETopic(t *testing.T, dir string) (map[int][]string, int) {
 	return got, dups
 }
 
-// runE2EChild is the child process: a worker running the postgres source
-// into the embedded log, until it is killed or its stdin closes.
-func runE2EChild(dir, dsn string) {
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(stdinClosed)
-	}()
+// startE2EWorker starts the child process's worker: the postgres source
+// into the embedded log on dir.
+func startE2EWorker(dir, dsn string) error {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := func() error {
-		l, err := tlog.Open(e2eLogOptions(dir, logger))
-		if err != nil {
-			return err
-		}
-		w, err := engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: connect.Default(), Logger: logger,
-			RestartBackoffInitial: 50 * time.Millisecond, RestartBackoffMax: 500 * time.Millisecond})
-		if err != nil {
-			return err
-		}
-		return w.Start(ctx, engine.ConnectorSpec{Pipeline: "e2e", Name: e2eSource, Kind: connect.KindSource, Connector: "postgres", Topic: "shop.{schema}.{table}",
-			Config: map[string]string{"dsn": dsn, "tables": "public.orders", "heartbeat.interval": "100ms", "snapshot.chunk.size": "7"}}, "")
-	}()
+	l, err := tlog.Open(e2eLogOptions(dir, logger))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e child:", err)
-		os.Exit(3)
+		return err
 	}
-	fmt.Println("ready")
-	<-stdinClosed
-	os.Exit(2)
+	w, err := engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: connect.Default(), Logger: logger,
+		RestartBackoffInitial: 50 * time.Millisecond, RestartBackoffMax: 500 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	return w.Start(ctx, engine.ConnectorSpec{Pipeline: "e2e", Name: e2eSource, Kind: connect.KindSource, Connector: "postgres", Topic: "shop.{schema}.{table}",
+		Config: map[string]string{"dsn": dsn, "tables": "public.orders", "heartbeat.interval": "100ms", "snapshot.chunk.size": "7"}}, "")
 }
 
-// e2eChild is a running child process.
-type e2eChild struct {
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	exited chan error
-	stderr *strings.Builder
-	mu     *sync.Mutex
-}
-
-func startE2EChild(t *testing.T, dir, dsn string) *e2eChild {
+// startE2EChild starts a worker process on dir, killed when the test ends
+// if it is still running.
+func startE2EChild(t *testing.T, dir, dsn string) *crashtest.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder$")
-	cmd.Env = append(os.Environ(), postgres.E2EChildEnv+"="+dir, e2eDSNEnv+"="+dsn)
-	c := &e2eChild{cmd: cmd, exited: make(chan error, 1), stderr: &strings.Builder{}, mu: &sync.Mutex{}}
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.stderr.Write(p)
-	})
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = stdin
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		ok := false
-		for sc.Scan() {
-			if sc.Text() == "ready" && !ok {
-				ok = true
-				ready <- true
-			}
-		}
-		if !ok {
-			ready <- false
-		}
-		c.exited <- cmd.Wait()
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			c.kill(t)
-			t.Fatalf("the child exited before it started:\n%s", c.errText())
-		}
-	case <-time.After(time.Minute):
-		c.kill(t)
-		t.Fatalf("the child did not start within a minute:\n%s", c.errText())
-	}
-	t.Cleanup(func() { c.kill(t) })
-	return c
+	p := crashtest.Start(t, "child", "TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder", postgres.E2EChildEnv+"="+dir, e2eDSNEnv+"="+dsn)
+	t.Cleanup(p.Kill)
+	return p
 }
-
-func (c *e2eChild) errText() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stderr.String()
-}
-
-// kill sends SIGKILL and reaps the child; killing it again is a no-op.
-func (c *e2eChild) kill(t *testing.T) {
-	if c.exited == nil {
-		return
-	}
-	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		t.Errorf("kill: %v", err)
-	}
-	c.stdin.Close()
-	<-c.exited
-	c.exited = nil
-	if s := c.errText(); strings.Contains(s, "level=ERROR") {
-		t.Logf("child stderr:\n%s", s)
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -122,7 +122,8 @@ func (p *Proc) WaitFor(cond func() bool, timeout time.Duration, what string) {
 }
 
 // Kill sends SIGKILL and reaps the child; the child ending otherwise (it
-// exited on its own meanwhile) fails the test. Killing twice does nothing.
+// exited on its own meanwhile) fails the test, and errors it logged (slog
+// text, level=ERROR) are shown. Killing twice does nothing.
 func (p *Proc) Kill() {
 	if p.killed {
 		return
@@ -136,6 +137,8 @@ func (p *Proc) Kill() {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		p.t.Errorf("%s: child ended with %v, not by SIGKILL\n%s", p.what, err, p.Stderr())
+	} else if s := p.Stderr(); strings.Contains(s, "level=ERROR") {
+		p.t.Logf("%s: the child logged errors:\n%s", p.what, s)
 	}
 }
 
