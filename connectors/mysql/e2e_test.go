@@ -3,17 +3,14 @@
 package mysql_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +21,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/mysql"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/crashtest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -54,9 +52,9 @@ func e2eLogOptions(dir string, logger *slog.Logger) tlog.Options {
 // committed change is in the topic, and per key the changes appear in
 // commit order (a restart may deliver a suffix again: at-least-once).
 func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
-	if dir := os.Getenv(mysql.E2EChildEnv); dir != "" {
-		runE2EChild(dir, os.Getenv(e2eDSNEnv), os.Getenv(e2eDBEnv)) // never returns
-	}
+	crashtest.Child(mysql.E2EChildEnv, func(dir string) error { // in the child: runs until killed
+		return startE2EWorker(dir, os.Getenv(e2eDSNEnv), os.Getenv(e2eDBEnv))
+	})
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(e2eSeedEnv); s != "" {
 		var err error
@@ -84,7 +82,7 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	// snapshot's end is stored, the writes and the kills begin.
 	child := startE2EChild(t, dir, dsn, dbName)
 	waitFor(t, "the snapshot stored", func() bool {
-		p, ok := child.position()
+		p, ok := childPosition(child)
 		return ok && p.Snapshot == nil
 	})
 	stop := make(chan struct{})
@@ -96,7 +94,7 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	for run := 1; run <= kills; run++ {
 		delay := 300*time.Millisecond + time.Duration(rng.IntN(1200))*time.Millisecond
 		time.Sleep(delay)
-		child.kill(t)
+		child.Kill()
 		got, dups := readE2ETopic(t, dir, topic)
 		n := 0
 		for _, changes := range got {
@@ -112,7 +110,7 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	if err := <-writeErr; err != nil {
-		child.kill(t)
+		child.Kill()
 		t.Fatalf("writer: %v", err)
 	}
 	// The last child catches up: once the stored position covers the
@@ -123,15 +121,15 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 	}
 	want := gtidSeq(t, end)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if p, ok := child.position(); ok && p.Snapshot == nil && gtidSeq(t, p.GTIDs) >= want {
+		if p, ok := childPosition(child); ok && p.Snapshot == nil && gtidSeq(t, p.GTIDs) >= want {
 			break
 		}
 		if time.Now().After(deadline) {
-			p, _ := child.position()
-			t.Fatalf("the stored position %+v did not reach the server's %s within a minute; the worker's log:\n%s", p, end, child.errText())
+			p, _ := childPosition(child)
+			t.Fatalf("the stored position %+v did not reach the server's %s within a minute; the worker's log:\n%s", p, end, child.Stderr())
 		}
 	}
-	child.kill(t)
+	child.Kill()
 
 	if grew < 2 {
 		t.Errorf("the topic grew in %d of %d killed runs: the children hardly captured anything before being killed", grew, kills)
@@ -312,40 +310,30 @@ func readE2ETopic(t *testing.T, dir, topic string) (map[int][]string, int) {
 	return got, dups
 }
 
-// runE2EChild is the child process: a worker running the mysql source
-// into the embedded log, until it is killed or its stdin closes. It prints
-// "ready", then the stored source position whenever it changes.
-func runE2EChild(dir, dsn, db string) {
-	stdinClosed := make(chan struct{})
-	go func() {
-		io.Copy(io.Discard, os.Stdin)
-		close(stdinClosed)
-	}()
+// startE2EWorker starts the child process's worker: the mysql source into
+// the embedded log on dir. It prints the stored source position on stdout
+// ("offset {...}") whenever it changes.
+func startE2EWorker(dir, dsn, db string) error {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	slog.SetDefault(logger)
-	var w *engine.Worker
-	err := func() error {
-		l, err := tlog.Open(e2eLogOptions(dir, logger))
-		if err != nil {
-			return err
-		}
-		w, err = engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: connect.Default(), Logger: logger,
-			RestartBackoffInitial: 50 * time.Millisecond, RestartBackoffMax: 500 * time.Millisecond})
-		if err != nil {
-			return err
-		}
-		return w.Start(ctx, engine.ConnectorSpec{Pipeline: "e2e", Name: e2eSource, Kind: connect.KindSource, Connector: "mysql",
-			Topic: e2eSource + ".{database}.{table}",
-			Config: map[string]string{"dsn": dsn, "tables": db + ".orders", "heartbeat.interval": "100ms",
-				"snapshot.chunk.size": "7", "snapshot.workers": "1"}}, "")
-	}()
+	l, err := tlog.Open(e2eLogOptions(dir, logger))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e child:", err)
-		os.Exit(3)
+		return err
 	}
-	fmt.Println("ready")
-	go func() {
+	w, err := engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: connect.Default(), Logger: logger,
+		RestartBackoffInitial: 50 * time.Millisecond, RestartBackoffMax: 500 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	err = w.Start(ctx, engine.ConnectorSpec{Pipeline: "e2e", Name: e2eSource, Kind: connect.KindSource, Connector: "mysql",
+		Topic: e2eSource + ".{database}.{table}",
+		Config: map[string]string{"dsn": dsn, "tables": db + ".orders", "heartbeat.interval": "100ms",
+			"snapshot.chunk.size": "7", "snapshot.workers": "1"}}, "")
+	if err != nil {
+		return err
+	}
+	go func() { // runs until the process is killed
 		last := ""
 		for {
 			time.Sleep(10 * time.Millisecond)
@@ -361,8 +349,7 @@ func runE2EChild(dir, dsn, db string) {
 			fmt.Println("offset " + last)
 		}
 	}()
-	<-stdinClosed
-	os.Exit(2)
+	return nil
 }
 
 // e2ePosition is what the parent reads of a stored position.
@@ -371,111 +358,25 @@ type e2ePosition struct {
 	Snapshot json.RawMessage `json:"snapshot"`
 }
 
-// e2eChild is a running child process.
-type e2eChild struct {
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	exited chan error
-
-	mu     sync.Mutex // guards stderr and offset
-	stderr strings.Builder
-	offset string // the last stored position the child printed
-}
-
-func startE2EChild(t *testing.T, dir, dsn, db string) *e2eChild {
+// startE2EChild starts a worker process on dir, killed when the test ends
+// if it is still running.
+func startE2EChild(t *testing.T, dir, dsn, db string) *crashtest.Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder$")
-	cmd.Env = append(os.Environ(), mysql.E2EChildEnv+"="+dir, e2eDSNEnv+"="+dsn, e2eDBEnv+"="+db)
-	c := &e2eChild{cmd: cmd, exited: make(chan error, 1)}
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.stderr.Write(p)
-	})
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.stdin = stdin
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		ok := false
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "ready" && !ok:
-				ok = true
-				ready <- true
-			case strings.HasPrefix(line, "offset "):
-				c.mu.Lock()
-				c.offset = strings.TrimPrefix(line, "offset ")
-				c.mu.Unlock()
-			}
-		}
-		if !ok {
-			ready <- false
-		}
-		c.exited <- cmd.Wait()
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			c.kill(t)
-			t.Fatalf("the child exited before it started:\n%s", c.errText())
-		}
-	case <-time.After(time.Minute):
-		c.kill(t)
-		t.Fatalf("the child did not start within a minute:\n%s", c.errText())
-	}
-	t.Cleanup(func() { c.kill(t) })
-	return c
+	p := crashtest.Start(t, "child", "TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder",
+		mysql.E2EChildEnv+"="+dir, e2eDSNEnv+"="+dsn, e2eDBEnv+"="+db)
+	t.Cleanup(p.Kill)
+	return p
 }
 
-// position returns the last stored position the child printed.
-func (c *e2eChild) position() (e2ePosition, bool) {
-	c.mu.Lock()
-	s := c.offset
-	c.mu.Unlock()
+// childPosition returns the last stored position the child printed.
+func childPosition(c *crashtest.Proc) (e2ePosition, bool) {
+	s, _ := c.Last("offset")
 	var p e2ePosition
 	if s == "" || json.Unmarshal([]byte(s), &p) != nil {
 		return p, false
 	}
 	return p, true
 }
-
-func (c *e2eChild) errText() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stderr.String()
-}
-
-// kill sends SIGKILL and reaps the child; killing it again is a no-op.
-func (c *e2eChild) kill(t *testing.T) {
-	if c.exited == nil {
-		return
-	}
-	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		t.Errorf("kill: %v", err)
-	}
-	c.stdin.Close()
-	<-c.exited
-	c.exited = nil
-	if s := c.errText(); strings.Contains(s, "level=ERROR") {
-		t.Logf("child stderr:\n%s", s)
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -56,6 +56,7 @@ type Proc struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	stderr lockedBuffer
+	ready  *readyWriter // stdout
 	exited chan error
 	killed bool // Kill reaped it
 }
@@ -71,6 +72,7 @@ func Start(t testing.TB, what, test string, env ...string) *Proc {
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = &p.stderr
 	ready := &readyWriter{ready: make(chan struct{})}
+	p.ready = ready
 	p.cmd.Stdout = ready
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
@@ -142,6 +144,16 @@ func (p *Proc) Kill() {
 	}
 }
 
+// Last returns the rest of the last line the child printed on stdout that
+// starts with word and a space (say "offset {...}"), and whether there was
+// one: a way for a child to report its progress.
+func (p *Proc) Last(word string) (string, bool) {
+	p.ready.mu.Lock()
+	defer p.ready.mu.Unlock()
+	v, ok := p.ready.last[word]
+	return v, ok
+}
+
 // Stderr is what the child wrote to stderr so far.
 func (p *Proc) Stderr() string { return p.stderr.String() }
 
@@ -164,19 +176,37 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// readyWriter takes a child's stdout and closes ready when the child says
-// it is ready.
+// readyWriter takes a child's stdout line by line: it closes ready when
+// the child says "ready", and keeps the last line starting with each word
+// for Last.
 type readyWriter struct {
-	seen  []byte
-	once  sync.Once
-	ready chan struct{}
+	mu      sync.Mutex
+	partial []byte
+	once    sync.Once
+	ready   chan struct{}
+	last    map[string]string
 }
 
 func (w *readyWriter) Write(p []byte) (int, error) {
-	w.seen = append(w.seen, p...)
-	if bytes.Contains(w.seen, []byte("ready\n")) {
-		w.once.Do(func() { close(w.ready) })
-		w.seen = w.seen[:0]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(w.partial[:i])
+		w.partial = w.partial[i+1:]
+		if line == "ready" {
+			w.once.Do(func() { close(w.ready) })
+			continue
+		}
+		word, rest, _ := strings.Cut(line, " ")
+		if w.last == nil {
+			w.last = map[string]string{}
+		}
+		w.last[word] = rest
 	}
 	return len(p), nil
 }

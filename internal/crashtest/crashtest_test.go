@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,9 @@ func TestKill(t *testing.T) {
 		go func() {
 			for i := 0; ; i++ {
 				f.WriteString(strconv.Itoa(i) + "\n")
+				if i%10 == 0 {
+					fmt.Println("wrote", i) // progress, read by the parent with Last
+				}
 				time.Sleep(time.Millisecond)
 			}
 		}()
@@ -36,6 +40,10 @@ func TestKill(t *testing.T) {
 		return st.Size()
 	}
 	p.WaitFor(func() bool { return size() > 100 }, 30*time.Second, "the child writes")
+	p.WaitFor(func() bool {
+		n, ok := p.Last("wrote")
+		return ok && n != "0"
+	}, 30*time.Second, "the child reports its progress")
 	p.Kill()
 	p.Kill() // a second kill is harmless
 	before := size()
