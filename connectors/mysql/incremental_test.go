@@ -19,7 +19,7 @@ const signalDDL = "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, typ
 func incDone(t *testing.T, recs []connect.Record) bool {
 	seen := false
 	for _, e := range decode(t, recs) {
-		if e.ev != nil && e.ev.Op == connect.OpRead {
+		if e.Ev != nil && e.Ev.Op == connect.OpRead {
 			seen = true
 			break
 		}
@@ -93,7 +93,7 @@ func TestIncremental_WritesDuringSnapshot(t *testing.T) {
 	recs := readUntil(t, s, 60*time.Second, func(r []connect.Record) bool {
 		n := 0
 		for _, e := range decode(t, r) {
-			if e.ev != nil && e.ev.Op == connect.OpRead {
+			if e.Ev != nil && e.Ev.Op == connect.OpRead {
 				n++
 			}
 		}
@@ -120,7 +120,7 @@ func TestIncremental_WritesDuringSnapshot(t *testing.T) {
 	d.exec(t, "INSERT INTO t VALUES (-1, 'end')")
 	recs = append(recs, readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
 		for _, e := range decode(t, r) {
-			if string(e.rec.Key) == `{"id":-1}` {
+			if string(e.Rec.Key) == `{"id":-1}` {
 				return true
 			}
 		}
@@ -129,14 +129,14 @@ func TestIncremental_WritesDuringSnapshot(t *testing.T) {
 
 	reads := 0
 	for _, e := range decode(t, recs) {
-		if e.ev != nil && e.ev.Op == connect.OpRead {
+		if e.Ev != nil && e.Ev.Op == connect.OpRead {
 			reads++
-			if e.ev.Source.Snapshot != connect.SnapshotIncremental {
-				t.Fatalf("op r with source.snapshot %q: %s", e.ev.Source.Snapshot, e.rec.Value)
+			if e.Ev.Source.Snapshot != connect.SnapshotIncremental {
+				t.Fatalf("op r with source.snapshot %q: %s", e.Ev.Source.Snapshot, e.Rec.Value)
 			}
 		}
-		if strings.Contains(string(e.rec.Value), "debezium_signal") {
-			t.Fatalf("an event of the signal table, which is not captured: %s", e.rec.Value)
+		if strings.Contains(string(e.Rec.Value), "debezium_signal") {
+			t.Fatalf("an event of the signal table, which is not captured: %s", e.Rec.Value)
 		}
 	}
 	got := map[string]string{}
@@ -166,8 +166,8 @@ func TestIncremental_API(t *testing.T) {
 	recs := readUntil(t, s, 60*time.Second, func(r []connect.Record) bool { return incDone(t, r) })
 	got := map[string]int{}
 	for _, e := range decode(t, recs) {
-		if e.ev != nil {
-			got[e.rec.Topic]++
+		if e.Ev != nil {
+			got[e.Rec.Topic]++
 		}
 	}
 	if got["src."+d.name+".a"] != 50 || got["src."+d.name+".b"] != 2 {
@@ -191,7 +191,7 @@ func TestIncremental_API(t *testing.T) {
 	})
 	reads := 0
 	for _, e := range decode(t, paused) {
-		if e.ev != nil && e.ev.Op == connect.OpRead {
+		if e.Ev != nil && e.Ev.Op == connect.OpRead {
 			reads++
 		}
 	}
@@ -246,15 +246,15 @@ func TestIncremental_Schemas(t *testing.T) {
 	// Rebuild by the keys' payloads, rows by their after payloads.
 	got := map[string]string{}
 	for _, e := range decode(t, recs) {
-		k := e.rec.Key
+		k := e.Rec.Key
 		if i := strings.Index(string(k), `"payload":`); i >= 0 {
 			k = k[i+len(`"payload":`) : len(k)-1]
 		}
-		if e.ev == nil || e.ev.Op == connect.OpDelete {
+		if e.Ev == nil || e.Ev.Op == connect.OpDelete {
 			delete(got, string(k))
 			continue
 		}
-		got[string(k)] = e.ev.After.String()
+		got[string(k)] = e.Ev.After.String()
 	}
 	want := tableState(t, d, "k")
 	if diff := diffStates(want, got); diff != "" {

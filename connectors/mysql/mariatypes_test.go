@@ -91,16 +91,16 @@ func TestMariaTypes_RoundTrip(t *testing.T) {
 	streamed := map[int64]string{}
 	recs := readRecords(t, s, n+3, 30*time.Second) // n creates, then delete, tombstone, create
 	for _, e := range decode(t, recs) {
-		if e.ev == nil {
+		if e.Ev == nil {
 			continue
 		}
-		if e.ev.Op == connect.OpDelete {
-			if !strings.Contains(string(e.rec.Key), rows[1][0]) {
-				t.Errorf("the key change's delete has key %s, want %s", e.rec.Key, rows[1][0])
+		if e.Ev.Op == connect.OpDelete {
+			if !strings.Contains(string(e.Rec.Key), rows[1][0]) {
+				t.Errorf("the key change's delete has key %s, want %s", e.Rec.Key, rows[1][0])
 			}
 			continue
 		}
-		nn, txt := text(e.ev.After)
+		nn, txt := text(e.Ev.After)
 		streamed[nn] = txt
 	}
 	s.Close(context.Background())
@@ -108,7 +108,7 @@ func TestMariaTypes_RoundTrip(t *testing.T) {
 	snap := openSource(t, d, map[string]string{"snapshot.mode": "initial_only"}, nil)
 	snapped := map[int64]string{}
 	for _, e := range decode(t, readRecords(t, snap, n, 30*time.Second)) {
-		nn, txt := text(e.ev.After)
+		nn, txt := text(e.Ev.After)
 		snapped[nn] = txt
 	}
 	for i := range int64(n) {

@@ -70,7 +70,7 @@ func TestStream_ReconnectsAfterDumpThreadKilled(t *testing.T) {
 	d.exec(t, "INSERT INTO t VALUES (2, 'b')")
 	d.exec(t, "INSERT INTO t VALUES (3, 'c')")
 	evs := decode(t, readRecords(t, s, 2, 30*time.Second))
-	if got := evs[0].ev.After.String() + evs[1].ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
+	if got := evs[0].Ev.After.String() + evs[1].Ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
 		t.Fatalf("after the reconnect: %s", got)
 	}
 	if s.Report().Phase != "streaming" {
@@ -109,7 +109,7 @@ func TestStream_ReconnectsAfterDumpThreadKilled(t *testing.T) {
 	})
 	next, again := 1000, 0
 	for _, e := range decode(t, recs) {
-		id, _ := e.ev.After.Get("id")
+		id, _ := e.Ev.After.Get("id")
 		n := int(id.(int64))
 		switch {
 		case n == next:
@@ -121,7 +121,7 @@ func TestStream_ReconnectsAfterDumpThreadKilled(t *testing.T) {
 		default:
 			t.Fatalf("row %d after row %d", n, next-1)
 		}
-		if e.rec.Position != nil && n%40 != 39 {
+		if e.Rec.Position != nil && n%40 != 39 {
 			t.Fatalf("row %d carries a position but does not end its transaction", n)
 		}
 	}

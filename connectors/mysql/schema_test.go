@@ -35,8 +35,8 @@ var wantAltered = []string{
 func afters(t *testing.T, recs []connect.Record) []string {
 	var out []string
 	for _, e := range decode(t, recs) {
-		if e.ev != nil {
-			out = append(out, e.ev.After.String())
+		if e.Ev != nil {
+			out = append(out, e.Ev.After.String())
 		}
 	}
 	return out

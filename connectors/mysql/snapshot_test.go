@@ -42,8 +42,8 @@ func TestSnapshot_ThenStreamWithConcurrentWrites(t *testing.T) {
 	})
 	// The snapshot: every chunk's last record carries progress; first and last are marked.
 	evs := decode(t, recs)
-	if evs[0].ev.Source.Snapshot != "first" || evs[len(evs)-1].ev.Source.Snapshot != "last" {
-		t.Errorf("snapshot marks: first %s last %s", evs[0].ev.Source.Snapshot, evs[len(evs)-1].ev.Source.Snapshot)
+	if evs[0].Ev.Source.Snapshot != "first" || evs[len(evs)-1].Ev.Source.Snapshot != "last" {
+		t.Errorf("snapshot marks: first %s last %s", evs[0].Ev.Source.Snapshot, evs[len(evs)-1].Ev.Source.Snapshot)
 	}
 	close(stop)
 	wg.Wait()
@@ -98,7 +98,7 @@ func TestSnapshot_ResumesAfterLastChunk(t *testing.T) {
 		return len(r) > 0 && r[len(r)-1].Position != nil && !strings.Contains(string(r[len(r)-1].Position), `"snapshot"`)
 	})
 	evs := decode(t, rest)
-	first, _ := evs[0].ev.After.Get("id")
+	first, _ := evs[0].Ev.After.Get("id")
 	if fmt.Sprint(first) != fmt.Sprint(atoiT(t, last[0])+1) || len(evs) != 100-atoiT(t, last[0])-1 {
 		t.Errorf("resumed at %v with %d rows, last key was %v", first, len(evs), last)
 	}
@@ -127,7 +127,7 @@ func TestSnapshot_LargeChunkEncodedInParallel(t *testing.T) {
 		t.Fatalf("%d records, want 1000", len(evs))
 	}
 	for i, e := range evs {
-		if got, want := e.ev.After.String(), fmt.Sprintf(`{"id":%d,"v":%q}`, i, strings.Repeat("x", i%40)); got != want {
+		if got, want := e.Ev.After.String(), fmt.Sprintf(`{"id":%d,"v":%q}`, i, strings.Repeat("x", i%40)); got != want {
 			t.Fatalf("record %d: %s, want %s", i, got, want)
 		}
 		want := "true"
@@ -137,8 +137,8 @@ func TestSnapshot_LargeChunkEncodedInParallel(t *testing.T) {
 		case 999:
 			want = "last"
 		}
-		if e.ev.Source.Snapshot != want {
-			t.Errorf("record %d: snapshot %q, want %q", i, e.ev.Source.Snapshot, want)
+		if e.Ev.Source.Snapshot != want {
+			t.Errorf("record %d: snapshot %q, want %q", i, e.Ev.Source.Snapshot, want)
 		}
 	}
 }

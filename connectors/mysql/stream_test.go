@@ -30,28 +30,28 @@ func TestStream_InsertUpdateDelete(t *testing.T) {
 	}
 	for i, w := range wants {
 		e := evs[i]
-		if e.rec.Topic != topic || string(e.rec.Key) != `{"id":1}` {
-			t.Errorf("record %d: topic %s key %s", i, e.rec.Topic, e.rec.Key)
+		if e.Rec.Topic != topic || string(e.Rec.Key) != `{"id":1}` {
+			t.Errorf("record %d: topic %s key %s", i, e.Rec.Topic, e.Rec.Key)
 		}
 		if w.op == "" {
-			if e.ev != nil {
-				t.Errorf("record %d: want a tombstone, got %s", i, e.rec.Value)
+			if e.Ev != nil {
+				t.Errorf("record %d: want a tombstone, got %s", i, e.Rec.Value)
 			}
 			continue
 		}
-		if e.ev == nil {
+		if e.Ev == nil {
 			t.Fatalf("record %d: unexpected tombstone", i)
 		}
-		if string(e.ev.Op) != w.op || e.ev.Before.String() != w.before || e.ev.After.String() != w.after {
-			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.ev.Op, e.ev.Before, e.ev.After, w.op, w.before, w.after)
+		if string(e.Ev.Op) != w.op || e.Ev.Before.String() != w.before || e.Ev.After.String() != w.after {
+			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.Ev.Op, e.Ev.Before, e.Ev.After, w.op, w.before, w.after)
 		}
-		src := e.ev.Source
+		src := e.Ev.Source
 		if src.Connector != "mysql" || src.Name != "shop" || src.DB != d.name || src.Snapshot != "false" || src.TsMs == 0 {
 			t.Errorf("record %d: source %+v", i, src)
 		}
 		for _, f := range []string{"table", "server_id", "gtid", "file", "pos", "row"} {
 			if v, _ := src.Extra.Get(f); v == nil {
-				t.Errorf("record %d: source.%s is null: %s", i, f, e.rec.Value)
+				t.Errorf("record %d: source.%s is null: %s", i, f, e.Rec.Value)
 			}
 		}
 	}
@@ -86,7 +86,7 @@ func TestStream_ResumeFromGTIDAndFilePos(t *testing.T) {
 	// From the GTID set.
 	s2 := openSource(t, d, nil, pos)
 	evs := decode(t, readRecords(t, s2, 2, 30*time.Second))
-	if got := evs[0].ev.After.String() + evs[1].ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
+	if got := evs[0].Ev.After.String() + evs[1].Ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
 		t.Fatalf("resumed from gtids: %s", got)
 	}
 	expectQuiet(t, s2, 300*time.Millisecond)
@@ -97,7 +97,7 @@ func TestStream_ResumeFromGTIDAndFilePos(t *testing.T) {
 	p.GTIDs = ""
 	s3 := openSource(t, d, nil, p.encode())
 	evs = decode(t, readRecords(t, s3, 2, 30*time.Second))
-	if got := evs[0].ev.After.String() + evs[1].ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
+	if got := evs[0].Ev.After.String() + evs[1].Ev.After.String(); got != `{"id":2,"v":"b"}{"id":3,"v":"c"}` {
 		t.Fatalf("resumed from file/pos: %s", got)
 	}
 }
@@ -123,11 +123,11 @@ func TestStream_MultiTableTransaction(t *testing.T) {
 	evs := decode(t, recs)
 	var orders []string
 	for _, e := range evs {
-		tx := e.ev.Transaction
+		tx := e.Ev.Transaction
 		if tx == nil || tx.ID == "" {
-			t.Fatalf("no transaction block: %s", e.rec.Value)
+			t.Fatalf("no transaction block: %s", e.Rec.Value)
 		}
-		orders = append(orders, e.ev.Source.Extra[0].Value.(string)+":"+itoa(int(tx.TotalOrder))+"/"+itoa(int(tx.DataCollectionOrder)))
+		orders = append(orders, e.Ev.Source.Extra[0].Value.(string)+":"+itoa(int(tx.TotalOrder))+"/"+itoa(int(tx.DataCollectionOrder)))
 	}
 	if got := strings.Join(orders, " "); got != "a:1/1 b:2/1 b:3/2 a:4/2" {
 		t.Errorf("orders %s", got)
@@ -143,16 +143,16 @@ func TestStream_KeyChangeAndHeartbeat(t *testing.T) {
 	evs := decode(t, recs)
 	var ops []string
 	for _, e := range evs {
-		if e.ev == nil {
+		if e.Ev == nil {
 			ops = append(ops, "tomb")
 			continue
 		}
-		ops = append(ops, string(e.ev.Op))
+		ops = append(ops, string(e.Ev.Op))
 	}
 	if got := strings.Join(ops, ","); !strings.HasPrefix(got, "c,d,tomb,c") {
 		t.Fatalf("ops %s:\n%s", got, dump(recs))
 	}
-	if v, ok := evs[1].rec.Header("__debezium.newkey"); !ok || string(v) != `{"id":2}` {
+	if v, ok := evs[1].Rec.Header("__debezium.newkey"); !ok || string(v) != `{"id":2}` {
 		t.Errorf("newkey header %q", v)
 	}
 	// Changes of other tables move the heartbeat's position on.

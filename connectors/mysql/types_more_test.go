@@ -192,16 +192,16 @@ func TestSnapshot_TableWithoutPrimaryKey(t *testing.T) {
 	recs := readUntil(t, s, 30*time.Second, done)
 	rows := map[string]int{}
 	for _, e := range decode(t, recs) {
-		if !strings.HasSuffix(e.rec.Topic, ".nopk") {
+		if !strings.HasSuffix(e.Rec.Topic, ".nopk") {
 			continue
 		}
-		if e.rec.Key != nil || e.ev.Key != nil {
-			t.Errorf("key %s for a table without a primary key", e.rec.Key)
+		if e.Rec.Key != nil || e.Ev.Key != nil {
+			t.Errorf("key %s for a table without a primary key", e.Rec.Key)
 		}
-		if e.ev.Op != connect.OpRead {
-			t.Errorf("op %s", e.ev.Op)
+		if e.Ev.Op != connect.OpRead {
+			t.Errorf("op %s", e.Ev.Op)
 		}
-		rows[e.ev.After.String()]++
+		rows[e.Ev.After.String()]++
 	}
 	if len(rows) != 25 {
 		t.Errorf("%d distinct rows, want 25", len(rows))
@@ -226,8 +226,8 @@ func TestSnapshot_TableWithoutPrimaryKey(t *testing.T) {
 	d.exec(t, "INSERT INTO nopk VALUES (99, 'new')")
 	d.exec(t, "DELETE FROM nopk WHERE a = 99")
 	more := decode(t, readRecords(t, s, 2, 30*time.Second))
-	if len(more) != 2 || more[0].rec.Key != nil || more[0].ev.Op != connect.OpCreate || more[1].ev == nil || more[1].ev.Op != connect.OpDelete {
-		t.Errorf("streamed: %s", dump([]connect.Record{more[0].rec, more[len(more)-1].rec}))
+	if len(more) != 2 || more[0].Rec.Key != nil || more[0].Ev.Op != connect.OpCreate || more[1].Ev == nil || more[1].Ev.Op != connect.OpDelete {
+		t.Errorf("streamed: %s", dump([]connect.Record{more[0].Rec, more[len(more)-1].Rec}))
 	}
 	expectQuiet(t, s, 300*time.Millisecond)
 	s.Close(context.Background())
@@ -237,7 +237,7 @@ func TestSnapshot_TableWithoutPrimaryKey(t *testing.T) {
 	s2 := openSource(t, d, map[string]string{"snapshot.chunk.size": "10", "snapshot.workers": "1"}, chunkPos)
 	again := 0
 	for _, e := range decode(t, readUntil(t, s2, 30*time.Second, done)) {
-		if strings.HasSuffix(e.rec.Topic, ".nopk") && e.ev.Op == connect.OpRead {
+		if strings.HasSuffix(e.Rec.Topic, ".nopk") && e.Ev.Op == connect.OpRead {
 			again++
 		}
 	}

@@ -36,10 +36,10 @@ func TestTypes_StreamAndSnapshotAgree(t *testing.T) {
 	d.exec(t, "SET sql_mode = ''")
 	d.exec(t, "INSERT INTO types (id, d, dt, ts) VALUES (1, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00')")
 	evs := decode(t, readRecords(t, s, 2, 30*time.Second))
-	if got := evs[0].ev.After.String(); got != wantTypes {
+	if got := evs[0].Ev.After.String(); got != wantTypes {
 		t.Errorf("streamed:\n got %s\nwant %s", got, wantTypes)
 	}
-	if got := evs[1].ev.After.String(); got != `{"id":"1","ti":null,"tu":null,"si":null,"mi":null,"ii":null,"big":null,"dc":null,"f":null,"dbl":null,"b1":null,"b":null,"d":null,"tm":null,"dt":null,"dt0":null,"ts":null,"y":null,"c":null,"vc":null,"u8":null,"tx":null,"bl":null,"bn":null,"vb":null,"e":null,"s":null,"j":null,"g":null}` {
+	if got := evs[1].Ev.After.String(); got != `{"id":"1","ti":null,"tu":null,"si":null,"mi":null,"ii":null,"big":null,"dc":null,"f":null,"dbl":null,"b1":null,"b":null,"d":null,"tm":null,"dt":null,"dt0":null,"ts":null,"y":null,"c":null,"vc":null,"u8":null,"tx":null,"bl":null,"bn":null,"vb":null,"e":null,"s":null,"j":null,"g":null}` {
 		t.Errorf("zero dates: %s", got)
 	}
 	s.Close(context.Background())
@@ -47,7 +47,7 @@ func TestTypes_StreamAndSnapshotAgree(t *testing.T) {
 	streamed := map[string]string{}
 	var recs []connect.Record
 	for _, e := range evs {
-		recs = append(recs, e.rec)
+		recs = append(recs, e.Rec)
 	}
 	apply(t, streamed, recs)
 	snap := tableState(t, d, "types")

@@ -58,13 +58,13 @@ func TestIncrementalSnapshot_SignalWhileWriting(t *testing.T) {
 
 	reads := 0
 	for _, e := range decode(t, recs) {
-		if e.rec.Topic == "src.public.sig" {
-			t.Fatalf("the signal table's rows became events: %s", e.rec.Value)
+		if e.Rec.Topic == "src.public.sig" {
+			t.Fatalf("the signal table's rows became events: %s", e.Rec.Value)
 		}
-		if e.ev != nil && e.ev.Op == connect.OpRead {
+		if e.Ev != nil && e.Ev.Op == connect.OpRead {
 			reads++
-			if e.ev.Source.Snapshot != connect.SnapshotIncremental || e.ev.Transaction != nil {
-				t.Errorf("incremental row: snapshot %q, transaction %+v", e.ev.Source.Snapshot, e.ev.Transaction)
+			if e.Ev.Source.Snapshot != connect.SnapshotIncremental || e.Ev.Transaction != nil {
+				t.Errorf("incremental row: snapshot %q, transaction %+v", e.Ev.Source.Snapshot, e.Ev.Transaction)
 			}
 		}
 	}
@@ -119,7 +119,7 @@ func TestIncrementalSnapshot_MethodStopAndResume(t *testing.T) {
 
 	s2 := openSource(t, db, values, stored)
 	first := readRecords(t, s2, 1, 30*time.Second)
-	if e := decode(t, first); len(e) == 0 || string(e[0].rec.Key) != `{"id":101}` {
+	if e := decode(t, first); len(e) == 0 || string(e[0].Rec.Key) != `{"id":101}` {
 		t.Fatalf("after the restart the snapshot goes on with %s, want id 101", dump(first))
 	}
 	if err := s2.StopSnapshot(t.Context(), []string{"public.a"}); err != nil {
@@ -128,7 +128,7 @@ func TestIncrementalSnapshot_MethodStopAndResume(t *testing.T) {
 	rest := readUntil(t, s2, 30*time.Second, untilIncrementalDone)
 	var fromB int
 	for _, e := range decode(t, rest) {
-		if e.rec.Topic == "src.public.b" {
+		if e.Rec.Topic == "src.public.b" {
 			fromB++
 		}
 	}

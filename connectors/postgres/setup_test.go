@@ -51,8 +51,8 @@ func TestSetup_TableWithoutKey(t *testing.T) {
 	db.exec(t, "INSERT INTO nokey VALUES ('a')")
 	db.exec(t, "DELETE FROM nokey")
 	evs := decode(t, readRecords(t, s, 2, 30*time.Second))
-	if evs[0].rec.Key != nil || evs[1].ev.Op != connect.OpDelete || evs[1].ev.Before.String() != `{"v":"a"}` {
-		t.Errorf("keyless table: %s", dump([]connect.Record{evs[0].rec, evs[1].rec}))
+	if evs[0].Rec.Key != nil || evs[1].Ev.Op != connect.OpDelete || evs[1].Ev.Before.String() != `{"v":"a"}` {
+		t.Errorf("keyless table: %s", dump([]connect.Record{evs[0].Rec, evs[1].Rec}))
 	}
 }
 

@@ -95,11 +95,11 @@ func TestSnapshot_ThenStream_WritesDuringSnapshot(t *testing.T) {
 	seen := map[string]bool{}
 	reads := 0
 	for _, e := range decode(t, recs) {
-		if e.ev == nil || e.ev.Op != connect.OpRead {
+		if e.Ev == nil || e.Ev.Op != connect.OpRead {
 			break
 		}
 		reads++
-		k := e.rec.Topic + string(e.rec.Key)
+		k := e.Rec.Topic + string(e.Rec.Key)
 		if seen[k] {
 			t.Fatalf("snapshot read %s twice", k)
 		}
@@ -155,11 +155,11 @@ func TestSnapshot_ResumeAfterCrash(t *testing.T) {
 	s2 := openSource(t, db, values, stored)
 	recs2 := readUntil(t, s2, 60*time.Second, untilMarker("a"))
 	for _, e := range decode(t, recs2) {
-		if e.ev == nil || e.ev.Op != connect.OpRead {
+		if e.Ev == nil || e.Ev.Op != connect.OpRead {
 			break
 		}
 		last, _ := strconv.ParseInt(lastKey[0], 10, 64)
-		if id, _ := e.ev.After.Get("id"); id.(int64) <= last {
+		if id, _ := e.Ev.After.Get("id"); id.(int64) <= last {
 			t.Fatalf("the resumed snapshot read id %v, at or before the last finished chunk (%s): it started over", id, lastKey[0])
 		}
 	}
@@ -201,7 +201,7 @@ func TestRestart_FromStoredPosition(t *testing.T) {
 	s2 := openSource(t, db, values, stored)
 	var ids []string
 	for _, e := range decode(t, readRecords(t, s2, 4, 30*time.Second)) {
-		ids = append(ids, string(e.rec.Key))
+		ids = append(ids, string(e.Rec.Key))
 	}
 	if got := strings.Join(ids, " "); got != `{"id":4} {"id":5} {"id":6} {"id":7}` {
 		t.Errorf("after the restart: %s, want ids 4 to 7", got)
@@ -280,10 +280,10 @@ func TestSnapshot_TableInParts_ResumeAfterCrash(t *testing.T) {
 	s2 := openSource(t, db, values, stored)
 	recs2 := readUntil(t, s2, 60*time.Second, untilMarker("big"))
 	for _, e := range decode(t, recs2) {
-		if e.ev == nil || e.ev.Op != connect.OpRead {
+		if e.Ev == nil || e.Ev.Op != connect.OpRead {
 			break
 		}
-		id, _ := e.ev.After.Get("id")
+		id, _ := e.Ev.After.Get("id")
 		part := 0
 		for _, b := range p.Snapshot.Split["public.big"] {
 			if bound, _ := strconv.ParseInt(b, 10, 64); id.(int64) >= bound {

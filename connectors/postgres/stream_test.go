@@ -41,22 +41,22 @@ func TestStream_InsertUpdateDelete(t *testing.T) {
 	}
 	for i, w := range wants {
 		e := evs[i]
-		if e.rec.Topic != w.topic || string(e.rec.Key) != w.key {
-			t.Errorf("record %d: topic %s key %s, want %s %s", i, e.rec.Topic, e.rec.Key, w.topic, w.key)
+		if e.Rec.Topic != w.topic || string(e.Rec.Key) != w.key {
+			t.Errorf("record %d: topic %s key %s, want %s %s", i, e.Rec.Topic, e.Rec.Key, w.topic, w.key)
 		}
 		if w.op == "" {
-			if e.ev != nil {
-				t.Errorf("record %d: want a tombstone, got %s", i, e.rec.Value)
+			if e.Ev != nil {
+				t.Errorf("record %d: want a tombstone, got %s", i, e.Rec.Value)
 			}
 			continue
 		}
-		if e.ev == nil {
+		if e.Ev == nil {
 			t.Fatalf("record %d: unexpected tombstone", i)
 		}
-		if string(e.ev.Op) != w.op || e.ev.Before.String() != w.before || e.ev.After.String() != w.after {
-			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.ev.Op, e.ev.Before, e.ev.After, w.op, w.before, w.after)
+		if string(e.Ev.Op) != w.op || e.Ev.Before.String() != w.before || e.Ev.After.String() != w.after {
+			t.Errorf("record %d: op %s before %s after %s, want %s %s %s", i, e.Ev.Op, e.Ev.Before, e.Ev.After, w.op, w.before, w.after)
 		}
-		src := e.ev.Source
+		src := e.Ev.Source
 		if src.Connector != "postgresql" || src.Name != "shop" || src.DB != db.name || src.Snapshot != "false" || src.TsMs == 0 {
 			t.Errorf("record %d: source %+v", i, src)
 		}
@@ -111,7 +111,7 @@ func TestStream_TransactionAcrossTables(t *testing.T) {
 	var id string
 	wantOrder := [][2]int64{{1, 1}, {2, 1}, {3, 2}, {4, 2}}
 	for i, e := range evs {
-		tx := e.ev.Transaction
+		tx := e.Ev.Transaction
 		if tx == nil {
 			t.Fatalf("event %d has no transaction block", i)
 		}
@@ -154,7 +154,7 @@ func TestStream_ToastTruncateAndSchemaChange(t *testing.T) {
 	if len(evs) != 7 {
 		t.Fatalf("got %d events", len(evs))
 	}
-	body := func(e event) any { v, _ := e.ev.After.Get("body"); return v }
+	body := func(e event) any { v, _ := e.Ev.After.Get("body"); return v }
 	if got := body(evs[0]); got != big {
 		t.Errorf("insert body has %d chars, want the full value", len(got.(string)))
 	}
@@ -164,13 +164,13 @@ func TestStream_ToastTruncateAndSchemaChange(t *testing.T) {
 	if got := body(evs[3]); got != big {
 		t.Errorf("unchanged TOAST under REPLICA IDENTITY FULL = %.40v, want the value from before", got)
 	}
-	if e := evs[4]; e.ev.Op != connect.OpTruncate || e.rec.Key != nil || e.ev.Before != nil || e.ev.After != nil || e.rec.Topic != "src.public.docs" {
-		t.Errorf("truncate event: %s key=%s %s", e.rec.Topic, e.rec.Key, e.rec.Value)
+	if e := evs[4]; e.Ev.Op != connect.OpTruncate || e.Rec.Key != nil || e.Ev.Before != nil || e.Ev.After != nil || e.Rec.Topic != "src.public.docs" {
+		t.Errorf("truncate event: %s key=%s %s", e.Rec.Topic, e.Rec.Key, e.Rec.Value)
 	}
-	if got := evs[5].ev.After.String(); got != `{"id":2,"title":"n","body":"short","tags":["a","b"]}` {
+	if got := evs[5].Ev.After.String(); got != `{"id":2,"title":"n","body":"short","tags":["a","b"]}` {
 		t.Errorf("after ADD COLUMN: %s", got)
 	}
-	if got := evs[6].ev.After.String(); got != `{"id":3,"body":"short","tags":["c"]}` {
+	if got := evs[6].Ev.After.String(); got != `{"id":3,"body":"short","tags":["c"]}` {
 		t.Errorf("after DROP COLUMN: %s", got)
 	}
 }
@@ -181,16 +181,16 @@ func TestStream_PrimaryKeyChange(t *testing.T) {
 	db.exec(t, "INSERT INTO k VALUES (1, 'a')")
 	db.exec(t, "UPDATE k SET id = 2 WHERE id = 1")
 	evs := decode(t, readRecords(t, s, 4, 30*time.Second))
-	if len(evs) != 4 || evs[1].ev.Op != connect.OpDelete || evs[2].ev != nil || evs[3].ev.Op != connect.OpCreate {
+	if len(evs) != 4 || evs[1].Ev.Op != connect.OpDelete || evs[2].Ev != nil || evs[3].Ev.Op != connect.OpCreate {
 		t.Fatalf("want c, d, tombstone, c; got %d events", len(evs))
 	}
-	if h, _ := evs[1].rec.Header("__debezium.newkey"); string(h) != `{"id":2}` {
+	if h, _ := evs[1].Rec.Header("__debezium.newkey"); string(h) != `{"id":2}` {
 		t.Errorf("newkey header %s", h)
 	}
-	if h, _ := evs[3].rec.Header("__debezium.oldkey"); string(h) != `{"id":1}` {
+	if h, _ := evs[3].Rec.Header("__debezium.oldkey"); string(h) != `{"id":1}` {
 		t.Errorf("oldkey header %s", h)
 	}
-	if evs[3].rec.Position == nil || evs[1].rec.Position != nil {
+	if evs[3].Rec.Position == nil || evs[1].Rec.Position != nil {
 		t.Errorf("the position belongs on the last record of the transaction")
 	}
 }

@@ -65,9 +65,9 @@ func TestStream_LargeTransactionsStreamedInProgress(t *testing.T) {
 	var got []string
 	txOf := map[string]string{}
 	for _, e := range decode(t, recs) {
-		id, _ := e.ev.After.Get("id")
+		id, _ := e.Ev.After.Get("id")
 		got = append(got, fmt.Sprint(id))
-		txOf[fmt.Sprint(id)] = e.ev.Transaction.ID
+		txOf[fmt.Sprint(id)] = e.Ev.Transaction.ID
 	}
 	var want []string
 	want = append(want, "-5")

@@ -58,14 +58,14 @@ func TestTypes_RoundTrip(t *testing.T) {
 	snap := decode(t, readRecords(t, s, 1, 30*time.Second))
 	db.exec(t, "INSERT INTO types SELECT 2, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
 	stream := decode(t, readRecords(t, s, 1, 30*time.Second))
-	if got := snap[0].ev.After.String(); got != want {
+	if got := snap[0].Ev.After.String(); got != want {
 		t.Errorf("snapshot row:\n got %s\nwant %s", got, want)
 	}
-	if got := stream[0].ev.After.String(); got != strings.Replace(want, `{"id":1,`, `{"id":2,`, 1) {
+	if got := stream[0].Ev.After.String(); got != strings.Replace(want, `{"id":1,`, `{"id":2,`, 1) {
 		t.Errorf("streamed row:\n got %s\nwant %s", got, want)
 	}
 	// The embedded schema names the logical types.
-	es := stream[0].ev.Schema
+	es := stream[0].Ev.Schema
 	for field, name := range map[string]string{"d": connect.LogicalDate, "tm": connect.LogicalMicroTime, "tm3": connect.LogicalTime,
 		"ts": connect.LogicalMicroTimestamp, "ts3": connect.LogicalTimestamp, "tstz": connect.LogicalZonedTimestamp,
 		"iv": connect.LogicalMicroDuration, "u": connect.LogicalUUID, "jb": connect.LogicalJSON, "mo": connect.LogicalEnum, "ttz": connect.LogicalZonedTime} {
@@ -87,7 +87,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 		if i == 1 {
 			w = strings.Replace(want, `{"id":1,`, `{"id":2,`, 1)
 		}
-		if got := e.ev.After.String(); got != w {
+		if got := e.Ev.After.String(); got != w {
 			t.Errorf("snapshot row without schemas:\n got %s\nwant %s", got, w)
 		}
 	}
@@ -95,7 +95,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 	// And the stream without schemas.
 	ps := openSource(t, db, map[string]string{"snapshot.mode": "never", "tables": "public.types", "slot": "types_plain_stream"}, nil)
 	db.exec(t, "INSERT INTO types SELECT 3, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
-	if got, w := decode(t, readRecords(t, ps, 1, 30*time.Second))[0].ev.After.String(), strings.Replace(want, `{"id":1,`, `{"id":3,`, 1); got != w {
+	if got, w := decode(t, readRecords(t, ps, 1, 30*time.Second))[0].Ev.After.String(), strings.Replace(want, `{"id":1,`, `{"id":3,`, 1); got != w {
 		t.Errorf("streamed row without schemas:\n got %s\nwant %s", got, w)
 	}
 	ps.Close(t.Context())
@@ -108,11 +108,11 @@ func TestTypes_RoundTrip(t *testing.T) {
 	} {
 		s := openSource(t, db, map[string]string{"snapshot.mode": "initial_only", "tables": "public.types", "decimal.handling.mode": mode}, nil)
 		evs := decode(t, readRecords(t, s, 2, 30*time.Second))
-		if got := evs[0].ev.After.String(); !strings.Contains(got, want) {
+		if got := evs[0].Ev.After.String(); !strings.Contains(got, want) {
 			t.Errorf("decimal.handling.mode=%s: %s does not contain %s", mode, got, want)
 		}
-		if mode == "precise" && !strings.Contains(evs[0].ev.After.String(), `"m":"AeJA"`) {
-			t.Errorf("precise money: %s", evs[0].ev.After)
+		if mode == "precise" && !strings.Contains(evs[0].Ev.After.String(), `"m":"AeJA"`) {
+			t.Errorf("precise money: %s", evs[0].Ev.After)
 		}
 	}
 }
