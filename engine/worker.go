@@ -109,6 +109,10 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	if initial != StateRunning && initial != StatePaused && initial != StateStopped {
 		return fmt.Errorf("%w: initial state %q: use RUNNING, PAUSED or STOPPED", ErrBadRequest, initial)
 	}
+	spec, err := topicToConfig(spec, w.opts.Connectors)
+	if err != nil {
+		return err
+	}
 	c, err := w.lookup(spec)
 	if err != nil {
 		return err
@@ -128,6 +132,39 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	w.connectors[spec.Name] = r
 	r.setTarget(initial)
 	return nil
+}
+
+// topicToConfig hands a source's topic to a connector that names its
+// records' topics itself (the CDC sources' "topic" template, one topic per
+// table): the pipeline's `topic: cdc.{schema}.{table}` is that template, so
+// the connector must see it, or its records would go to the connector's
+// default topics while the pipeline, its sinks and validate expect the
+// source's. A connector without a "topic" parameter gets its records routed
+// by the task instead. The two places may not disagree.
+func topicToConfig(spec ConnectorSpec, reg *connect.Registry) (ConnectorSpec, error) {
+	if spec.Kind != connect.KindSource || reg == nil {
+		return spec, nil
+	}
+	c, err := reg.Lookup(spec.Kind, spec.Connector)
+	if _, has := c.Spec.Param("topic"); err != nil || !has {
+		return spec, nil // lookup reports an unknown connector
+	}
+	own, set := spec.Config["topic"]
+	switch {
+	case spec.Topic == "" && set:
+		spec.Topic = own
+	case spec.Topic == "" || own == spec.Topic:
+	case set:
+		return spec, fmt.Errorf("%w: source %s: topic %q and config.topic %q disagree; set the topic once, with the source's topic key",
+			ErrBadRequest, spec.Name, spec.Topic, own)
+	default:
+		spec.Config = maps.Clone(spec.Config)
+		if spec.Config == nil {
+			spec.Config = map[string]string{}
+		}
+		spec.Config["topic"] = spec.Topic
+	}
+	return spec, nil
 }
 
 // lookup checks a spec against the registry: connector known, config valid.

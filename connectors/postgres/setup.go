@@ -185,7 +185,11 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	if errors.Is(err, pgx.ErrNoRows) {
 		create := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", ident, strings.Join(list, ", "))
 		if _, err := conn.Exec(ctx, create); err != nil {
-			return fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s;", name, err, create)
+			// CREATE PUBLICATION needs the CREATE privilege on the
+			// database as well as owning the tables.
+			return fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s; "+
+				"the owner also needs CREATE on the database (GRANT CREATE ON DATABASE %s TO %s;)",
+				name, err, create, pgx.Identifier{conn.Config().Database}.Sanitize(), pgx.Identifier{conn.Config().User}.Sanitize())
 		}
 		slog.Info("postgres: created publication", "publication", name, "tables", len(tables))
 		return nil
