@@ -232,6 +232,39 @@ func decodeHeader(b []byte, verifyCRC bool) (kmsg.RecordBatch, batchMeta, string
 	return kb, metaOf(&kb, len(b)), ""
 }
 
+// headerOf decodes the header of a batch of size bytes from its first
+// batchHeaderSize bytes, h, as decodeHeader does without the CRC check
+// (which needs the whole batch). kb.Records is left nil.
+func headerOf(h []byte, size int) (kmsg.RecordBatch, batchMeta, string) {
+	var kb kmsg.RecordBatch
+	if len(h) < batchHeaderSize || size < batchHeaderSize {
+		return kb, batchMeta{}, fmt.Sprintf("batch of %d bytes is shorter than the %d-byte header", size, batchHeaderSize)
+	}
+	if h[16] != batchMagic {
+		return kb, batchMeta{}, fmt.Sprintf("magic byte %d, want %d", int8(h[16]), batchMagic)
+	}
+	be := binary.BigEndian
+	kb = kmsg.RecordBatch{
+		FirstOffset:          int64(be.Uint64(h[0:])),
+		Length:               int32(be.Uint32(h[8:])),
+		PartitionLeaderEpoch: int32(be.Uint32(h[12:])),
+		Magic:                int8(h[16]),
+		CRC:                  int32(be.Uint32(h[17:])),
+		Attributes:           int16(be.Uint16(h[21:])),
+		LastOffsetDelta:      int32(be.Uint32(h[23:])),
+		FirstTimestamp:       int64(be.Uint64(h[27:])),
+		MaxTimestamp:         int64(be.Uint64(h[35:])),
+		ProducerID:           int64(be.Uint64(h[43:])),
+		ProducerEpoch:        int16(be.Uint16(h[51:])),
+		FirstSequence:        int32(be.Uint32(h[53:])),
+		NumRecords:           int32(be.Uint32(h[57:])),
+	}
+	if kb.LastOffsetDelta < 0 || kb.NumRecords < 0 {
+		return kb, batchMeta{}, "negative record count"
+	}
+	return kb, metaOf(&kb, size), ""
+}
+
 func metaOf(kb *kmsg.RecordBatch, size int) batchMeta {
 	return batchMeta{
 		BaseOffset:    kb.FirstOffset,

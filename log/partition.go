@@ -527,6 +527,12 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 		}
 		it := s.checkedIter(v.indexes[i], v.sizes[i], offset, bound, sealed)
 		for offset < v.end {
+			// Stop before the next batch when it is known not to fit:
+			// then only its header was read.
+			if n := it.pendingSize(); total > 0 && n > 0 && total+n > maxBytes {
+				return out, v, nil
+			}
+			it.setWant(max(maxBytes-total, 1))
 			b, err := it.next()
 			if err == io.EOF {
 				break

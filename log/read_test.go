@@ -1,0 +1,68 @@
+package log
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+)
+
+// A read that stops at the end of its byte budget knows the size of the
+// batch after the last one it hands out from that batch's header alone: it
+// neither reads the rest of it nor checks its CRC. Reads that go on get it
+// whole and checked.
+func TestCheckedIter_ConfirmsWithTheNextHeaderOnly(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Raw appends: the tail cache does not keep them, reads go to the file.
+	var stored [][]byte
+	for i := range 3 {
+		recs := []Record{{Value: bytes.Repeat([]byte{byte('a' + i)}, 4000)}, {Value: []byte("x")}}
+		raw := encodeBatch(recs, time.Now(), "none", noProducer)
+		base, err := l.AppendRaw(t.Context(), "t", 0, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setBaseOffset(raw, base)
+		stored = append(stored, raw)
+	}
+	p, err := l.partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.snapshot(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.release()
+	it := v.segs[0].checkedIter(v.indexes[0], v.sizes[0], 0, v.end, false)
+	it.setWant(len(stored[0]))
+	b, err := it.next()
+	if err != nil || !bytes.Equal(b.raw, stored[0]) {
+		t.Fatalf("first batch: %v, equal %v", err, bytes.Equal(b.raw, stored[0]))
+	}
+	if got := it.pendingSize(); got != len(stored[1]) {
+		t.Fatalf("pendingSize = %d, want %d", got, len(stored[1]))
+	}
+	if it.pending.raw != nil {
+		t.Fatal("the confirming batch was read whole")
+	}
+	if end := it.it.bufPos + int64(len(it.it.buf)); end > int64(len(stored[0])) {
+		t.Fatalf("the iterator read up to byte %d, past the first batch (%d bytes)", end, len(stored[0]))
+	}
+	for i := 1; i < 3; i++ {
+		b, err := it.next()
+		if err != nil || !bytes.Equal(b.raw, stored[i]) || b.meta.BaseOffset != int64(2*i) {
+			t.Fatalf("batch %d: %v, base %d, equal %v", i, err, b.meta.BaseOffset, bytes.Equal(b.raw, stored[i]))
+		}
+		if len(b.kb.Records) != len(stored[i])-batchHeaderSize {
+			t.Fatalf("batch %d: %d bytes of records, want %d", i, len(b.kb.Records), len(stored[i])-batchHeaderSize)
+		}
+	}
+	if _, err := it.next(); err != io.EOF {
+		t.Fatalf("after the last batch: %v, want io.EOF", err)
+	}
+}
