@@ -39,6 +39,13 @@ type segment struct {
 
 	refs atomic.Int32 // the partition's reference plus one per reader
 
+	// verified is the file position below which every batch was checked
+	// whole (CRC included) by this process: it wrote them after checking
+	// them (or building them), or a read checked them. Reads do not check
+	// those CRCs again. It only grows, from 0 at open, and only over
+	// batches that follow each other from the start of the file.
+	verified atomic.Int64
+
 	// cache holds batches appended to this segment while it is active;
 	// nil once sealed, so that reads of a sealed segment (compaction's
 	// above all) see the file as it is.
@@ -383,6 +390,7 @@ func (s *segment) append(b []byte, meta batchMeta) error {
 		return fmt.Errorf("write segment %s at %d: %w", s.path(".log"), pos, err)
 	}
 	s.size += int64(len(b))
+	s.markVerified(pos, s.size) // every append checked its batch (or built it)
 	newIdx, newTime := s.track(meta, pos)
 	if newIdx {
 		n := len(s.index)
@@ -660,15 +668,30 @@ func (c *checkedIter) pendingSize() int {
 	return c.pending.meta.Size
 }
 
-// load reads the rest of a batch peek located and checks its CRC; the
-// returned reason is empty when it is sound.
+// markVerified records that the batch at [pos, end) was checked whole; the
+// watermark moves only when the batch starts at or below it.
+func (s *segment) markVerified(pos, end int64) {
+	for {
+		v := s.verified.Load()
+		if pos > v || end <= v || s.verified.CompareAndSwap(v, end) {
+			return
+		}
+	}
+}
+
+// load reads the rest of a batch peek located and checks its CRC (unless
+// this process checked it before: see segment.verified); the returned
+// reason is empty when it is sound.
 func (c *checkedIter) load(b *checkedBatch) string {
 	raw, err := c.it.window(b.pos, b.meta.Size)
 	if err != nil {
 		return err.Error()
 	}
-	if got := crc32.Checksum(raw[batchCRCStart:], castagnoli); int32(got) != b.kb.CRC {
-		return fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(b.kb.CRC), got)
+	if end := b.pos + int64(len(raw)); end > c.s.verified.Load() {
+		if got := crc32.Checksum(raw[batchCRCStart:], castagnoli); int32(got) != b.kb.CRC {
+			return fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(b.kb.CRC), got)
+		}
+		c.s.markVerified(b.pos, end)
 	}
 	b.raw, b.kb.Records = raw, raw[batchHeaderSize:]
 	return ""
