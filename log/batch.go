@@ -333,6 +333,40 @@ func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Recor
 	return dst, nil
 }
 
+// checkRecords checks that the records of a checked batch decode, as
+// decodeRecords does, without keeping them; nilKey reports whether one has
+// a null key.
+func checkRecords(kb *kmsg.RecordBatch) (nilKey bool, err error) {
+	raw := kb.Records
+	if codec := kgo.CompressionCodecType(kb.Attributes & attrCompressionMask); codec != kgo.CodecNone {
+		out, err := decompressor.Decompress(raw, codec)
+		if err != nil {
+			return false, fmt.Errorf("decompress %v batch: %w", codec, err)
+		}
+		raw = out
+	}
+	prevDelta := int32(-1)
+	var kr kmsg.Record
+	for i := int32(0); i < kb.NumRecords; i++ {
+		l, n := binary.Varint(raw)
+		if n <= 0 || l < 0 || int64(len(raw)-n) < l {
+			return false, fmt.Errorf("record %d: bad length", i)
+		}
+		end := n + int(l)
+		kr.Headers = kr.Headers[:0]
+		if err := kr.UnsafeReadFrom(raw[:end]); err != nil {
+			return false, fmt.Errorf("record %d: %w", i, err)
+		}
+		raw = raw[end:]
+		if kr.OffsetDelta <= prevDelta || kr.OffsetDelta > kb.LastOffsetDelta {
+			return false, fmt.Errorf("record %d: offset delta %d after %d, batch last offset delta %d", i, kr.OffsetDelta, prevDelta, kb.LastOffsetDelta)
+		}
+		prevDelta = kr.OffsetDelta
+		nilKey = nilKey || kr.Key == nil
+	}
+	return nilKey, nil
+}
+
 // withLogAppendTime marks a batch as LogAppendTime with the broker's clock,
 // as Kafka does for topics with message.timestamp.type=LogAppendTime.
 func withLogAppendTime(b []byte, now time.Time) []byte {
