@@ -519,7 +519,10 @@ type rawBatch struct {
 // readBatches returns stored batches holding offsets from offset on, up to
 // about maxBytes (always at least one batch when any is readable), all below
 // the visible end. It does not wait.
-func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, error) {
+//
+// With pool set, the file is read into buffers from the read pool, which
+// pool keeps (see readBuffers); else into fresh ones.
+func (p *partition) readBatches(offset int64, maxBytes int, pool *readBuffers) ([]rawBatch, *view, error) {
 	v, err := p.snapshot(offset)
 	if err != nil {
 		return nil, nil, err
@@ -540,6 +543,9 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 			bound, sealed = v.segs[i+1].base, true
 		}
 		it := s.checkedIter(v.indexes[i], v.sizes[i], offset, bound, sealed)
+		if pool != nil {
+			it.usePool(pool)
+		}
 		for offset < v.end {
 			// Stop before the next batch when it is known not to fit:
 			// then only its header was read.

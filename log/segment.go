@@ -462,15 +462,16 @@ func (s *segment) remove() error {
 }
 
 // batchIter walks the batches of a segment from a byte position. The slices
-// it returns stay valid: buffers are never reused, and batches from the
-// tail cache never change.
+// it returns stay valid (until the readBuffers they came from are released,
+// when pool is set): batches from the tail cache never change.
 type batchIter struct {
 	s      *segment
 	pos    int64 // file position of the next batch
 	end    int64 // stop before this position
 	buf    []byte
 	bufPos int64
-	want   int // bytes to read at once when the buffer runs out (readChunk when 0)
+	want   int          // bytes to read at once when the buffer runs out (readChunk when 0)
+	pool   *readBuffers // when set, buffers come from the read pool and are kept here
 
 	cached bool                  // the batch peek or next returned came from the tail cache
 	hdr    [batchHeaderSize]byte // a header read on its own (not in buf)
@@ -587,7 +588,12 @@ func (it *batchIter) window(pos int64, n int) ([]byte, error) {
 	if rest := it.end - pos; want > rest {
 		want = rest
 	}
-	buf := make([]byte, want)
+	var buf []byte
+	if it.pool != nil {
+		buf = it.pool.get(int(want))
+	} else {
+		buf = make([]byte, want)
+	}
 	m, err := it.s.f.ReadAt(buf, pos)
 	if m < n {
 		if err == nil || err == io.EOF {
@@ -658,6 +664,10 @@ func (s *segment) checkedIter(idx []offsetEntry, size, offset, bound int64, seal
 // setWant tells the iterator how many bytes its caller means to read from
 // here on, so that one read of the file fetches them.
 func (c *checkedIter) setWant(n int) { c.it.want = n }
+
+// usePool makes the iterator read into buffers from the read pool, kept in
+// bufs (see readBuffers).
+func (c *checkedIter) usePool(bufs *readBuffers) { c.it.pool = bufs }
 
 // pendingSize is the size of the batch the next call of next returns, when
 // it is known (0 when not).
@@ -787,9 +797,9 @@ func (c *checkedIter) next() (checkedBatch, error) {
 // restart scans again from the start of the segment, once: the index entry
 // the iterator started from, or the batch it points at, is damaged.
 func (c *checkedIter) restart() {
-	want := c.it.want
+	want, pool := c.it.want, c.it.pool
 	c.it, c.expect, c.exact, c.restarted = c.s.iter(0, c.size), c.s.base, false, true
-	c.it.want = want
+	c.it.want, c.it.pool = want, pool
 	c.pending = nil
 }
 
