@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -150,22 +151,47 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 	return buf
 }
 
-// appendRecord appends one record in its varint framing. kmsg writes the
-// record with a zero length (one byte); the body is then moved up when its
-// real length needs more bytes.
+// appendRecord appends one record in its varint framing. The length comes
+// first, so it is computed before kmsg writes the record; should it ever be
+// wrong (a field kmsg writes that recordLen does not count), the record is
+// written again with the length it turned out to have.
 func appendRecord(dst []byte, r *kmsg.Record) []byte {
-	r.Length = 0
 	start := len(dst)
+	r.Length = int32(recordLen(r))
 	dst = r.AppendTo(dst)
-	var lb [binary.MaxVarintLen64]byte
-	n := binary.PutVarint(lb[:], int64(len(dst)-start-1))
-	if n > 1 {
-		end := len(dst)
-		dst = append(dst, lb[:n-1]...)
-		copy(dst[start+n:], dst[start+1:end])
+	if body := len(dst) - start - varintLen(int64(r.Length)); body != int(r.Length) {
+		r.Length = int32(body)
+		dst = r.AppendTo(dst[:start])
 	}
-	copy(dst[start:], lb[:n])
 	return dst
+}
+
+// recordLen is the size of a record after its length field, as kmsg
+// encodes it.
+func recordLen(r *kmsg.Record) int {
+	ts := r.TimestampDelta64
+	if ts == 0 {
+		ts = int64(r.TimestampDelta)
+	}
+	n := 1 + varintLen(ts) + varintLen(int64(r.OffsetDelta)) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for i := range r.Headers {
+		n += varintLen(int64(len(r.Headers[i].Key))) + len(r.Headers[i].Key) + bytesLen(r.Headers[i].Value)
+	}
+	return n
+}
+
+// bytesLen is the size of a nullable varint-prefixed byte string.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1 // length -1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the size of x as a zigzag varint.
+func varintLen(x int64) int {
+	ux := uint64(x<<1) ^ uint64(x>>63)
+	return (bits.Len64(ux|1) + 6) / 7
 }
 
 func setBatchCRC(b []byte) {

@@ -217,3 +217,18 @@ func BenchmarkReadBatches(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeBatch encodes 1000 records of 1 KiB into one batch, as
+// Append and ProduceAsync do for every call (the engine's path).
+func BenchmarkEncodeBatch(b *testing.B) {
+	recs := benchValues(1000, 1024)
+	for i := range recs {
+		recs[i].Key = fmt.Appendf(nil, "key-%d", i)
+	}
+	now := time.Now()
+	b.SetBytes(1000 * 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		encodeBatch(recs, now, "none", noProducer)
+	}
+}
