@@ -393,6 +393,19 @@ func (l *Log) ListTopics() []string {
 	return names
 }
 
+// TopicID returns the id of a topic (see TopicDescription.ID) without the
+// rest of DescribeTopic: a topic deleted and created again under its name
+// has another id.
+func (l *Log) TopicID(name string) (string, error) {
+	t, err := l.topic(name)
+	if err != nil {
+		return "", err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return t.id, nil
+}
+
 // DescribeTopic returns a topic's partitions and configs.
 func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 	t, err := l.topic(name)

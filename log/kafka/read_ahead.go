@@ -145,8 +145,8 @@ func (ra *readAhead) topicID(s *Server, topic string) string {
 		return id
 	}
 	id := ""
-	if d, err := s.log.DescribeTopic(topic); err == nil {
-		id = d.ID
+	if tid, err := s.log.TopicID(topic); err == nil {
+		id = tid
 	}
 	if ra.ids == nil {
 		ra.ids = map[string]string{}
