@@ -473,8 +473,7 @@ type batchIter struct {
 	want   int          // bytes to read at once when the buffer runs out (readChunk when 0)
 	pool   *readBuffers // when set, buffers come from the read pool and are kept here
 
-	cached bool                  // the batch peek or next returned came from the tail cache
-	hdr    [batchHeaderSize]byte // a header read on its own (not in buf)
+	hdr [batchHeaderSize]byte // a header read on its own (not in buf)
 }
 
 const readChunk = 256 << 10
@@ -522,11 +521,10 @@ func (it *batchIter) peek() (frame, error) {
 		return f, errTornFrame
 	}
 	if b := it.s.cache.Load().get(it.s, pos); b != nil && pos+int64(len(b)) <= it.end && len(b) >= batchHeaderSize {
-		it.pos, it.cached = pos+int64(len(b)), true
+		it.pos = pos + int64(len(b))
 		f.size, f.hdr, f.raw = len(b), b[:batchHeaderSize], b
 		return f, nil
 	}
-	it.cached = false
 	buffered := func(n int) []byte {
 		if pos >= it.bufPos && pos+int64(n) <= it.bufPos+int64(len(it.buf)) {
 			return it.buf[pos-it.bufPos:][:n]
