@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -150,22 +151,47 @@ func encodeBatch(recs []Record, now time.Time, compression string, p ProducerInf
 	return buf
 }
 
-// appendRecord appends one record in its varint framing. kmsg writes the
-// record with a zero length (one byte); the body is then moved up when its
-// real length needs more bytes.
+// appendRecord appends one record in its varint framing. The length comes
+// first, so it is computed before kmsg writes the record; should it ever be
+// wrong (a field kmsg writes that recordLen does not count), the record is
+// written again with the length it turned out to have.
 func appendRecord(dst []byte, r *kmsg.Record) []byte {
-	r.Length = 0
 	start := len(dst)
+	r.Length = int32(recordLen(r))
 	dst = r.AppendTo(dst)
-	var lb [binary.MaxVarintLen64]byte
-	n := binary.PutVarint(lb[:], int64(len(dst)-start-1))
-	if n > 1 {
-		end := len(dst)
-		dst = append(dst, lb[:n-1]...)
-		copy(dst[start+n:], dst[start+1:end])
+	if body := len(dst) - start - varintLen(int64(r.Length)); body != int(r.Length) {
+		r.Length = int32(body)
+		dst = r.AppendTo(dst[:start])
 	}
-	copy(dst[start:], lb[:n])
 	return dst
+}
+
+// recordLen is the size of a record after its length field, as kmsg
+// encodes it.
+func recordLen(r *kmsg.Record) int {
+	ts := r.TimestampDelta64
+	if ts == 0 {
+		ts = int64(r.TimestampDelta)
+	}
+	n := 1 + varintLen(ts) + varintLen(int64(r.OffsetDelta)) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for i := range r.Headers {
+		n += varintLen(int64(len(r.Headers[i].Key))) + len(r.Headers[i].Key) + bytesLen(r.Headers[i].Value)
+	}
+	return n
+}
+
+// bytesLen is the size of a nullable varint-prefixed byte string.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1 // length -1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the size of x as a zigzag varint.
+func varintLen(x int64) int {
+	ux := uint64(x<<1) ^ uint64(x>>63)
+	return (bits.Len64(ux|1) + 6) / 7
 }
 
 func setBatchCRC(b []byte) {
@@ -230,6 +256,39 @@ func decodeHeader(b []byte, verifyCRC bool) (kmsg.RecordBatch, batchMeta, string
 		return kb, batchMeta{}, "negative record count"
 	}
 	return kb, metaOf(&kb, len(b)), ""
+}
+
+// headerOf decodes the header of a batch of size bytes from its first
+// batchHeaderSize bytes, h, as decodeHeader does without the CRC check
+// (which needs the whole batch). kb.Records is left nil.
+func headerOf(h []byte, size int) (kmsg.RecordBatch, batchMeta, string) {
+	var kb kmsg.RecordBatch
+	if len(h) < batchHeaderSize || size < batchHeaderSize {
+		return kb, batchMeta{}, fmt.Sprintf("batch of %d bytes is shorter than the %d-byte header", size, batchHeaderSize)
+	}
+	if h[16] != batchMagic {
+		return kb, batchMeta{}, fmt.Sprintf("magic byte %d, want %d", int8(h[16]), batchMagic)
+	}
+	be := binary.BigEndian
+	kb = kmsg.RecordBatch{
+		FirstOffset:          int64(be.Uint64(h[0:])),
+		Length:               int32(be.Uint32(h[8:])),
+		PartitionLeaderEpoch: int32(be.Uint32(h[12:])),
+		Magic:                int8(h[16]),
+		CRC:                  int32(be.Uint32(h[17:])),
+		Attributes:           int16(be.Uint16(h[21:])),
+		LastOffsetDelta:      int32(be.Uint32(h[23:])),
+		FirstTimestamp:       int64(be.Uint64(h[27:])),
+		MaxTimestamp:         int64(be.Uint64(h[35:])),
+		ProducerID:           int64(be.Uint64(h[43:])),
+		ProducerEpoch:        int16(be.Uint16(h[51:])),
+		FirstSequence:        int32(be.Uint32(h[53:])),
+		NumRecords:           int32(be.Uint32(h[57:])),
+	}
+	if kb.LastOffsetDelta < 0 || kb.NumRecords < 0 {
+		return kb, batchMeta{}, "negative record count"
+	}
+	return kb, metaOf(&kb, size), ""
 }
 
 func metaOf(kb *kmsg.RecordBatch, size int) batchMeta {
@@ -298,6 +357,40 @@ func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Recor
 		dst = append(dst, r)
 	}
 	return dst, nil
+}
+
+// checkRecords checks that the records of a checked batch decode, as
+// decodeRecords does, without keeping them; nilKey reports whether one has
+// a null key.
+func checkRecords(kb *kmsg.RecordBatch) (nilKey bool, err error) {
+	raw := kb.Records
+	if codec := kgo.CompressionCodecType(kb.Attributes & attrCompressionMask); codec != kgo.CodecNone {
+		out, err := decompressor.Decompress(raw, codec)
+		if err != nil {
+			return false, fmt.Errorf("decompress %v batch: %w", codec, err)
+		}
+		raw = out
+	}
+	prevDelta := int32(-1)
+	var kr kmsg.Record
+	for i := int32(0); i < kb.NumRecords; i++ {
+		l, n := binary.Varint(raw)
+		if n <= 0 || l < 0 || int64(len(raw)-n) < l {
+			return false, fmt.Errorf("record %d: bad length", i)
+		}
+		end := n + int(l)
+		kr.Headers = kr.Headers[:0]
+		if err := kr.UnsafeReadFrom(raw[:end]); err != nil {
+			return false, fmt.Errorf("record %d: %w", i, err)
+		}
+		raw = raw[end:]
+		if kr.OffsetDelta <= prevDelta || kr.OffsetDelta > kb.LastOffsetDelta {
+			return false, fmt.Errorf("record %d: offset delta %d after %d, batch last offset delta %d", i, kr.OffsetDelta, prevDelta, kb.LastOffsetDelta)
+		}
+		prevDelta = kr.OffsetDelta
+		nilKey = nilKey || kr.Key == nil
+	}
+	return nilKey, nil
 }
 
 // withLogAppendTime marks a batch as LogAppendTime with the broker's clock,

@@ -174,3 +174,61 @@ func BenchmarkReadTail(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadBatches reads a whole partition with ReadBatches of 1 MiB, as
+// the Kafka listener's Fetch does, from batches appended raw (as the
+// listener's Produce appends them, so the tail cache does not hold them):
+// one op is one pass. Batches of ~1 MB are what franz-go and the Java
+// client send at their default batch size; 100 KB ones put several in a
+// read.
+func BenchmarkReadBatches(b *testing.B) {
+	const records = 100_000
+	for _, perBatch := range []int{975, 100} {
+		l := benchLog(b, b.TempDir(), Options{FlushInterval: time.Hour})
+		recs := benchValues(perBatch, 1024)
+		ctx := context.Background()
+		for i := 0; i < records; i += perBatch {
+			raw := encodeBatch(recs, time.Now(), "none", noProducer)
+			if _, err := l.AppendRaw(ctx, "bench", 0, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_, end, err := l.Offsets("bench", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("size=1024B/batch=%d/records=%d", perBatch, end), func(b *testing.B) {
+			b.SetBytes(end * 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				for from := int64(0); from < end; {
+					res, err := l.ReadBatches(ctx, "bench", 0, from, ReadOptions{MaxBytes: 1 << 20})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res.NextOffset <= from {
+						b.Fatalf("read made no progress at offset %d", from)
+					}
+					from = res.NextOffset
+					res.Release() // as the Kafka listener does once the answer is written
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(end)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkEncodeBatch encodes 1000 records of 1 KiB into one batch, as
+// Append and ProduceAsync do for every call (the engine's path).
+func BenchmarkEncodeBatch(b *testing.B) {
+	recs := benchValues(1000, 1024)
+	for i := range recs {
+		recs[i].Key = fmt.Appendf(nil, "key-%d", i)
+	}
+	now := time.Now()
+	b.SetBytes(1000 * 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		encodeBatch(recs, now, "none", noProducer)
+	}
+}

@@ -124,7 +124,7 @@ func allBatches(t *testing.T, p *partition) []rawBatch {
 	start, end := p.bounds()
 	var out []rawBatch
 	for off := start; off < end; {
-		bs, _, err := p.readBatches(off, 1<<20)
+		bs, _, err := p.readBatches(off, 1<<20, nil)
 		if err != nil {
 			t.Fatalf("readBatches(%d): %v", off, err)
 		}

@@ -393,6 +393,19 @@ func (l *Log) ListTopics() []string {
 	return names
 }
 
+// TopicID returns the id of a topic (see TopicDescription.ID) without the
+// rest of DescribeTopic: a topic deleted and created again under its name
+// has another id.
+func (l *Log) TopicID(name string) (string, error) {
+	t, err := l.topic(name)
+	if err != nil {
+		return "", err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return t.id, nil
+}
+
 // DescribeTopic returns a topic's partitions and configs.
 func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 	t, err := l.topic(name)
@@ -704,18 +717,14 @@ func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition in
 	if reason != "" {
 		return 0, nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 	}
-	recs, err := decodeRecords(nil, &kb, 0)
+	nilKey, err := checkRecords(&kb)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
 	}
-	if p.cfg().Compact {
-		for _, r := range recs {
-			if r.Key == nil {
-				return 0, nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
-			}
-		}
+	if nilKey && p.cfg().Compact {
+		return 0, nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
 	}
-	bases, end, err := p.write([][]byte{b}, false)
+	bases, end, err := p.write([][]byte{b}, writeChecked)
 	if end >= 0 {
 		wait = func(ctx context.Context) error {
 			_, err := p.waitDurable(ctx, end)
@@ -868,7 +877,7 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 			results[p] = result{end: -1, err: err}
 			return
 		}
-		bases, end, err := parts[p].write(encoded, true)
+		bases, end, err := parts[p].write(encoded, writeOwned)
 		results[p] = result{end: end, err: err}
 		if err != nil {
 			return

@@ -216,3 +216,28 @@ func TestLog_ReadBatches_ServesStoredBytes(t *testing.T) {
 		t.Fatalf("AppendRaw(keyless, compacted) = %v, want ErrCompactedTopicNilKey", err)
 	}
 }
+
+func TestLog_TopicID_MatchesDescribeAndChangesWhenMadeAgain(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if _, err := l.TopicID("t"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("TopicID of a missing topic: %v, want ErrUnknownTopic", err)
+	}
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	id, err := l.TopicID("t")
+	d, derr := l.DescribeTopic("t")
+	if err != nil || derr != nil || id == "" || id != d.ID {
+		t.Fatalf("TopicID = %q, %v; DescribeTopic ID %q, %v", id, err, d.ID, derr)
+	}
+	if err := l.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := l.TopicID("t"); err != nil || again == id {
+		t.Fatalf("TopicID after the topic was made again = %q, %v; the old id was %q", again, err, id)
+	}
+}

@@ -207,7 +207,7 @@ func (s *segment) scanMeta(fn func(batchMeta)) error {
 // the base offset of each. With fsync on (the default) it returns only once
 // every batch is durable.
 func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int64, error) {
-	bases, end, err := p.write(batches, true)
+	bases, end, err := p.write(batches, writeOwned)
 	if end >= 0 {
 		if _, werr := p.waitDurable(ctx, end); werr != nil {
 			return nil, werr
@@ -225,16 +225,16 @@ func (p *partition) appendBatches(ctx context.Context, batches [][]byte) ([]int6
 // or -1 when nothing needs waiting for. An error after some batches were
 // written comes with their end, so the caller can still wait for them.
 //
-// owned says the log built batches and nobody changes them after the
-// append: the tail cache may then keep them for readers.
-func (p *partition) write(batches [][]byte, owned bool) (bases []int64, end int64, err error) {
+// how says who built the batches and whether their CRCs are checked yet.
+func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end int64, err error) {
 	if len(batches) == 0 {
 		return nil, -1, nil
 	}
+	owned := how == writeOwned
 	cfg := p.cfg()
 	metas := make([]batchMeta, len(batches))
 	check := checkBatch
-	if owned {
+	if how != writeUnchecked {
 		check = batchHeader
 	}
 	for i, b := range batches {
@@ -321,6 +321,20 @@ func (p *partition) write(batches [][]byte, owned bool) (bases []int64, end int6
 	p.kickSyncer()
 	return bases, end, nil
 }
+
+// writeKind says what write may assume of the batches it is given.
+type writeKind int
+
+const (
+	// writeUnchecked batches come from outside: write checks their CRCs.
+	writeUnchecked writeKind = iota
+	// writeChecked batches come from outside and their CRCs were checked;
+	// they are the caller's again once write returns.
+	writeChecked
+	// writeOwned batches were built by the log and nobody changes them
+	// after the append: the tail cache may keep them for readers.
+	writeOwned
+)
 
 // kickSyncer asks the syncer for a round.
 func (p *partition) kickSyncer() {
@@ -505,7 +519,10 @@ type rawBatch struct {
 // readBatches returns stored batches holding offsets from offset on, up to
 // about maxBytes (always at least one batch when any is readable), all below
 // the visible end. It does not wait.
-func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, error) {
+//
+// With pool set, the file is read into buffers from the read pool, which
+// pool keeps (see readBuffers); else into fresh ones.
+func (p *partition) readBatches(offset int64, maxBytes int, pool *readBuffers) ([]rawBatch, *view, error) {
 	v, err := p.snapshot(offset)
 	if err != nil {
 		return nil, nil, err
@@ -526,7 +543,16 @@ func (p *partition) readBatches(offset int64, maxBytes int) ([]rawBatch, *view, 
 			bound, sealed = v.segs[i+1].base, true
 		}
 		it := s.checkedIter(v.indexes[i], v.sizes[i], offset, bound, sealed)
+		if pool != nil {
+			it.usePool(pool)
+		}
 		for offset < v.end {
+			// Stop before the next batch when it is known not to fit:
+			// then only its header was read.
+			if n := it.pendingSize(); total > 0 && n > 0 && total+n > maxBytes {
+				return out, v, nil
+			}
+			it.setWant(max(maxBytes-total, 1))
 			b, err := it.next()
 			if err == io.EOF {
 				break

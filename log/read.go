@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +16,7 @@ import (
 func (p *partition) read(ctx context.Context, offset int64, maxBytes int, maxWait time.Duration) (ReadResult, error) {
 	var timer <-chan time.Time
 	for {
-		batches, v, err := p.readBatches(offset, maxBytes)
+		batches, v, err := p.readBatches(offset, maxBytes, nil) // records alias the buffers: never pooled
 		if err != nil {
 			res := ReadResult{NextOffset: offset}
 			if v != nil {
@@ -275,6 +278,70 @@ type BatchReadResult struct {
 	NextOffset     int64 // where the next read should start
 	HighWatermark  int64
 	LogStartOffset int64
+
+	bufs *readBuffers // what Batches were read into
+}
+
+// Release gives the buffers the batches were read into back to the log, for
+// later reads: nothing may use Batches (or slices of them) afterwards. It is
+// optional (buffers not released are garbage collected, as any others), and
+// a second call, or one on a copy of the result, does nothing.
+func (r *BatchReadResult) Release() {
+	if r.bufs != nil {
+		r.bufs.release()
+	}
+}
+
+// readBuffers holds the buffers one ReadBatches call read the file into,
+// from readPools, until its result is released.
+type readBuffers struct {
+	bufs     [][]byte
+	released atomic.Bool
+}
+
+// Read buffers are pooled by size class (class c holds capacity 1<<c) from
+// minPooledRead to maxPooledRead; others are allocated and left to the
+// garbage collector. A buffer's content is undefined when it is taken: reads
+// only ever hand out what the file read into it.
+const (
+	minPooledRead = 64 << 10
+	maxPooledRead = 64 << 20
+)
+
+var readPools [bits.UintSize]sync.Pool
+
+// get returns a buffer of n bytes and keeps it.
+func (rb *readBuffers) get(n int) []byte {
+	b := pooledRead(n)
+	rb.bufs = append(rb.bufs, b)
+	return b
+}
+
+func pooledRead(n int) []byte {
+	if n < minPooledRead || n > maxPooledRead {
+		return make([]byte, n)
+	}
+	c := bits.Len(uint(n - 1))
+	if p, ok := readPools[c].Get().(*[]byte); ok {
+		return (*p)[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+// release gives the kept buffers back, once.
+func (rb *readBuffers) release() {
+	if rb.released.Swap(true) {
+		return
+	}
+	for i, b := range rb.bufs {
+		rb.bufs[i] = nil
+		c := cap(b)
+		if c < minPooledRead || c > maxPooledRead || c&(c-1) != 0 {
+			continue
+		}
+		b = b[:0]
+		readPools[bits.Len(uint(c-1))].Put(&b)
+	}
 }
 
 // ReadBatches is Read without decoding: it returns stored batches, for the
@@ -289,13 +356,16 @@ func (l *Log) ReadBatches(ctx context.Context, topicName string, partition int32
 		opts.MaxBytes = 1 << 20
 	}
 	var timer <-chan time.Time
+	bufs := &readBuffers{}
 	for {
-		batches, v, err := p.readBatches(offset, opts.MaxBytes)
-		res := BatchReadResult{NextOffset: offset}
+		batches, v, err := p.readBatches(offset, opts.MaxBytes, bufs)
+		res := BatchReadResult{NextOffset: offset, bufs: bufs}
 		if v != nil {
 			res.HighWatermark, res.LogStartOffset = v.end, v.start
 		}
 		if err != nil {
+			res.Release()
+			res.bufs = nil
 			return res, err
 		}
 		for _, b := range batches {

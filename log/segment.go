@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -37,6 +38,13 @@ type segment struct {
 	sinceIndex int64
 
 	refs atomic.Int32 // the partition's reference plus one per reader
+
+	// verified is the file position below which every batch was checked
+	// whole (CRC included) by this process: it wrote them after checking
+	// them (or building them), or a read checked them. Reads do not check
+	// those CRCs again. It only grows, from 0 at open, and only over
+	// batches that follow each other from the start of the file.
+	verified atomic.Int64
 
 	// cache holds batches appended to this segment while it is active;
 	// nil once sealed, so that reads of a sealed segment (compaction's
@@ -382,6 +390,7 @@ func (s *segment) append(b []byte, meta batchMeta) error {
 		return fmt.Errorf("write segment %s at %d: %w", s.path(".log"), pos, err)
 	}
 	s.size += int64(len(b))
+	s.markVerified(pos, s.size) // every append checked its batch (or built it)
 	newIdx, newTime := s.track(meta, pos)
 	if newIdx {
 		n := len(s.index)
@@ -453,16 +462,18 @@ func (s *segment) remove() error {
 }
 
 // batchIter walks the batches of a segment from a byte position. The slices
-// it returns stay valid: buffers are never reused, and batches from the
-// tail cache never change.
+// it returns stay valid (until the readBuffers they came from are released,
+// when pool is set): batches from the tail cache never change.
 type batchIter struct {
 	s      *segment
 	pos    int64 // file position of the next batch
 	end    int64 // stop before this position
 	buf    []byte
 	bufPos int64
+	want   int          // bytes to read at once when the buffer runs out (readChunk when 0)
+	pool   *readBuffers // when set, buffers come from the read pool and are kept here
 
-	cached bool // the batch next returned came from the tail cache
+	hdr [batchHeaderSize]byte // a header read on its own (not in buf)
 }
 
 const readChunk = 256 << 10
@@ -476,46 +487,88 @@ var errTornFrame = errors.New("torn batch: frame runs past the end of the segmen
 // It returns io.EOF at the end, errTornFrame when a frame is cut short, and a
 // descriptive error when the frame length itself is impossible.
 func (it *batchIter) next() ([]byte, int64, error) {
+	f, err := it.peek()
+	if err != nil {
+		return nil, f.pos, err
+	}
+	if f.raw != nil {
+		return f.raw, f.pos, nil
+	}
+	raw, err := it.window(f.pos, f.size)
+	if err != nil {
+		return nil, f.pos, err
+	}
+	return raw, f.pos, nil
+}
+
+// frame is a batch that peek located: where it is, how big, and its header.
+type frame struct {
+	pos  int64
+	size int
+	hdr  []byte // the first batchHeaderSize bytes; valid until the next peek
+	raw  []byte // the whole batch when it came from the tail cache, else nil
+}
+
+// peek locates the batch at it.pos and advances past it, reading only its
+// header (window reads the rest when it is wanted). Errors are next's.
+func (it *batchIter) peek() (frame, error) {
 	pos := it.pos
+	f := frame{pos: pos}
 	if pos >= it.end {
-		return nil, pos, io.EOF
+		return f, io.EOF
 	}
 	if it.end-pos < batchLengthPrefix {
-		return nil, pos, errTornFrame
+		return f, errTornFrame
 	}
-	if b := it.s.cache.Load().get(it.s, pos); b != nil && pos+int64(len(b)) <= it.end {
-		it.pos, it.cached = pos+int64(len(b)), true
-		return b, pos, nil
+	if b := it.s.cache.Load().get(it.s, pos); b != nil && pos+int64(len(b)) <= it.end && len(b) >= batchHeaderSize {
+		it.pos = pos + int64(len(b))
+		f.size, f.hdr, f.raw = len(b), b[:batchHeaderSize], b
+		return f, nil
 	}
-	it.cached = false
-	var p []byte
-	if pos >= it.bufPos && pos+batchLengthPrefix <= it.bufPos+int64(len(it.buf)) {
-		p = it.buf[pos-it.bufPos:]
-	} else {
-		// Read the prefix alone, so that the chunk read next starts at
-		// pos and holds the whole batch, however large.
-		var pb [batchLengthPrefix]byte
-		if n, err := it.s.f.ReadAt(pb[:], pos); n < batchLengthPrefix {
+	buffered := func(n int) []byte {
+		if pos >= it.bufPos && pos+int64(n) <= it.bufPos+int64(len(it.buf)) {
+			return it.buf[pos-it.bufPos:][:n]
+		}
+		return nil
+	}
+	readHeader := func(need int) ([]byte, error) {
+		n, err := it.s.f.ReadAt(it.hdr[:min(int64(batchHeaderSize), it.end-pos)], pos)
+		if n < need {
 			if err == nil || err == io.EOF {
 				err = errTornFrame
 			}
-			return nil, pos, fmt.Errorf("read segment %s at %d: %w", it.s.path(".log"), pos, err)
+			return nil, fmt.Errorf("read segment %s at %d: %w", it.s.path(".log"), pos, err)
 		}
-		p = pb[:]
+		return it.hdr[:n], nil
+	}
+	p := buffered(batchLengthPrefix)
+	if p == nil {
+		var err error
+		if p, err = readHeader(batchLengthPrefix); err != nil {
+			return f, err
+		}
 	}
 	_, size := frameLength(p)
 	if size < batchHeaderSize {
-		return nil, pos, fmt.Errorf("impossible batch length %d", size-batchLengthPrefix)
+		return f, fmt.Errorf("impossible batch length %d", size-batchLengthPrefix)
 	}
 	if pos+int64(size) > it.end {
-		return nil, pos, errTornFrame
+		return f, errTornFrame
 	}
-	raw, err := it.window(pos, size)
-	if err != nil {
-		return nil, pos, err
+	h := buffered(batchHeaderSize)
+	if h == nil {
+		if len(p) >= batchHeaderSize && &p[0] == &it.hdr[0] {
+			h = p[:batchHeaderSize]
+		} else {
+			var err error
+			if h, err = readHeader(batchHeaderSize); err != nil {
+				return f, err
+			}
+		}
 	}
 	it.pos = pos + int64(size)
-	return raw, pos, nil
+	f.size, f.hdr = size, h
+	return f, nil
 }
 
 // window returns n bytes at pos, reading a new chunk when the buffer does not
@@ -525,11 +578,20 @@ func (it *batchIter) window(pos int64, n int) ([]byte, error) {
 		off := pos - it.bufPos
 		return it.buf[off : off+int64(n)], nil
 	}
-	want := int64(max(n, readChunk))
+	chunk := it.want
+	if chunk <= 0 {
+		chunk = readChunk
+	}
+	want := int64(max(n, chunk))
 	if rest := it.end - pos; want > rest {
 		want = rest
 	}
-	buf := make([]byte, want)
+	var buf []byte
+	if it.pool != nil {
+		buf = it.pool.get(int(want))
+	} else {
+		buf = make([]byte, want)
+	}
 	m, err := it.s.f.ReadAt(buf, pos)
 	if m < n {
 		if err == nil || err == io.EOF {
@@ -543,7 +605,7 @@ func (it *batchIter) window(pos int64, n int) ([]byte, error) {
 
 // checkedBatch is a sound batch handed out by a checkedIter.
 type checkedBatch struct {
-	raw  []byte
+	raw  []byte // nil while only the header is read
 	pos  int64
 	kb   kmsg.RecordBatch
 	meta batchMeta
@@ -559,18 +621,27 @@ type checkedBatch struct {
 // base offset shows as a *CorruptionError, never as records at the wrong
 // offsets. A start from an index entry that does not check out falls back to
 // a scan from the start of the segment: indexes are hints.
+//
+// The batch that confirms the one handed out is read only up to its header
+// until it is wanted (its CRC covers none of what the confirmation uses):
+// a reader that stops there, at the end of its byte budget (see
+// pendingSize), never reads or checks the rest of it. Every batch is read
+// whole and CRC-checked before it is handed out, and before its offsets
+// count against the batch before it, so what is reported for damaged data
+// is what a whole read of each batch in turn reports.
 type checkedIter struct {
-	s         *segment
-	it        *batchIter
-	size      int64
-	expect    int64 // lowest base offset the next batch may have
-	exact     bool  // the next batch must start at expect: an index entry says so
-	restarted bool
-	bound     int64
-	sealed    bool // no batch may start at or past bound (not so in the active segment, whose unflushed batches lie past the readable end)
-	pending   *checkedBatch
-	floor     int64 // lowest base offset pending could have had
-	err       error
+	s            *segment
+	it           *batchIter
+	size         int64
+	expect       int64 // lowest base offset the next batch may have
+	exact        bool  // the next batch must start at expect: an index entry says so
+	restarted    bool
+	bound        int64
+	sealed       bool // no batch may start at or past bound (not so in the active segment, whose unflushed batches lie past the readable end)
+	pending      *checkedBatch
+	pendingExact bool  // pending is the batch an index entry pointed at
+	floor        int64 // lowest base offset pending could have had
+	err          error
 }
 
 // checkedIter starts at the indexed batch at or before offset (idx and size
@@ -588,10 +659,73 @@ func (s *segment) checkedIter(idx []offsetEntry, size, offset, bound int64, seal
 	return c
 }
 
+// setWant tells the iterator how many bytes its caller means to read from
+// here on, so that one read of the file fetches them.
+func (c *checkedIter) setWant(n int) { c.it.want = n }
+
+// usePool makes the iterator read into buffers from the read pool, kept in
+// bufs (see readBuffers).
+func (c *checkedIter) usePool(bufs *readBuffers) { c.it.pool = bufs }
+
+// pendingSize is the size of the batch the next call of next returns, when
+// it is known (0 when not).
+func (c *checkedIter) pendingSize() int {
+	if c.pending == nil {
+		return 0
+	}
+	return c.pending.meta.Size
+}
+
+// markVerified records that the batch at [pos, end) was checked whole; the
+// watermark moves only when the batch starts at or below it.
+func (s *segment) markVerified(pos, end int64) {
+	for {
+		v := s.verified.Load()
+		if pos > v || end <= v || s.verified.CompareAndSwap(v, end) {
+			return
+		}
+	}
+}
+
+// load reads the rest of a batch peek located and checks its CRC (unless
+// this process checked it before: see segment.verified); the returned
+// reason is empty when it is sound.
+func (c *checkedIter) load(b *checkedBatch) string {
+	raw, err := c.it.window(b.pos, b.meta.Size)
+	if err != nil {
+		return err.Error()
+	}
+	if end := b.pos + int64(len(raw)); end > c.s.verified.Load() {
+		if got := crc32.Checksum(raw[batchCRCStart:], castagnoli); int32(got) != b.kb.CRC {
+			return fmt.Sprintf("crc32c mismatch: stored %08x, computed %08x", uint32(b.kb.CRC), got)
+		}
+		c.s.markVerified(b.pos, end)
+	}
+	b.raw, b.kb.Records = raw, raw[batchHeaderSize:]
+	return ""
+}
+
+// offsetsWrong reports whether a batch's offsets fail a check of next.
+func (c *checkedIter) offsetsWrong(m batchMeta) bool {
+	return (c.exact && m.BaseOffset != c.expect) || m.BaseOffset < c.expect ||
+		(m.BaseOffset < c.bound && m.LastOffset >= c.bound) || (c.sealed && m.BaseOffset >= c.bound)
+}
+
 // next returns the next sound batch, io.EOF at the end of the segment, or a
 // *CorruptionError; after an error it returns the same error again.
 func (c *checkedIter) next() (checkedBatch, error) {
 	for {
+		if p := c.pending; p != nil && p.raw == nil {
+			if reason := c.load(p); reason != "" {
+				c.pending = nil
+				if c.pendingExact && !c.restarted {
+					c.restart()
+					continue
+				}
+				c.err = &CorruptionError{Path: c.s.path(".log"), Position: p.pos, Offset: c.floor, Reason: reason}
+				continue
+			}
+		}
 		if c.err != nil {
 			if p := c.pending; p != nil {
 				c.pending = nil
@@ -599,21 +733,25 @@ func (c *checkedIter) next() (checkedBatch, error) {
 			}
 			return checkedBatch{}, c.err
 		}
-		raw, pos, err := c.it.next()
+		f, err := c.it.peek()
 		if err == io.EOF {
 			c.err = io.EOF
 			continue
 		}
+		pos := f.pos
 		var b checkedBatch
 		var reason string
 		if err != nil {
 			reason = err.Error()
 		} else {
-			b = checkedBatch{raw: raw, pos: pos}
-			if c.it.cached {
-				b.kb, b.meta, reason = batchHeader(raw)
-			} else {
-				b.kb, b.meta, reason = checkBatch(raw)
+			b = checkedBatch{raw: f.raw, pos: pos}
+			b.kb, b.meta, reason = headerOf(f.hdr, f.size)
+			if f.raw != nil {
+				b.kb.Records = f.raw[batchHeaderSize:]
+			}
+			if reason == "" && f.raw == nil && c.offsetsWrong(b.meta) {
+				// A batch is checked whole before its offsets are.
+				reason = c.load(&b)
 			}
 		}
 		m := b.meta
@@ -639,19 +777,28 @@ func (c *checkedIter) next() (checkedBatch, error) {
 			if c.exact && !c.restarted {
 				// The index entry or the batch it points at is damaged:
 				// scan from the start, which reaches that batch in order.
-				c.it, c.expect, c.exact, c.restarted = c.s.iter(0, c.size), c.s.base, false, true
+				c.restart()
 				continue
 			}
 			c.err = &CorruptionError{Path: c.s.path(".log"), Position: pos, Offset: c.expect, Reason: reason}
 			continue
 		}
 		p := c.pending
-		c.pending, c.floor = &b, c.expect
+		c.pending, c.pendingExact, c.floor = &b, c.exact, c.expect
 		c.expect, c.exact = m.LastOffset+1, false
 		if p != nil {
 			return *p, nil
 		}
 	}
+}
+
+// restart scans again from the start of the segment, once: the index entry
+// the iterator started from, or the batch it points at, is damaged.
+func (c *checkedIter) restart() {
+	want, pool := c.it.want, c.it.pool
+	c.it, c.expect, c.exact, c.restarted = c.s.iter(0, c.size), c.s.base, false, true
+	c.it.want, c.it.pool = want, pool
+	c.pending = nil
 }
 
 // decodeChecked verifies a raw batch and decodes its header, turning damage

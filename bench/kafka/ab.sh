@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # A/B of the Kafka listener: the bench program built from this tree, and from
-# this tree with log/kafka as it is at git revision BASE, run alternately
+# this tree with PATHS (log/kafka) as they are at git revision BASE, run alternately
 # (PAIRS pairs), so both see the same machine load. Prints one line per run
 # and the medians: produce ratio, produce CPU-s, consume records/s, consume
 # CPU-s. CPU-s (client and listener, one process) is what load disturbs least.
 #
 #   BASE=HEAD bench/kafka/ab.sh                 # the working tree's log/kafka vs HEAD's
 #   BASE=HEAD PARTITIONS=4 PAIRS=7 bench/kafka/ab.sh
+#   BASE=main PATHS=log bench/kafka/ab.sh       # the whole log (and listener) vs main's
 #
-# Environment: BASE [HEAD], PAIRS [5], PARTITIONS [1], RECORDS [262144],
-# RECORD_BYTES [1024], BENCH_DIR [/var/tmp].
+# Environment: BASE [HEAD], PATHS [log/kafka], PAIRS [5], PARTITIONS [1],
+# RECORDS [262144], RECORD_BYTES [1024], BENCH_DIR [/var/tmp].
 set -euo pipefail
 export LC_ALL=C
 BASE=${BASE:-HEAD}
+PATHS=${PATHS:-log/kafka}
 PAIRS=${PAIRS:-5}
 export PARTITIONS=${PARTITIONS:-1}
 RECORDS=${RECORDS:-262144}
@@ -23,12 +25,13 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d -p "$BENCH_DIR" kafkaab.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-echo "== building after (this tree) and before (log/kafka at $BASE)" >&2
+echo "== building after (this tree) and before ($PATHS at $BASE)" >&2
 (cd "$repo" && go build -o "$work/after" ./bench/kafka)
 mkdir "$work/tree"
 (cd "$repo" && tar --exclude=.git -cf - .) | tar -xf - -C "$work/tree"
-rm -rf "$work/tree/log/kafka"
-(cd "$repo" && git archive "$BASE" log/kafka) | tar -xf - -C "$work/tree"
+for p in $PATHS; do rm -rf "${work:?}/tree/$p"; done
+# shellcheck disable=SC2086 # PATHS is a list
+(cd "$repo" && git archive "$BASE" $PATHS) | tar -xf - -C "$work/tree"
 (cd "$work/tree" && go build -o "$work/before" ./bench/kafka)
 
 run() {

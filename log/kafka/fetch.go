@@ -36,6 +36,9 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, ra *readAhea
 		if !s.waitForData(ctx, idle, left) {
 			return resp
 		}
+		if release := ra.takeHeld(); release != nil {
+			release() // resp is dropped: a new one is built
+		}
 	}
 }
 
@@ -86,6 +89,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, ra *read
 				res, err = s.log.ReadBatches(ctx, t.Topic, p.Partition, p.FetchOffset, tlog.ReadOptions{MaxBytes: limit})
 			}
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+			ra.hold(res) // its buffers go back once the answer is written
 			switch {
 			case err != nil:
 				rp.ErrorCode = errorCode(err)

@@ -35,6 +35,9 @@ type readAhead struct {
 	// created again under its name gets a new id: its old reads ahead are
 	// not served).
 	ids map[string]string
+	// held are the reads the Fetch answer being built refers to: their
+	// buffers go back to the log once the answer is written (takeHeld).
+	held []tlog.BatchReadResult
 }
 
 // aheadKey is a read to do: a partition, from an offset, up to limit bytes.
@@ -76,14 +79,19 @@ func (ra *readAhead) take(s *Server, pos fetchPos, limit int) (res tlog.BatchRea
 		s.aheadBytes.Add(-int64(r.limit))
 	}
 	if r == nil || r.limit > limit {
+		if r != nil {
+			r.releaseWhenDone()
+		}
 		return res, false
 	}
 	<-r.done
 	if r.err != nil || len(r.res.Batches) == 0 || ra.topicID(s, pos.topic) != r.topicID {
+		r.res.Release()
 		return res, false
 	}
 	start, end, err := s.log.Offsets(pos.topic, pos.partition)
 	if err != nil || pos.offset < start || r.res.NextOffset > end {
+		r.res.Release()
 		return res, false
 	}
 	res = r.res
@@ -137,8 +145,8 @@ func (ra *readAhead) topicID(s *Server, topic string) string {
 		return id
 	}
 	id := ""
-	if d, err := s.log.DescribeTopic(topic); err == nil {
-		id = d.ID
+	if tid, err := s.log.TopicID(topic); err == nil {
+		id = tid
 	}
 	if ra.ids == nil {
 		ra.ids = map[string]string{}
@@ -151,8 +159,42 @@ func (ra *readAhead) topicID(s *Server, topic string) string {
 func (ra *readAhead) drop(s *Server) {
 	for _, r := range ra.reads {
 		s.aheadBytes.Add(-int64(r.limit))
+		r.releaseWhenDone()
 	}
 	clear(ra.reads)
+}
+
+// releaseWhenDone gives a finished read's buffers back to the log; one
+// still under way keeps them (the garbage collector takes them).
+func (r *aheadRead) releaseWhenDone() {
+	select {
+	case <-r.done:
+		r.res.Release()
+	default:
+	}
+}
+
+// hold notes that the Fetch answer being built refers to res.
+func (ra *readAhead) hold(res tlog.BatchReadResult) {
+	if ra != nil {
+		ra.held = append(ra.held, res)
+	}
+}
+
+// takeHeld returns the function that gives back the buffers of the reads
+// the last Fetch answer refers to (nil when there are none), and forgets
+// them: the answer's writer calls it once the answer is written.
+func (ra *readAhead) takeHeld() func() {
+	if ra == nil || len(ra.held) == 0 {
+		return nil
+	}
+	held := ra.held
+	ra.held = nil
+	return func() {
+		for i := range held {
+			held[i].Release()
+		}
+	}
 }
 
 // close cancels the reads under way and waits for them.

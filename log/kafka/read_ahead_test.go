@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,75 @@ func TestFetch_ReadAheadServesTheNextWindow(t *testing.T) {
 	}
 	rc.c.Close()
 	waitFor(t, "the connection's reads ahead released", 5*time.Second, func() bool { return ts.srv.aheadBytes.Load() == 0 })
+}
+
+// Fetch answers of big batches are written from the log's pooled read
+// buffers, which go back to the log once written and are then read into
+// again (by the reads ahead above all): every answer still carries exactly
+// the stored records, through windows, a seek back, and two partitions.
+func TestFetch_PooledReadBuffersKeepAnswersIntact(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("big", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	const batches, perBatch = 12, 10
+	pad := strings.Repeat("x", 8<<10) // 10 records of 8 KiB: ~80 KiB batches, pooled reads
+	value := func(part int32, off int64) string { return fmt.Sprintf("p%d-%04d-%s", part, off, pad) }
+	for part := range int32(2) {
+		for b := range batches {
+			var vals []string
+			for r := range perBatch {
+				vals = append(vals, value(part, int64(b*perBatch+r)))
+			}
+			// Raw appends: not in the tail cache, so reads go to the file.
+			if _, err := ts.log.AppendRaw(t.Context(), "big", part, testBatch(-1, -1, -1, vals...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rc := ts.raw(t)
+	fetch := func(part int32, off int64) []string {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = -1, 0, 50<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "big"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = part, off, 200<<10, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := do[*kmsg.FetchResponse](rc, req, 11)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch p%d at %d: error %d", part, off, p.ErrorCode)
+		}
+		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "big", Partition: part, Offset: off}, &p, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			t.Fatalf("fetch p%d at %d: %v", part, off, fp.Err)
+		}
+		var vals []string
+		for _, r := range fp.Records {
+			if r.Offset != off+int64(len(vals)) || string(r.Value) != value(part, r.Offset) {
+				t.Fatalf("fetch p%d at %d: record at offset %d is %.12q", part, off, r.Offset, r.Value)
+			}
+			vals = append(vals, string(r.Value))
+		}
+		if len(vals) == 0 {
+			t.Fatalf("fetch p%d at %d: no records", part, off)
+		}
+		return vals
+	}
+	const end = batches * perBatch
+	for round := range 2 {
+		for part := range int32(2) {
+			for off := int64(0); off < end; {
+				off += int64(len(fetch(part, off)))
+			}
+		}
+		if round == 0 {
+			fetch(0, 35) // a seek back: the reads ahead are dropped
+		}
+	}
+	if ts.srv.aheadServed.Load() == 0 {
+		t.Fatal("no window was served from a read ahead")
+	}
 }

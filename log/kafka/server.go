@@ -216,6 +216,9 @@ type reply struct {
 	out    []byte
 	bufs   net.Buffers // instead of out: written with writev (Fetch answers)
 	finish func() []byte
+	// release, when set, runs once the answer is written (or dropped):
+	// it gives back the log's read buffers that bufs refers to.
+	release func()
 }
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
@@ -274,38 +277,43 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 	w := bufio.NewWriterSize(cc.c, 64<<10)
 	failed := false
 	for rep := range replies {
-		out := rep.out
-		if rep.finish != nil {
-			var ok bool
-			if out, ok = cc.finish(rep.finish); !ok {
+		func() {
+			if rep.release != nil {
+				defer rep.release() // bufs is not used after this round
+			}
+			out := rep.out
+			if rep.finish != nil {
+				var ok bool
+				if out, ok = cc.finish(rep.finish); !ok {
+					failed = true
+					cc.c.Close()
+				}
+			}
+			if failed || (out == nil && rep.bufs == nil) {
+				return
+			}
+			var err error
+			if rep.bufs != nil {
+				// Big record sets go to the socket from where the log read
+				// them: what is buffered first, then one writev.
+				if err = w.Flush(); err == nil {
+					_, err = rep.bufs.WriteTo(cc.c)
+				}
+			} else {
+				_, err = w.Write(out)
+			}
+			if err != nil {
 				failed = true
 				cc.c.Close()
+				return
 			}
-		}
-		if failed || (out == nil && rep.bufs == nil) {
-			continue
-		}
-		var err error
-		if rep.bufs != nil {
-			// Big record sets go to the socket from where the log read
-			// them: what is buffered first, then one writev.
-			if err = w.Flush(); err == nil {
-				_, err = rep.bufs.WriteTo(cc.c)
+			if len(replies) == 0 {
+				if err := w.Flush(); err != nil {
+					failed = true
+					cc.c.Close()
+				}
 			}
-		} else {
-			_, err = w.Write(out)
-		}
-		if err != nil {
-			failed = true
-			cc.c.Close()
-			continue
-		}
-		if len(replies) == 0 {
-			if err := w.Flush(); err != nil {
-				failed = true
-				cc.c.Close()
-			}
-		}
+		}()
 	}
 	if !failed {
 		_ = w.Flush()
@@ -464,10 +472,14 @@ func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 	resp.SetVersion(h.version)
 	if fr, ok := resp.(*kmsg.FetchResponse); ok {
 		bufs := fetchFrame(h.corr, fr)
-		if len(bufs) == 1 { // small: buffered like any other answer
+		release := cc.ahead.takeHeld()
+		if len(bufs) == 1 { // small: buffered like any other answer (a copy)
+			if release != nil {
+				release()
+			}
 			return reply{out: bufs[0]}, nil
 		}
-		return reply{bufs: bufs}, nil
+		return reply{bufs: bufs, release: release}, nil
 	}
 	return reply{out: frameResponse(h.corr, resp)}, nil
 }
