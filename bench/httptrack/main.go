@@ -28,6 +28,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -189,7 +190,7 @@ func run(c config) error {
 			if r.reads > 0 {
 				acks += fmt.Sprintf(", %d reads (%.1f requests each)", r.reads, float64(r.requests)/float64(r.reads))
 			}
-			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), acks)
+			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s, CPU %.0f%% of one core)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), acks)
 			rates = append(rates, fmt.Sprintf("%s %.0f/s", phase, r.reqPerSec()))
 			results[i] = results[i].add(r)
 			perRound[i] = append(perRound[i], r)
@@ -495,10 +496,13 @@ func load(c config, name, url string, conns, per int) (result, error) {
 	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	// The same headers for every request and phase, built once.
+	authz := []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(writeKey+":"))}
+	ctype := []string{"application/json"}
 	return loadWith(c, name, conns, per, func(body []byte) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		req.SetBasicAuth(writeKey, "")
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Authorization"] = authz
+		req.Header["Content-Type"] = ctype
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()
