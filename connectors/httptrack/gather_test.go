@@ -2,6 +2,7 @@ package httptrack
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -45,10 +46,10 @@ func waitPending(t *testing.T, src *Source, n int) {
 }
 
 // TestRead_GathersWhileInFlight checks that once the worker calls Durable,
-// a Read that finds requests while earlier records are not durable yet
-// waits for them and then returns every request that arrived meanwhile in
-// one batch; that a Read with nothing in flight returns at once; and that
-// maxGather bounds the wait.
+// a Read that finds requests while gatherDepth earlier reads are not
+// durable yet waits until the oldest is and then returns every request
+// that arrived meanwhile in one batch; that a Read with fewer reads in
+// flight returns at once; and that maxGather bounds the wait.
 func TestRead_GathersWhileInFlight(t *testing.T) {
 	old := maxGather
 	maxGather = time.Hour
@@ -81,19 +82,24 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 	}
 	wantAnswers(1)
 
-	// Nothing in flight: at once, even though the worker calls Durable.
-	post("b")
-	var inFlight []connect.Record
-	select {
-	case inFlight = <-readAsync(ctx, h.src):
-	case <-time.After(10 * time.Second):
-		t.Fatal("an idle read did not return the request")
-	}
-	if len(inFlight) != 1 {
-		t.Fatalf("read %d records, want 1", len(inFlight))
+	// Fewer than gatherDepth reads in flight: at once, even though the
+	// worker calls Durable.
+	var inFlight [][]connect.Record // the reads not yet durable, oldest first
+	for i := range gatherDepth {
+		post(fmt.Sprintf("b%d", i))
+		select {
+		case recs := <-readAsync(ctx, h.src):
+			if len(recs) != 1 {
+				t.Fatalf("read %d records, want 1", len(recs))
+			}
+			inFlight = append(inFlight, recs)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a read with %d reads in flight did not return the request", i)
+		}
 	}
 
-	// b is in flight: c, d and e are gathered until it is durable.
+	// gatherDepth reads in flight: c, d and e are gathered until the
+	// oldest of them is durable.
 	for _, id := range []string{"c", "d", "e"} {
 		post(id)
 	}
@@ -101,17 +107,17 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 	got := readAsync(ctx, h.src)
 	select {
 	case recs := <-got:
-		t.Fatalf("read returned %d records while b was in flight", len(recs))
+		t.Fatalf("read returned %d records while %d reads were in flight", len(recs), gatherDepth)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if err := h.src.Durable(ctx, lastPosition(t, inFlight)); err != nil {
+	if err := h.src.Durable(ctx, lastPosition(t, inFlight[0])); err != nil {
 		t.Fatal(err)
 	}
-	wantAnswers(1) // b
+	wantAnswers(1) // b0
 	select {
 	case recs = <-got:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the gathering read did not return once b was durable")
+		t.Fatal("the gathering read did not return once the oldest read was durable")
 	}
 	ids := strings.Split(messageIDs(t, recs), ",")
 	slices.Sort(ids)
@@ -119,8 +125,8 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 		t.Fatalf("gathered %s, want c,d,e (in any order) in one read", got)
 	}
 
-	// c, d, e are in flight and never become durable: maxGather bounds
-	// the wait of the next read.
+	// gatherDepth reads are in flight again and do not become durable:
+	// maxGather bounds the wait of the next read.
 	maxGather = 30 * time.Millisecond
 	post("f")
 	waitPending(t, h.src, 1)
@@ -131,7 +137,7 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 			t.Fatalf("read %d records, want 1", len(more))
 		}
 		if d := time.Since(t0); d < maxGather {
-			t.Errorf("read returned after %s, before maxGather %s while c, d, e were in flight", d, maxGather)
+			t.Errorf("read returned after %s, before maxGather %s while %d reads were in flight", d, maxGather, gatherDepth)
 		}
 		if err := h.src.Durable(ctx, lastPosition(t, more)); err != nil {
 			t.Fatal(err)
@@ -139,5 +145,5 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("maxGather did not end the wait")
 	}
-	wantAnswers(4) // c, d, e, f
+	wantAnswers(gatherDepth - 1 + 4) // the other b's, c, d, e, f
 }

@@ -274,9 +274,12 @@ type Source struct {
 	// the log (Durable or Ack), its position perhaps not stored yet.
 	// Requests are answered 200 up to answeredLocked(): durable with dedup on,
 	// else acked (see the package doc, Acknowledgement).
-	acked      uint64
-	durable    uint64
-	handed     uint64        // seq of the last request Read handed out
+	acked   uint64
+	durable uint64
+	// handed holds the seq of the last request of each of the last
+	// gatherDepth Reads, oldest first: a Read gathers while the oldest is
+	// not durable.
+	handed     [gatherDepth]uint64
 	queuedRecs int           // records in queue
 	notified   bool          // the worker calls Durable: Read may gather (see Read)
 	readable   chan struct{} // holds a token when the queue became non-empty or full
@@ -328,7 +331,10 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	}
 	s.set, s.cfg = set, cfg
 	s.logger = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector, "task", cfg.Task)
-	s.nextSeq, s.acked, s.durable, s.handed = last+1, last, last, last
+	s.nextSeq, s.acked, s.durable = last+1, last, last
+	for i := range s.handed {
+		s.handed[i] = last
+	}
 	ch := make(chan struct{})
 	s.ackCh.Store(&ch)
 	s.answered.Store(last)
@@ -426,14 +432,16 @@ func (s *Source) Addr() net.Addr { return s.ln.Addr() }
 // requests, which wait until then (see RecoverTail).
 //
 // Under load Read gathers: once the worker tells the source of durable
-// records (Durable), a Read that finds requests while records it returned
-// earlier are still on their way to the disk waits until those are
-// durable (at most maxGather, or until read.batch.events records wait),
-// then returns every request that arrived meanwhile. The requests could
-// not have been answered before the append in flight is durable anyway,
-// and so one append and one fsync cover them all instead of one per
-// handful of requests. With nothing in flight (an idle source) Read
-// returns at once.
+// records (Durable), a Read that finds requests while the records of the
+// last gatherDepth Reads are all still on their way to the disk waits
+// until the oldest of them are durable (at most maxGather, or until
+// read.batch.events records wait), then returns every request that
+// arrived meanwhile. Those requests could not have been answered before
+// the fsyncs in flight ended anyway, and so one append and one fsync cover
+// them all instead of one per handful of requests; with two Reads in
+// flight the next batch is appended while the previous one is fsync'ed.
+// With fewer in flight (an idle or lightly loaded source) Read returns at
+// once.
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 	s.readyOnce.Do(func() {
 		if n := s.recoveredIDs.Load(); n > 0 {
@@ -500,11 +508,15 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 // variable for tests.
 var maxGather = 20 * time.Millisecond
 
+// gatherDepth is how many Reads may have records on their way to the disk
+// before the next Read gathers.
+const gatherDepth = 2
+
 // gatherLocked reports whether a Read should wait before taking the queue:
-// the worker tells of durability, records handed out before are not
-// durable yet, and the queue is not full.
+// the worker tells of durability, the records of the last gatherDepth
+// Reads are not all durable, and the queue is not full.
 func (s *Source) gatherLocked() bool {
-	return s.notified && s.handed > s.durable && s.queuedRecs < s.set.readBatch
+	return s.notified && s.handed[0] > s.durable && s.queuedRecs < s.set.readBatch
 }
 
 // takeLocked takes whole requests off the queue, about readBatch records,
@@ -519,9 +531,10 @@ func (s *Source) takeLocked() (recs []connect.Record, jbuf []byte, k int) {
 	for _, r := range s.queue[:k] {
 		recs = append(recs, r.recs...)
 		s.queuedBytes -= r.bytes
-		s.handed = r.seq
 	}
 	s.queuedRecs -= n
+	copy(s.handed[:], s.handed[1:])
+	s.handed[gatherDepth-1] = s.queue[k-1].seq
 	clear(s.queue[:k])
 	s.queue = s.queue[k:]
 	if len(s.queue) == 0 {
