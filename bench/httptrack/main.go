@@ -28,6 +28,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -136,6 +137,9 @@ type result struct {
 	cpu       time.Duration   // CPU time of the whole process (user + system) during the phase
 	firstFail string
 	stores    int64 // position stores (acknowledgements) of a durable phase
+	fsyncs    int64 // log fsyncs of a durable phase
+	fsyncTime time.Duration
+	reads     int64 // source Reads that returned records
 }
 
 func (r result) reqPerSec() float64 { return float64(r.requests) / r.elapsed.Seconds() }
@@ -180,7 +184,13 @@ func run(c config) error {
 			if r.stores > 0 {
 				acks = fmt.Sprintf(", %d position stores (%.1f requests each)", r.stores, float64(r.requests)/float64(r.stores))
 			}
-			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), acks)
+			if r.fsyncs > 0 {
+				acks += fmt.Sprintf(", %d fsyncs (%.0f/s, %.2f ms each, %.1f requests each)", r.fsyncs, float64(r.fsyncs)/r.elapsed.Seconds(), float64(r.fsyncTime)/float64(r.fsyncs)/1e6, float64(r.requests)/float64(r.fsyncs))
+			}
+			if r.reads > 0 {
+				acks += fmt.Sprintf(", %d reads (%.1f requests each)", r.reads, float64(r.requests)/float64(r.reads))
+			}
+			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s, CPU %.0f%% of one core)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), acks)
 			rates = append(rates, fmt.Sprintf("%s %.0f/s", phase, r.reqPerSec()))
 			results[i] = results[i].add(r)
 			perRound[i] = append(perRound[i], r)
@@ -205,6 +215,9 @@ func (r result) add(o result) result {
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
 	r.stores += o.stores
+	r.fsyncs += o.fsyncs
+	r.fsyncTime += o.fsyncTime
+	r.reads += o.reads
 	if r.firstFail == "" {
 		r.firstFail = o.firstFail
 	}
@@ -418,7 +431,10 @@ func runSource(c config, dir, phase string) (result, error) {
 		return result{}, err
 	}
 	reg := connect.NewRegistry()
-	reg.MustRegister(httptrack.Connector())
+	conn := httptrack.Connector()
+	var src *httptrack.Source // the task's source, for its Report
+	conn.NewSource = func() connect.Source { src = new(httptrack.Source); return src }
+	reg.MustRegister(conn)
 	w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Connectors: reg, Logger: slog.Default()})
 	if err != nil {
 		return result{}, err
@@ -448,10 +464,15 @@ func runSource(c config, dir, phase string) (result, error) {
 	if phase == "batch" {
 		path, conns, per = "/v1/batch", c.batchConns, c.batch
 	}
+	m := l.Metrics()
+	fsyncs0, fsyncNs0 := m.Fsyncs.Load(), m.FsyncNanos.Load()
+	reads0 := src.Report().Gauges["httptrack_reads"]
 	r, err := load(c, phase, base+path, conns, per)
 	if err != nil {
 		return r, err
 	}
+	r.fsyncs, r.fsyncTime = m.Fsyncs.Load()-fsyncs0, time.Duration(m.FsyncNanos.Load()-fsyncNs0)
+	r.reads = int64(src.Report().Gauges["httptrack_reads"] - reads0)
 	// Every acknowledged event is in the log.
 	var appended int64
 	for p := range int32(c.partitions) {
@@ -475,10 +496,13 @@ func load(c config, name, url string, conns, per int) (result, error) {
 	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	// The same headers for every request and phase, built once.
+	authz := []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(writeKey+":"))}
+	ctype := []string{"application/json"}
 	return loadWith(c, name, conns, per, func(body []byte) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		req.SetBasicAuth(writeKey, "")
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Authorization"] = authz
+		req.Header["Content-Type"] = ctype
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()

@@ -48,6 +48,17 @@
 // Retry-After; the SDK retries it, and dedup keeps a retry of what did
 // become durable from doubling it.
 //
+// Under load Read gathers (group commit): once the worker announces
+// durability, a Read that finds requests while the records of its last
+// two Reads are not durable yet waits until the older are (at most
+// maxGather), and returns every request that arrived meanwhile, so that
+// one append and one fsync per partition cover them all. Those requests
+// could not have been answered sooner: the fsyncs in flight do not cover
+// them. An idle or lightly loaded source, or one whose worker never calls
+// Durable, is read at once.
+// A Durable wakes all the requests it answers with one channel close;
+// they check the answered seq without taking the source's lock.
+//
 // # Dedup
 //
 // A message whose messageId (per write key) arrived within dedup.window is

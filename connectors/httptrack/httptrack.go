@@ -255,6 +255,15 @@ type Source struct {
 	// recoveredSkipped counts the tail records RecoverTail skipped (not
 	// the source's messages).
 	recoveredSkipped atomic.Int64
+	// answered mirrors answeredLocked(), and ackCh is closed and replaced
+	// whenever it advances (both under mu), so that waiting requests
+	// check and wait without taking mu: a Durable wakes them all at once
+	// and none of them queues on the lock. A waiter loads ackCh before
+	// answered; advance stores answered before it swaps ackCh.
+	answered     atomic.Uint64
+	ackCh        atomic.Pointer[chan struct{}]
+	reads        atomic.Int64 // Reads that returned records, for Report
+	readRequests atomic.Int64 // requests those Reads returned, for Report
 
 	mu          sync.Mutex
 	queue       []*request
@@ -265,12 +274,18 @@ type Source struct {
 	// the log (Durable or Ack), its position perhaps not stored yet.
 	// Requests are answered 200 up to answeredLocked(): durable with dedup on,
 	// else acked (see the package doc, Acknowledgement).
-	acked    uint64
-	durable  uint64
-	ackCh    chan struct{} // closed and replaced whenever answeredLocked() advances
-	readable chan struct{} // holds a token when the queue became non-empty
-	dedup    *dedupSet     // nil when dedup is off
-	jbuf     []byte        // journal entries not yet written to the file
+	acked   uint64
+	durable uint64
+	// handed holds the seq of the last request of each of the last
+	// gatherDepth Reads, oldest first: a Read gathers while the oldest is
+	// not durable.
+	handed     [gatherDepth]uint64
+	queuedRecs int           // records in queue
+	notified   bool          // the worker calls Durable: Read may gather (see Read)
+	readable   chan struct{} // holds a token when the queue became non-empty or full
+	durableCh  chan struct{} // holds a token when durable advanced, for a gathering Read
+	dedup      *dedupSet     // nil when dedup is off
+	jbuf       []byte        // journal entries not yet written to the file
 }
 
 var (
@@ -317,8 +332,14 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.set, s.cfg = set, cfg
 	s.logger = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector, "task", cfg.Task)
 	s.nextSeq, s.acked, s.durable = last+1, last, last
-	s.ackCh = make(chan struct{})
+	for i := range s.handed {
+		s.handed[i] = last
+	}
+	ch := make(chan struct{})
+	s.ackCh.Store(&ch)
+	s.answered.Store(last)
 	s.readable = make(chan struct{}, 1)
+	s.durableCh = make(chan struct{}, 1)
 	s.closing = make(chan struct{})
 	s.ready = make(chan struct{})
 	s.served = make(chan struct{})
@@ -409,6 +430,18 @@ func (s *Source) Addr() net.Addr { return s.ln.Addr() }
 // of each request carries its position. It returns an empty batch after a
 // second without requests. The first Read opens the source to tracking
 // requests, which wait until then (see RecoverTail).
+//
+// Under load Read gathers: once the worker tells the source of durable
+// records (Durable), a Read that finds requests while the records of the
+// last gatherDepth Reads are all still on their way to the disk waits
+// until the oldest of them are durable (at most maxGather, or until
+// read.batch.events records wait), then returns every request that
+// arrived meanwhile. Those requests could not have been answered before
+// the fsyncs in flight ended anyway, and so one append and one fsync cover
+// them all instead of one per handful of requests; with two Reads in
+// flight the next batch is appended while the previous one is fsync'ed.
+// With fewer in flight (an idle or lightly loaded source) Read returns at
+// once.
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 	s.readyOnce.Do(func() {
 		if n := s.recoveredIDs.Load(); n > 0 {
@@ -416,61 +449,100 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		}
 		close(s.ready)
 	})
-	var idle *time.Timer
+	var idle, gather *time.Timer
+	var gatherC <-chan time.Time
+	gathered := false // maxGather passed: return what waits
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+		if gather != nil {
+			gather.Stop()
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
-		if len(s.queue) > 0 {
-			recs, jbuf := s.takeLocked()
+		waits := len(s.queue) > 0
+		if waits && (gathered || !s.gatherLocked()) {
+			recs, jbuf, k := s.takeLocked()
 			s.mu.Unlock()
-			if idle != nil {
-				idle.Stop()
-			}
+			s.reads.Add(1)
+			s.readRequests.Add(int64(k))
 			if err := s.writeJournal(jbuf); err != nil {
 				return nil, err
 			}
 			return recs, nil
 		}
 		s.mu.Unlock()
-		if idle == nil {
-			idle = time.NewTimer(idleRead)
-			defer idle.Stop()
+		if waits && gather == nil {
+			gather = time.NewTimer(maxGather)
+			gatherC = gather.C
+		}
+		var idleC <-chan time.Time
+		if !waits { // the queue only empties in Read: waits stays true once set
+			if idle == nil {
+				idle = time.NewTimer(idleRead)
+			}
+			idleC = idle.C
 		}
 		select {
 		case <-s.readable:
+		case <-s.durableCh:
+		case <-gatherC:
+			gathered = true
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-s.closing:
 			return nil, errors.New("httptrack: read after close")
-		case <-idle.C:
+		case <-idleC:
 			return nil, nil
 		}
 	}
 }
 
+// maxGather bounds how long a Read under load waits for the records in
+// flight to become durable before it returns the requests that wait; a
+// variable for tests.
+var maxGather = 20 * time.Millisecond
+
+// gatherDepth is how many Reads may have records on their way to the disk
+// before the next Read gathers.
+const gatherDepth = 2
+
+// gatherLocked reports whether a Read should wait before taking the queue:
+// the worker tells of durability, the records of the last gatherDepth
+// Reads are not all durable, and the queue is not full.
+func (s *Source) gatherLocked() bool {
+	return s.notified && s.handed[0] > s.durable && s.queuedRecs < s.set.readBatch
+}
+
 // takeLocked takes whole requests off the queue, about readBatch records,
-// and the journal entries written so far.
-func (s *Source) takeLocked() ([]connect.Record, []byte) {
-	n, k := 0, 0
+// and the journal entries written so far; k is how many requests.
+func (s *Source) takeLocked() (recs []connect.Record, jbuf []byte, k int) {
+	n := 0
 	for k < len(s.queue) && (k == 0 || n+len(s.queue[k].recs) <= s.set.readBatch) {
 		n += len(s.queue[k].recs)
 		k++
 	}
-	recs := make([]connect.Record, 0, n)
+	recs = make([]connect.Record, 0, n)
 	for _, r := range s.queue[:k] {
 		recs = append(recs, r.recs...)
 		s.queuedBytes -= r.bytes
 	}
+	s.queuedRecs -= n
+	copy(s.handed[:], s.handed[1:])
+	s.handed[gatherDepth-1] = s.queue[k-1].seq
 	clear(s.queue[:k])
 	s.queue = s.queue[k:]
 	if len(s.queue) == 0 {
 		s.queue = nil
 	}
-	jbuf := s.jbuf
+	jbuf = s.jbuf
 	s.jbuf = nil
-	return recs, jbuf
+	return recs, jbuf, k
 }
 
 // writeJournal appends entries to the dedup journal before their records
@@ -531,13 +603,23 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 		return fmt.Errorf("httptrack %s: position %s is after the last request given out (seq %d)", call, pos, s.nextSeq-1)
 	}
 	before := s.answeredLocked()
-	s.durable = max(s.durable, seq)
+	if !stored {
+		s.notified = true
+	}
+	if seq > s.durable {
+		s.durable = seq
+		select {
+		case s.durableCh <- struct{}{}:
+		default:
+		}
+	}
 	if stored {
 		s.acked = max(s.acked, seq)
 	}
-	if s.answeredLocked() > before {
-		close(s.ackCh)
-		s.ackCh = make(chan struct{})
+	if a := s.answeredLocked(); a > before {
+		s.answered.Store(a)
+		ch := make(chan struct{})
+		close(*s.ackCh.Swap(&ch))
 	}
 	return nil
 }

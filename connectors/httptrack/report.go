@@ -35,7 +35,10 @@ const backlogWarnShare = 0.5
 //   - httptrack_journal_dropped_bytes: what Open cut off the end of the
 //     dedup journal (a torn tail, or corruption, which is also a warning);
 //   - httptrack_recovered_ids: the messageIds RecoverTail found in the log
-//     after the stored position at start, remembered as durable.
+//     after the stored position at start, remembered as durable;
+//   - httptrack_reads and httptrack_read_requests: the Reads that returned
+//     records and the requests they returned (their ratio shows how many
+//     requests share one append, and so one fsync).
 //
 // Warnings say when dedup cannot survive a restart (no state.dir), when
 // the dedup set is full before the window ends, and when the backlog
@@ -58,6 +61,8 @@ func (s *Source) Report() connect.Report {
 		"httptrack_journal_bytes":         float64(s.journalBytes.Load()),
 		"httptrack_journal_dropped_bytes": float64(s.recovered.dropped),
 		"httptrack_recovered_ids":         float64(s.recoveredIDs.Load()),
+		"httptrack_reads":                 float64(s.reads.Load()),
+		"httptrack_read_requests":         float64(s.readRequests.Load()),
 	}
 	for i, r := range reasonsArr {
 		g["httptrack_rejected_"+r] = float64(t.rejects[i])

@@ -260,9 +260,14 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 	}
 	s.queue = append(s.queue, &request{seq: seq, recs: recs, bytes: bytes})
 	s.queuedBytes += bytes
-	select {
-	case s.readable <- struct{}{}:
-	default:
+	s.queuedRecs += len(recs)
+	// Read needs waking when the queue was empty, or is full while Read
+	// gathers; in between it waits for durability (see Read).
+	if len(s.queue) == 1 || s.queuedRecs >= s.set.readBatch {
+		select {
+		case s.readable <- struct{}{}:
+		default:
+		}
 	}
 	return max(wait, seq), len(recs), true
 }
@@ -275,13 +280,10 @@ func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 	defer s.waiting.Add(-1)
 	var timeout <-chan time.Time
 	for {
-		s.mu.Lock()
-		if s.answeredLocked() >= seq {
-			s.mu.Unlock()
+		ch := *s.ackCh.Load()
+		if s.answered.Load() >= seq {
 			return http.StatusOK, nil
 		}
-		ch := s.ackCh
-		s.mu.Unlock()
 		if timeout == nil {
 			timer := time.NewTimer(s.set.ackTimeout)
 			defer timer.Stop()

@@ -1,0 +1,149 @@
+package httptrack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// readAsync calls Read in a goroutine and delivers its result.
+func readAsync(ctx context.Context, src *Source) <-chan []connect.Record {
+	out := make(chan []connect.Record, 1)
+	go func() {
+		recs, _ := src.Read(ctx)
+		out <- recs
+	}()
+	return out
+}
+
+// lastPosition returns the position of the last positioned record.
+func lastPosition(t *testing.T, recs []connect.Record) connect.Position {
+	t.Helper()
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Position != nil {
+			return recs[i].Position
+		}
+	}
+	t.Fatalf("none of %d records has a position", len(recs))
+	return nil
+}
+
+// waitPending waits until n requests wait in the source's queue.
+func waitPending(t *testing.T, src *Source, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for src.Report().Gauges["httptrack_pending_requests"] != float64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v requests pending, want %d", src.Report().Gauges["httptrack_pending_requests"], n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRead_GathersWhileInFlight checks that once the worker calls Durable,
+// a Read that finds requests while gatherDepth earlier reads are not
+// durable yet waits until the oldest is and then returns every request
+// that arrived meanwhile in one batch; that a Read with fewer reads in
+// flight returns at once; and that maxGather bounds the wait.
+func TestRead_GathersWhileInFlight(t *testing.T) {
+	old := maxGather
+	maxGather = time.Hour
+	t.Cleanup(func() { maxGather = old })
+	h := open(t, nil, nil)
+	ctx := t.Context()
+	msg := func(id string) string { return `{"userId":"u","event":"E","messageId":"` + id + `"}` }
+	answers := make(chan answer, 8)
+	post := func(id string) { go func() { answers <- h.post("/v1/track", msg(id), auth) }() }
+	wantAnswers := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case a := <-answers:
+				wantStatus(t, a, 200)
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer within 10s")
+			}
+		}
+	}
+
+	// Before any Durable, and with nothing in flight: at once.
+	post("a")
+	recs, err := h.src.Read(ctx)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("first read: %d records, %v", len(recs), err)
+	}
+	if err := h.src.Durable(ctx, lastPosition(t, recs)); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswers(1)
+
+	// Fewer than gatherDepth reads in flight: at once, even though the
+	// worker calls Durable.
+	var inFlight [][]connect.Record // the reads not yet durable, oldest first
+	for i := range gatherDepth {
+		post(fmt.Sprintf("b%d", i))
+		select {
+		case recs := <-readAsync(ctx, h.src):
+			if len(recs) != 1 {
+				t.Fatalf("read %d records, want 1", len(recs))
+			}
+			inFlight = append(inFlight, recs)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a read with %d reads in flight did not return the request", i)
+		}
+	}
+
+	// gatherDepth reads in flight: c, d and e are gathered until the
+	// oldest of them is durable.
+	for _, id := range []string{"c", "d", "e"} {
+		post(id)
+	}
+	waitPending(t, h.src, 3)
+	got := readAsync(ctx, h.src)
+	select {
+	case recs := <-got:
+		t.Fatalf("read returned %d records while %d reads were in flight", len(recs), gatherDepth)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := h.src.Durable(ctx, lastPosition(t, inFlight[0])); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswers(1) // b0
+	select {
+	case recs = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gathering read did not return once the oldest read was durable")
+	}
+	ids := strings.Split(messageIDs(t, recs), ",")
+	slices.Sort(ids)
+	if got := strings.Join(ids, ","); got != "c,d,e" {
+		t.Fatalf("gathered %s, want c,d,e (in any order) in one read", got)
+	}
+
+	// gatherDepth reads are in flight again and do not become durable:
+	// maxGather bounds the wait of the next read.
+	maxGather = 30 * time.Millisecond
+	post("f")
+	waitPending(t, h.src, 1)
+	t0 := time.Now()
+	select {
+	case more := <-readAsync(ctx, h.src):
+		if len(more) != 1 {
+			t.Fatalf("read %d records, want 1", len(more))
+		}
+		if d := time.Since(t0); d < maxGather {
+			t.Errorf("read returned after %s, before maxGather %s while %d reads were in flight", d, maxGather, gatherDepth)
+		}
+		if err := h.src.Durable(ctx, lastPosition(t, more)); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("maxGather did not end the wait")
+	}
+	wantAnswers(gatherDepth - 1 + 4) // the other b's, c, d, e, f
+}
