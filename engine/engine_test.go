@@ -417,3 +417,28 @@ func TestWorker_FlusherCommitsOnlyFlushedOffsets(t *testing.T) {
 		t.Fatalf("durable %d, flushes %d", len(durable), flushes)
 	}
 }
+
+// TestWorker_StoppedConnectorIdles checks that the supervisor of a stopped
+// connector waits for a request instead of spinning: setting the task's
+// state to the one it has must not wake it again.
+func TestWorker_StoppedConnectorIdles(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	if err := h.worker.Start(t.Context(), ConnectorSpec{Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "out"}, StateStopped); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.worker.runner("src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := func() chan struct{} {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.changed
+	}
+	waitFor(t, "the task to be stopped", func() bool { return r.taskStateIs(StateStopped) })
+	before := changed()
+	time.Sleep(50 * time.Millisecond)
+	if changed() != before {
+		t.Fatal("the stopped connector's state keeps changing: its supervisor spins")
+	}
+}

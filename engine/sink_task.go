@@ -139,7 +139,7 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, recs []connect.Record) error {
 	m := r.w.metrics
 	start := time.Now()
-	m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
+	r.m.recordsRead.Add(float64(len(recs)))
 	out := make([]connect.Record, 0, len(recs))
 	for _, rec := range recs {
 		var err error
@@ -155,9 +155,9 @@ func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, 
 	if err := r.write(hard, sink, out); err != nil {
 		return err
 	}
-	m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
-	m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
-	m.observeDelivery(r.spec.Name, recs)
+	r.m.recordsWritten.Add(float64(len(out)))
+	r.m.batchSeconds.Observe(time.Since(start).Seconds())
+	r.m.observeDelivery(recs)
 	return nil
 }
 

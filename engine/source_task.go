@@ -183,7 +183,7 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 			continue
 		}
 		b := readBatch{start: time.Now(), recs: make([]connect.Record, 0, len(recs))}
-		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
+		r.m.recordsRead.Add(float64(len(recs)))
 		for _, rec := range recs {
 			positioned := rec.Position != nil
 			if positioned {
@@ -219,7 +219,6 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 // is in flight, lingering for more), until reads is closed or ctx ends.
 // With track set, each batch's records go to the committer's tail tracker.
 func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, track bool) error {
-	m := r.w.metrics
 	var last chan struct{} // closed once the last append is durable; nil before the first
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -248,7 +247,7 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 			if track {
 				f.recs, f.posEnd = b.recs, b.posEnd
 			}
-			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(b.recs)))
+			r.m.recordsWritten.Add(float64(len(b.recs)))
 		}
 		window <- f // blocks while sourceWindow batches wait for their fsync
 		last = f.done
@@ -324,7 +323,6 @@ func (b *readBatch) merge(next readBatch) {
 // tracker, each position is stored with the log offsets reached by the
 // batch that carried it.
 func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker, n *durableNotice) error {
-	m := r.w.metrics
 	var pending connect.Position
 	var pendingTail []PartitionOffset
 	var failed error
@@ -384,7 +382,7 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 				continue
 			}
 			close(f.done)
-			m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
+			r.m.batchSeconds.Observe(time.Since(f.start).Seconds())
 			// The tail stored with a position covers the records up to
 			// the positioned one: those after it (read after it, in the
 			// same batch) are the source's unacknowledged tail.
