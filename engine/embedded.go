@@ -62,6 +62,9 @@ func (e *Embedded) Produce(ctx context.Context, records []connect.Record) error 
 
 // Append implements Backend: one log append per topic, partitioned by key.
 func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
+	if len(records) > 0 && oneTopic(records) {
+		return e.appendTopic(ctx, records)
+	}
 	byTopic := map[string][]int{}
 	var order []string
 	for i, r := range records {
@@ -96,6 +99,39 @@ func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(c
 		for j, i := range idx {
 			records[i].Partition, records[i].Offset = recs[j].Partition, recs[j].Offset
 		}
+	}
+	return wait, nil
+}
+
+// oneTopic reports whether every record names the first one's topic.
+func oneTopic(records []connect.Record) bool {
+	t := records[0].Topic
+	for i := range records {
+		if records[i].Topic != t {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTopic is Append of records that all go to one topic (the usual
+// source batch): one log append, without grouping.
+func (e *Embedded) appendTopic(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
+	topic := records[0].Topic
+	if topic == "" {
+		return nil, errors.New("produce: record 0 has no topic")
+	}
+	recs := make([]tlog.Record, len(records))
+	for i := range records {
+		recs[i] = toLogRecord(records[i])
+	}
+	pd, err := e.log.ProduceAsync(ctx, topic, recs)
+	wait := func(ctx context.Context) error { return pd.Wait(ctx) }
+	if err != nil {
+		return wait, fmt.Errorf("produce to %s: %w", topic, err)
+	}
+	for i := range records {
+		records[i].Partition, records[i].Offset = recs[i].Partition, recs[i].Offset
 	}
 	return wait, nil
 }
@@ -276,6 +312,7 @@ type embeddedConsumer struct {
 	e       *Embedded
 	group   string
 	batches chan []connect.Record
+	more    [][]connect.Record // Poll's scratch: the batches it merges
 	errMu   sync.Mutex
 	err     error
 	cancel  context.CancelFunc
@@ -334,25 +371,38 @@ func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]c
 	}
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
-	var out []connect.Record
+	var first []connect.Record
 	select {
-	case b := <-c.batches:
-		out = b
+	case first = <-c.batches:
 	case <-timer.C:
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	size := recordBytes(out)
-	for len(out) < pollMaxRecords && size < pollMaxBytes {
+	// Take what else waits, then copy it all into one slice at once.
+	more := c.more[:0]
+	n, size := len(first), recordBytes(first)
+gather:
+	for n < pollMaxRecords && size < pollMaxBytes {
 		select {
 		case b := <-c.batches:
-			out = append(out, b...)
+			more = append(more, b)
+			n += len(b)
 			size += recordBytes(b)
 		default:
-			return out, nil
+			break gather
 		}
 	}
+	if len(more) == 0 {
+		return first, nil
+	}
+	out := make([]connect.Record, 0, n)
+	out = append(out, first...)
+	for i, b := range more {
+		out = append(out, b...)
+		more[i] = nil
+	}
+	c.more = more[:0]
 	return out, nil
 }
 

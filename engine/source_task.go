@@ -182,8 +182,31 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 		if len(recs) == 0 {
 			continue
 		}
-		b := readBatch{start: time.Now(), recs: make([]connect.Record, 0, len(recs))}
 		r.m.recordsRead.Add(float64(len(recs)))
+		b := readBatch{start: time.Now()}
+		if len(c) == 0 {
+			// No transforms: the records stay where the source put them
+			// (the worker owns them).
+			b.recs = recs
+			for i := range recs {
+				rec := &recs[i]
+				if rec.Position != nil {
+					b.pos, b.posEnd = rec.Position, i+1
+				}
+				if rec.Topic == "" {
+					rec.Topic = r.spec.Topic
+				}
+				rec.Position = nil
+				b.bytes += len(rec.Key) + len(rec.Value)
+			}
+			select {
+			case reads <- b:
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		b.recs = make([]connect.Record, 0, len(recs))
 		for _, rec := range recs {
 			positioned := rec.Position != nil
 			if positioned {
