@@ -280,32 +280,77 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 
 // Consumer implements Backend. Each partition gets a fetcher goroutine that
 // long-polls the log and hands batches to Poll through a bounded channel.
+// Partitions added to a topic later (CreatePartitions) get theirs when a
+// watcher sees them, within partitionCheckInterval, and are read from the
+// group's committed offset or from their start, as a new partition is by
+// a Kafka consumer (auto.offset.reset=earliest).
 func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
 	fctx, cancel := context.WithCancel(context.Background())
-	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, 16), cancel: cancel}
+	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, 16), cancel: cancel, started: map[string]int{}}
 	for _, topic := range topics {
 		n, err := e.log.Partitions(topic)
+		if err == nil {
+			err = c.startFetchers(fctx, topic, n)
+		}
 		if err != nil {
 			cancel()
 			c.wg.Wait()
 			return nil, fmt.Errorf("consumer %s: topic %s: %w", group, topic, err)
 		}
-		for p := int32(0); p < int32(n); p++ {
-			start, _, err := e.log.Offsets(topic, p)
-			if err != nil {
-				cancel()
-				c.wg.Wait()
-				return nil, err
+	}
+	c.wg.Add(1)
+	go c.watchPartitions(fctx, topics)
+	return c, nil
+}
+
+// partitionCheckInterval is how often a consumer looks for partitions
+// added to its topics.
+var partitionCheckInterval = time.Second // a var for tests
+
+// startFetchers starts the fetchers of a topic's partitions below n that
+// have none yet.
+func (c *embeddedConsumer) startFetchers(ctx context.Context, topic string, n int) error {
+	for p := int32(c.started[topic]); p < int32(n); p++ {
+		start, _, err := c.e.log.Offsets(topic, p)
+		if err != nil {
+			return err
+		}
+		from := start
+		if off, ok := c.e.log.Groups().CommittedOffset(c.group, topic, p); ok && off >= 0 {
+			from = off
+		}
+		c.wg.Add(1)
+		go c.fetch(ctx, topic, p, from)
+		c.started[topic] = int(p) + 1
+	}
+	return nil
+}
+
+// watchPartitions starts fetchers for partitions added to the topics,
+// until ctx ends.
+func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string) {
+	defer c.wg.Done()
+	t := time.NewTicker(partitionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, topic := range topics {
+			n, err := c.e.log.Partitions(topic)
+			if err != nil || n <= c.started[topic] {
+				continue // gone (deleted), or nothing new
 			}
-			from := start
-			if off, ok := e.log.Groups().CommittedOffset(group, topic, p); ok && off >= 0 {
-				from = off
+			c.e.logger.Info("consumer reads partitions added to its topic", "group", c.group, "topic", topic, "from", c.started[topic], "partitions", n)
+			if err := c.startFetchers(ctx, topic, n); err != nil {
+				c.errMu.Lock()
+				c.err = fmt.Errorf("start fetching new partitions of %s: %w", topic, err)
+				c.errMu.Unlock()
 			}
-			c.wg.Add(1)
-			go c.fetch(fctx, topic, p, from)
 		}
 	}
-	return c, nil
 }
 
 type embeddedConsumer struct {
@@ -313,6 +358,9 @@ type embeddedConsumer struct {
 	group   string
 	batches chan []connect.Record
 	more    [][]connect.Record // Poll's scratch: the batches it merges
+	// started counts, per topic, the partitions with a fetcher: set by
+	// Consumer, then by the watcher alone.
+	started map[string]int
 	errMu   sync.Mutex
 	err     error
 	cancel  context.CancelFunc
