@@ -286,7 +286,7 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 // a Kafka consumer (auto.offset.reset=earliest).
 func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
 	fctx, cancel := context.WithCancel(context.Background())
-	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, 16), cancel: cancel, started: map[string]int{}}
+	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
 	for _, topic := range topics {
 		n, err := e.log.Partitions(topic)
 		if err == nil {
@@ -457,9 +457,12 @@ gather:
 // A Poll merges the fetched batches already waiting, up to these bounds:
 // a sink behind its topic then gets big batches (one fsync of the file
 // sink covers more records), a sink keeping up gets what has arrived.
+// fetchedBatches bounds the fetches waiting for Poll (each up to 1 MiB),
+// so that a sink behind has about a full poll waiting.
 const (
-	pollMaxRecords = 16384
-	pollMaxBytes   = 8 << 20
+	fetchedBatches = 32
+	pollMaxRecords = 32768
+	pollMaxBytes   = 16 << 20
 )
 
 // recordBytes returns the bytes of the keys and values of recs.
