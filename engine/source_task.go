@@ -286,6 +286,13 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 // so) or ctx ends: b is then appended, as a stop finishes the batch in
 // hand.
 func gather(ctx context.Context, b *readBatch, reads <-chan readBatch, lastDone <-chan struct{}, d time.Duration, linger *time.Timer) (closed bool) {
+	if waiting := len(reads); waiting > 0 && !b.full() {
+		// Room for the batches waiting, if they are like this one: one
+		// allocation instead of one per doubling.
+		recs := make([]connect.Record, len(b.recs), len(b.recs)*(1+waiting))
+		copy(recs, b.recs)
+		b.recs = recs
+	}
 	var timeout <-chan time.Time
 	for !b.full() {
 		select {
