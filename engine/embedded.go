@@ -62,6 +62,9 @@ func (e *Embedded) Produce(ctx context.Context, records []connect.Record) error 
 
 // Append implements Backend: one log append per topic, partitioned by key.
 func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
+	if len(records) > 0 && oneTopic(records) {
+		return e.appendTopic(ctx, records)
+	}
 	byTopic := map[string][]int{}
 	var order []string
 	for i, r := range records {
@@ -96,6 +99,39 @@ func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(c
 		for j, i := range idx {
 			records[i].Partition, records[i].Offset = recs[j].Partition, recs[j].Offset
 		}
+	}
+	return wait, nil
+}
+
+// oneTopic reports whether every record names the first one's topic.
+func oneTopic(records []connect.Record) bool {
+	t := records[0].Topic
+	for i := range records {
+		if records[i].Topic != t {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTopic is Append of records that all go to one topic (the usual
+// source batch): one log append, without grouping.
+func (e *Embedded) appendTopic(ctx context.Context, records []connect.Record) (func(context.Context) error, error) {
+	topic := records[0].Topic
+	if topic == "" {
+		return nil, errors.New("produce: record 0 has no topic")
+	}
+	recs := make([]tlog.Record, len(records))
+	for i := range records {
+		recs[i] = toLogRecord(records[i])
+	}
+	pd, err := e.log.ProduceAsync(ctx, topic, recs)
+	wait := func(ctx context.Context) error { return pd.Wait(ctx) }
+	if err != nil {
+		return wait, fmt.Errorf("produce to %s: %w", topic, err)
+	}
+	for i := range records {
+		records[i].Partition, records[i].Offset = recs[i].Partition, recs[i].Offset
 	}
 	return wait, nil
 }
@@ -244,38 +280,87 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 
 // Consumer implements Backend. Each partition gets a fetcher goroutine that
 // long-polls the log and hands batches to Poll through a bounded channel.
+// Partitions added to a topic later (CreatePartitions) get theirs when a
+// watcher sees them, within partitionCheckInterval, and are read from the
+// group's committed offset or from their start, as a new partition is by
+// a Kafka consumer (auto.offset.reset=earliest).
 func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
 	fctx, cancel := context.WithCancel(context.Background())
-	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, 16), cancel: cancel}
+	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
 	for _, topic := range topics {
 		n, err := e.log.Partitions(topic)
+		if err == nil {
+			err = c.startFetchers(fctx, topic, n)
+		}
 		if err != nil {
 			cancel()
 			c.wg.Wait()
 			return nil, fmt.Errorf("consumer %s: topic %s: %w", group, topic, err)
 		}
-		for p := int32(0); p < int32(n); p++ {
-			start, _, err := e.log.Offsets(topic, p)
-			if err != nil {
-				cancel()
-				c.wg.Wait()
-				return nil, err
+	}
+	c.wg.Add(1)
+	go c.watchPartitions(fctx, topics)
+	return c, nil
+}
+
+// partitionCheckInterval is how often a consumer looks for partitions
+// added to its topics.
+var partitionCheckInterval = time.Second // a var for tests
+
+// startFetchers starts the fetchers of a topic's partitions below n that
+// have none yet.
+func (c *embeddedConsumer) startFetchers(ctx context.Context, topic string, n int) error {
+	for p := int32(c.started[topic]); p < int32(n); p++ {
+		start, _, err := c.e.log.Offsets(topic, p)
+		if err != nil {
+			return err
+		}
+		from := start
+		if off, ok := c.e.log.Groups().CommittedOffset(c.group, topic, p); ok && off >= 0 {
+			from = off
+		}
+		c.wg.Add(1)
+		go c.fetch(ctx, topic, p, from)
+		c.started[topic] = int(p) + 1
+	}
+	return nil
+}
+
+// watchPartitions starts fetchers for partitions added to the topics,
+// until ctx ends.
+func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string) {
+	defer c.wg.Done()
+	t := time.NewTicker(partitionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, topic := range topics {
+			n, err := c.e.log.Partitions(topic)
+			if err != nil || n <= c.started[topic] {
+				continue // gone (deleted), or nothing new
 			}
-			from := start
-			if off, ok := e.log.Groups().CommittedOffset(group, topic, p); ok && off >= 0 {
-				from = off
+			c.e.logger.Info("consumer reads partitions added to its topic", "group", c.group, "topic", topic, "from", c.started[topic], "partitions", n)
+			if err := c.startFetchers(ctx, topic, n); err != nil {
+				c.errMu.Lock()
+				c.err = fmt.Errorf("start fetching new partitions of %s: %w", topic, err)
+				c.errMu.Unlock()
 			}
-			c.wg.Add(1)
-			go c.fetch(fctx, topic, p, from)
 		}
 	}
-	return c, nil
 }
 
 type embeddedConsumer struct {
 	e       *Embedded
 	group   string
 	batches chan []connect.Record
+	more    [][]connect.Record // Poll's scratch: the batches it merges
+	// started counts, per topic, the partitions with a fetcher: set by
+	// Consumer, then by the watcher alone.
+	started map[string]int
 	errMu   sync.Mutex
 	err     error
 	cancel  context.CancelFunc
@@ -334,34 +419,50 @@ func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]c
 	}
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
-	var out []connect.Record
+	var first []connect.Record
 	select {
-	case b := <-c.batches:
-		out = b
+	case first = <-c.batches:
 	case <-timer.C:
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	size := recordBytes(out)
-	for len(out) < pollMaxRecords && size < pollMaxBytes {
+	// Take what else waits, then copy it all into one slice at once.
+	more := c.more[:0]
+	n, size := len(first), recordBytes(first)
+gather:
+	for n < pollMaxRecords && size < pollMaxBytes {
 		select {
 		case b := <-c.batches:
-			out = append(out, b...)
+			more = append(more, b)
+			n += len(b)
 			size += recordBytes(b)
 		default:
-			return out, nil
+			break gather
 		}
 	}
+	if len(more) == 0 {
+		return first, nil
+	}
+	out := make([]connect.Record, 0, n)
+	out = append(out, first...)
+	for i, b := range more {
+		out = append(out, b...)
+		more[i] = nil
+	}
+	c.more = more[:0]
 	return out, nil
 }
 
 // A Poll merges the fetched batches already waiting, up to these bounds:
 // a sink behind its topic then gets big batches (one fsync of the file
 // sink covers more records), a sink keeping up gets what has arrived.
+// fetchedBatches bounds the fetches waiting for Poll (each up to 1 MiB),
+// so that a sink behind has about a full poll waiting.
 const (
-	pollMaxRecords = 16384
-	pollMaxBytes   = 8 << 20
+	fetchedBatches = 32
+	pollMaxRecords = 32768
+	pollMaxBytes   = 16 << 20
 )
 
 // recordBytes returns the bytes of the keys and values of recs.

@@ -417,3 +417,69 @@ func TestWorker_FlusherCommitsOnlyFlushedOffsets(t *testing.T) {
 		t.Fatalf("durable %d, flushes %d", len(durable), flushes)
 	}
 }
+
+// TestWorker_StoppedConnectorIdles checks that the supervisor of a stopped
+// connector waits for a request instead of spinning: setting the task's
+// state to the one it has must not wake it again.
+func TestWorker_StoppedConnectorIdles(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	if err := h.worker.Start(t.Context(), ConnectorSpec{Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "out"}, StateStopped); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.worker.runner("src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := func() chan struct{} {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.changed
+	}
+	waitFor(t, "the task to be stopped", func() bool { return r.taskStateIs(StateStopped) })
+	before := changed()
+	time.Sleep(50 * time.Millisecond)
+	if changed() != before {
+		t.Fatal("the stopped connector's state keeps changing: its supervisor spins")
+	}
+}
+
+// TestWorker_SinkReadsAddedPartitions checks that a running sink reads the
+// partitions added to its topic, from their start.
+func TestWorker_SinkReadsAddedPartitions(t *testing.T) {
+	old := partitionCheckInterval
+	partitionCheckInterval = 20 * time.Millisecond
+	defer func() { partitionCheckInterval = old }()
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	if err := h.log.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(p int32, vals ...string) {
+		t.Helper()
+		var recs []tlog.Record
+		for _, v := range vals {
+			recs = append(recs, tlog.Record{Value: []byte(v)})
+		}
+		if _, err := h.log.Append(ctx, "in", p, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo(0, "1", "2")
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"in"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first partition's records", func() bool { return len(h.received()) == 2 })
+	if err := h.log.CreatePartitions("in", 3); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(2, "3", "4") // possibly before the consumer sees the partition: read from its start
+	appendTo(1, "5")
+	waitFor(t, "the added partitions' records", func() bool { return len(h.received()) == 5 })
+	got := map[string]int32{}
+	for _, r := range h.received() {
+		got[string(r.Value)] = r.Partition
+	}
+	if got["3"] != 2 || got["4"] != 2 || got["5"] != 1 {
+		t.Errorf("records by partition = %v", got)
+	}
+}

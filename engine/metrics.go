@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,24 +66,57 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-var allStates = []State{StateUnassigned, StateRunning, StatePaused, StateStopped, StateFailed, StateRestarting}
+var allStates = [...]State{StateUnassigned, StateRunning, StatePaused, StateStopped, StateFailed, StateRestarting}
 
-func (m *Metrics) setStatus(connector string, s State) {
-	for _, st := range allStates {
+// connectorMetrics are the series of one connector, looked up once: a
+// lookup by label values hashes them and takes the vector's lock, too
+// much for every batch.
+type connectorMetrics struct {
+	recordsRead    prometheus.Counter
+	recordsWritten prometheus.Counter
+	batchSeconds   prometheus.Observer
+	status         [len(allStates)]prometheus.Gauge // in the order of allStates
+
+	// Created on first use, so that a source shows no delivery latency.
+	deliveryOnce sync.Once
+	deliverySecs prometheus.Observer
+	m            *Metrics
+	connector    string
+}
+
+// forConnector returns the series of a connector. Its records counters
+// and batch histogram exist from then on (at 0), as its status does.
+func (m *Metrics) forConnector(connector string) *connectorMetrics {
+	cm := &connectorMetrics{
+		recordsRead:    m.recordsRead.WithLabelValues(connector),
+		recordsWritten: m.recordsWritten.WithLabelValues(connector),
+		batchSeconds:   m.batchSeconds.WithLabelValues(connector),
+		m:              m,
+		connector:      connector,
+	}
+	for i, st := range allStates {
+		cm.status[i] = m.status.WithLabelValues(connector, string(st))
+	}
+	return cm
+}
+
+func (cm *connectorMetrics) setStatus(s State) {
+	for i, st := range allStates {
 		v := 0.0
 		if st == s {
 			v = 1
 		}
-		m.status.WithLabelValues(connector, string(st)).Set(v)
+		cm.status[i].Set(v)
 	}
 }
 
-func (m *Metrics) observeDelivery(connector string, recs []connect.Record) {
+func (cm *connectorMetrics) observeDelivery(recs []connect.Record) {
+	cm.deliveryOnce.Do(func() { cm.deliverySecs = cm.m.deliverySecs.WithLabelValues(cm.connector) })
 	now := time.Now()
-	h := m.deliverySecs.WithLabelValues(connector)
-	for _, r := range recs {
-		if !r.Timestamp.IsZero() {
-			h.Observe(now.Sub(r.Timestamp).Seconds())
+	h := cm.deliverySecs
+	for i := range recs {
+		if ts := recs[i].Timestamp; !ts.IsZero() {
+			h.Observe(now.Sub(ts).Seconds())
 		}
 	}
 }

@@ -19,6 +19,7 @@ type runner struct {
 	spec   ConnectorSpec
 	conn   connect.Connector
 	logger *slog.Logger
+	m      *connectorMetrics
 
 	stopSupervisor context.CancelFunc // hard stop, on shutdown
 	supervisorDone chan struct{}
@@ -64,6 +65,7 @@ func newRunner(w *Worker, spec ConnectorSpec, conn connect.Connector) *runner {
 	r := &runner{
 		w: w, spec: spec, conn: conn,
 		logger:         w.logger.With("connector", spec.Name, "pipeline", spec.Pipeline),
+		m:              w.metrics.forConnector(spec.Name),
 		stopSupervisor: cancel, supervisorDone: make(chan struct{}),
 		target: StateStopped, taskState: StateUnassigned, changed: make(chan struct{}),
 	}
@@ -115,17 +117,23 @@ func (r *runner) restart() {
 	}
 	r.restartReq = true
 	r.taskState = StateRestarting
+	r.m.setStatus(StateRestarting)
 	if r.softCancel != nil {
 		r.softCancel()
 	}
 	r.notifyLocked()
 }
 
+// setTaskState sets the task's state and trace; setting the ones it has
+// changes nothing (and wakes nobody).
 func (r *runner) setTaskState(s State, trace string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.taskState == s && r.trace == trace {
+		return
+	}
 	r.taskState, r.trace = s, trace
-	r.w.metrics.setStatus(r.spec.Name, s)
+	r.m.setStatus(s)
 	r.notifyLocked()
 }
 

@@ -118,13 +118,14 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 			return fmt.Errorf("sink %s: poll: %w", r.spec.Name, err)
 		}
 		if len(recs) > 0 {
+			next := nextOffsets(recs) // before the sink sees the records
 			if err := r.deliverBatch(hard, sink, c, recs); err != nil {
 				return err
 			}
 			if flusher == nil {
-				commits <- nextOffsets(recs)
+				commits <- next
 			} else {
-				unflushed = append(unflushed, nextOffsets(recs)...)
+				unflushed = append(unflushed, next...)
 			}
 		}
 		if flusher != nil && time.Since(lastFlush) >= flushInterval {
@@ -139,25 +140,28 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, recs []connect.Record) error {
 	m := r.w.metrics
 	start := time.Now()
-	m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
-	out := make([]connect.Record, 0, len(recs))
-	for _, rec := range recs {
-		var err error
-		out, err = c.appendApplied(out, rec)
-		if err != nil {
-			m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
-			if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
-				return err
+	r.m.recordsRead.Add(float64(len(recs)))
+	out := recs // no transforms: the polled records as they are
+	if len(c) > 0 {
+		out = make([]connect.Record, 0, len(recs))
+		for _, rec := range recs {
+			var err error
+			out, err = c.appendApplied(out, rec)
+			if err != nil {
+				m.errors.WithLabelValues(r.spec.Name, "transform").Inc()
+				if err := r.badRecord(hard, rec, "TRANSFORMATION", 1, err); err != nil {
+					return err
+				}
+				continue
 			}
-			continue
 		}
 	}
 	if err := r.write(hard, sink, out); err != nil {
 		return err
 	}
-	m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(out)))
-	m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(start).Seconds())
-	m.observeDelivery(r.spec.Name, recs)
+	r.m.recordsWritten.Add(float64(len(out)))
+	r.m.batchSeconds.Observe(time.Since(start).Seconds())
+	r.m.observeDelivery(recs)
 	return nil
 }
 

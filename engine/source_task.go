@@ -182,8 +182,31 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 		if len(recs) == 0 {
 			continue
 		}
-		b := readBatch{start: time.Now(), recs: make([]connect.Record, 0, len(recs))}
-		m.recordsRead.WithLabelValues(r.spec.Name).Add(float64(len(recs)))
+		r.m.recordsRead.Add(float64(len(recs)))
+		b := readBatch{start: time.Now()}
+		if len(c) == 0 {
+			// No transforms: the records stay where the source put them
+			// (the worker owns them).
+			b.recs = recs
+			for i := range recs {
+				rec := &recs[i]
+				if rec.Position != nil {
+					b.pos, b.posEnd = rec.Position, i+1
+				}
+				if rec.Topic == "" {
+					rec.Topic = r.spec.Topic
+				}
+				rec.Position = nil
+				b.bytes += len(rec.Key) + len(rec.Value)
+			}
+			select {
+			case reads <- b:
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		b.recs = make([]connect.Record, 0, len(recs))
 		for _, rec := range recs {
 			positioned := rec.Position != nil
 			if positioned {
@@ -219,7 +242,6 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 // is in flight, lingering for more), until reads is closed or ctx ends.
 // With track set, each batch's records go to the committer's tail tracker.
 func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, track bool) error {
-	m := r.w.metrics
 	var last chan struct{} // closed once the last append is durable; nil before the first
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -248,7 +270,7 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 			if track {
 				f.recs, f.posEnd = b.recs, b.posEnd
 			}
-			m.recordsWritten.WithLabelValues(r.spec.Name).Add(float64(len(b.recs)))
+			r.m.recordsWritten.Add(float64(len(b.recs)))
 		}
 		window <- f // blocks while sourceWindow batches wait for their fsync
 		last = f.done
@@ -264,6 +286,13 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 // so) or ctx ends: b is then appended, as a stop finishes the batch in
 // hand.
 func gather(ctx context.Context, b *readBatch, reads <-chan readBatch, lastDone <-chan struct{}, d time.Duration, linger *time.Timer) (closed bool) {
+	if waiting := len(reads); waiting > 0 && !b.full() {
+		// Room for the batches waiting, if they are like this one: one
+		// allocation instead of one per doubling.
+		recs := make([]connect.Record, len(b.recs), len(b.recs)*(1+waiting))
+		copy(recs, b.recs)
+		b.recs = recs
+	}
 	var timeout <-chan time.Time
 	for !b.full() {
 		select {
@@ -324,7 +353,6 @@ func (b *readBatch) merge(next readBatch) {
 // tracker, each position is stored with the log offsets reached by the
 // batch that carried it.
 func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker, n *durableNotice) error {
-	m := r.w.metrics
 	var pending connect.Position
 	var pendingTail []PartitionOffset
 	var failed error
@@ -384,7 +412,7 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 				continue
 			}
 			close(f.done)
-			m.batchSeconds.WithLabelValues(r.spec.Name).Observe(time.Since(f.start).Seconds())
+			r.m.batchSeconds.Observe(time.Since(f.start).Seconds())
 			// The tail stored with a position covers the records up to
 			// the positioned one: those after it (read after it, in the
 			// same batch) are the source's unacknowledged tail.

@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,7 @@ type config struct {
 	duration   time.Duration
 	runs       int
 	cpuprofile string
+	trace      string
 }
 
 func main() {
@@ -92,6 +94,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of the latency phase")
 	flag.IntVar(&c.runs, "runs", 1, "rounds of every phase; the table shows medians with the spread (min-max)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&c.trace, "trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync|syscall|sched for profiles of waiting)")
 	flag.Parse()
 	if err := run(context.Background(), c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
@@ -126,6 +129,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return fmt.Errorf("start profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if c.trace != "" {
+		f, err := os.Create(c.trace)
+		if err != nil {
+			return fmt.Errorf("create trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("start trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	// Rounds interleave the phases, so that a slow minute of the shared
 	// disk hits every phase of a round alike, and each round's ratio pairs

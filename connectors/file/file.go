@@ -16,11 +16,14 @@
 // Write appends the whole batch (in writes of about 1 MiB) and fsyncs the
 // file before it returns, so that every record it acknowledges survives a
 // crash. Open fsyncs the file's directory, so that a new file survives one
-// too. The
-// sink assumes it is the only writer of its file: a torn last line (left
-// by a crash or a failed write) is cut off when the sink opens the file or
-// sees the write fail; the records on it were never acknowledged and are
-// written again.
+// too. A batch of several chunks is written by a helper goroutine while
+// the next chunk is formatted, and on Linux the sink asks the kernel to
+// start writing each chunk's whole pages to the disk once the next one
+// comes (sync_file_range), so that the disk works meanwhile and the fsync
+// waits only for the rest. The sink assumes it is the only writer of its
+// file: a torn last line (left by a crash or a failed write) is cut off
+// when the sink opens the file or sees the write fail; the records on it
+// were never acknowledged and are written again.
 package file
 
 import (
@@ -33,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/internal/jsonline"
@@ -48,6 +52,11 @@ const version = "0.1.0"
 // call: the buffer stays small and warm in the cache however large the
 // batch, and one fsync still covers the whole batch.
 const writeChunk = 1 << 20
+
+// pageSize is the unit of writeback started ahead of the fsync: whole
+// pages, so that a page is not written out and then changed by the next
+// chunk.
+const pageSize = 4096
 
 // maxKeptBuffer is the largest line buffer kept between writes; a larger
 // one, grown by an unusually large record, is dropped.
@@ -91,8 +100,8 @@ type Sink struct {
 	path     string
 	metadata bool
 	f        appendFile
-	size     int64 // bytes in the file, all of them whole lines
-	buf      bytes.Buffer
+	size     int64           // bytes in the file, all of them whole lines
+	bufs     [2]bytes.Buffer // chunks: one formatted while the other is written
 	release  func()
 }
 
@@ -128,7 +137,9 @@ func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
 }
 
 // Write appends the batch, one line per record but tombstones, in writes
-// of about writeChunk bytes, and returns once the file is fsync'ed.
+// of about writeChunk bytes, and returns once the file is fsync'ed. A batch
+// of more than one chunk is written by a helper goroutine (started and
+// waited for here) while the next chunk is formatted.
 func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -137,36 +148,39 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		return errors.New("file sink: write to a sink that is not open")
 	}
 	defer func() {
-		if s.buf.Cap() > maxKeptBuffer {
-			s.buf = bytes.Buffer{}
+		for i := range s.bufs {
+			if s.bufs[i].Cap() > maxKeptBuffer {
+				s.bufs[i] = bytes.Buffer{}
+			}
 		}
 	}()
-	s.buf.Reset()
-	written := 0 // bytes of this batch in the file
-	flush := func() error {
-		n, err := s.f.Write(s.buf.Bytes())
-		written += n
-		s.buf.Reset()
-		if err != nil {
-			return s.undoWrite(written, err)
-		}
-		return nil
-	}
+	var w *chunkWriter // started when the first chunk is full
+	buf := &s.bufs[0]
+	buf.Reset()
 	for i := range records {
 		if records[i].IsTombstone() {
 			continue
 		}
-		jsonline.Append(&s.buf, &records[i], s.metadata)
-		if s.buf.Len() >= writeChunk {
-			if err := flush(); err != nil {
-				return err
-			}
+		jsonline.Append(buf, &records[i], s.metadata)
+		if buf.Len() < writeChunk {
+			continue
+		}
+		if w == nil {
+			w = s.startChunkWriter()
+		}
+		if buf = w.handOff(buf); buf == nil {
+			break // a write failed: the rest is not written
 		}
 	}
-	if s.buf.Len() > 0 {
-		if err := flush(); err != nil {
-			return err
-		}
+	written, err := 0, error(nil)
+	if w != nil {
+		written, err = w.finish(buf)
+	} else if buf.Len() > 0 {
+		written, err = s.f.Write(buf.Bytes())
+		buf.Reset()
+	}
+	if err != nil {
+		return s.undoWrite(written, err)
 	}
 	if written == 0 {
 		return nil
@@ -178,6 +192,74 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// chunkWriter writes the chunks of one batch in order, on its own
+// goroutine, while Write formats the next: two buffers go back and forth.
+type chunkWriter struct {
+	full    chan *bytes.Buffer // formatted, to write
+	free    chan *bytes.Buffer // written, to fill again
+	done    chan struct{}      // closed when the goroutine ends
+	failed  atomic.Bool        // a write failed: stop formatting
+	written int                // bytes of the batch in the file; read after done
+	err     error              // the first write error; read after done
+}
+
+// startChunkWriter starts the goroutine that writes the batch's chunks
+// after s.size, in order, until finish.
+func (s *Sink) startChunkWriter() *chunkWriter {
+	w := &chunkWriter{full: make(chan *bytes.Buffer, 1), free: make(chan *bytes.Buffer, len(s.bufs)), done: make(chan struct{})}
+	for i := 1; i < len(s.bufs); i++ {
+		s.bufs[i].Reset()
+		w.free <- &s.bufs[i]
+	}
+	go func() {
+		defer close(w.done)
+		started := s.size &^ (pageSize - 1) // writeback started below this offset
+		for b := range w.full {
+			if w.err == nil {
+				// What came before this chunk is not the batch's end: let
+				// the disk write its whole pages while this one is
+				// written and the next formatted. The fsync writes the
+				// rest; a failure here is left to it.
+				if end := (s.size + int64(w.written)) &^ (pageSize - 1); end > started {
+					if startWriteback(s.f, started, end-started) == nil {
+						started = end
+					}
+				}
+				var n int
+				n, w.err = s.f.Write(b.Bytes())
+				w.written += n
+				if w.err != nil {
+					w.failed.Store(true)
+				}
+			}
+			b.Reset()
+			w.free <- b
+		}
+	}()
+	return w
+}
+
+// handOff gives a full buffer to the writer and returns one to fill, or
+// nil when a write failed.
+func (w *chunkWriter) handOff(b *bytes.Buffer) *bytes.Buffer {
+	if w.failed.Load() {
+		return nil
+	}
+	w.full <- b
+	return <-w.free
+}
+
+// finish hands over what is left in b (nil or empty: nothing), waits for
+// every write and returns the bytes written and the first error.
+func (w *chunkWriter) finish(b *bytes.Buffer) (int, error) {
+	if b != nil && b.Len() > 0 {
+		w.full <- b
+	}
+	close(w.full)
+	<-w.done
+	return w.written, w.err
 }
 
 // undoWrite cuts off the n bytes a batch whose write failed left, so that

@@ -372,3 +372,23 @@ func TestSink_Write_Canceled(t *testing.T) {
 		t.Errorf("file = %q", got)
 	}
 }
+
+// TestStartWriteback checks that starting writeback of a file's range
+// works where it is supported (and is a no-op elsewhere), and that a
+// wrapped file is skipped.
+func TestStartWriteback(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 3*pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	if err := startWriteback(f, pageSize, 2*pageSize); err != nil {
+		t.Errorf("startWriteback = %v", err)
+	}
+	if err := startWriteback(&spyFile{appendFile: f}, 0, pageSize); err != nil {
+		t.Errorf("startWriteback of a wrapped file = %v", err)
+	}
+}

@@ -142,6 +142,7 @@ type Source struct {
 	pace   *bucket
 	idle   time.Duration
 	opened bool
+	stamps stamper
 
 	// acked is the seq of the last acknowledged event; Ack stores it
 	// concurrently with Read.
@@ -228,7 +229,9 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 
 	// The values, keys and positions of the batch are cut from two slabs,
 	// two allocations instead of three per event. The worker owns the
-	// records, so nothing here is reused.
+	// records, so nothing here is reused. A value longer than its room
+	// (unpadded and unusually long) grows the slab: the records before it
+	// keep the old one.
 	perValue := max(s.cfg.valueSize, 256)
 	values := make([]byte, 0, int(n)*perValue)
 	small := make([]byte, 0, int(n)*smallPerEvent)
@@ -241,11 +244,15 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		}
 		ts = ts.UTC()
 		ev := newEvent(s.cfg.seed, seq, s.cfg.users)
-		var value []byte
-		values, value = cut(values, perValue, func(b []byte) []byte { return ev.appendJSON(b, ts, s.cfg.valueSize) })
-		var key, pos []byte
-		small, key = cut(small, len(ev.userID), func(b []byte) []byte { return append(b, ev.userID...) })
-		small, pos = cut(small, maxPositionLen, func(b []byte) []byte { return appendPosition(b, seq) })
+		start := len(values)
+		values = ev.appendJSONStamped(values, s.stamps.stamp(ts), s.cfg.valueSize)
+		value := values[start:len(values):len(values)]
+		start = len(small)
+		small = ev.appendUserID(small)
+		key := small[start:len(small):len(small)]
+		start = len(small)
+		small = appendPosition(small, seq)
+		pos := small[start:len(small):len(small)]
 		recs[i] = connect.Record{Key: key, Value: value, Timestamp: ts, Position: pos}
 	}
 	if s.pace != nil {
@@ -292,28 +299,11 @@ func (s *Source) Close(context.Context) error {
 }
 
 // smallPerEvent is the slab room for an event's key and position: a
-// user_id of up to 26 bytes and a position.
+// user_id of up to 25 bytes ("user-" and 20 digits) and a position.
 const smallPerEvent = 26 + maxPositionLen
 
 // maxPositionLen is the longest position: {"seq":} and 20 digits.
 const maxPositionLen = 28
-
-// cut appends to slab with fill, given room for about size bytes, and
-// returns the slab and the appended bytes, capped so that appending to them
-// never writes into the slab. When fill needs more than the slab has left,
-// the bytes get their own allocation and the slab stays as it was.
-func cut(slab []byte, size int, fill func([]byte) []byte) ([]byte, []byte) {
-	start := len(slab)
-	if cap(slab)-start < size {
-		b := fill(make([]byte, 0, size))
-		return slab, b[:len(b):len(b)]
-	}
-	out := fill(slab[start:start:cap(slab)])
-	if len(out) > 0 && cap(out) == cap(slab)-start && &out[:1][0] == &slab[start : start+1][0] {
-		return slab[:start+len(out)], out[:len(out):len(out)]
-	}
-	return slab, out[:len(out):len(out)] // fill outgrew the slab and allocated
-}
 
 // appendPosition appends the position of the event with the given seq.
 func appendPosition(b []byte, seq uint64) []byte {

@@ -1,6 +1,7 @@
 package jsonline
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -147,7 +148,13 @@ func (s *scanner) str() bool {
 		// else go straight to the first that does. The loop walks a
 		// shrinking slice: no bounds checks, no stores.
 		if rest := s.data[s.i:]; len(rest) >= 8 {
-			for len(rest) >= 8 {
+			for words := 0; len(rest) >= 8; words++ {
+				if words == 2 {
+					// Sixteen plain bytes: a long run (padding, text),
+					// skipped faster by plainPrefix.
+					rest = rest[plainPrefix(rest):]
+					break
+				}
 				if m := special(binary.LittleEndian.Uint64(rest)); m != 0 {
 					rest = rest[bits.TrailingZeros64(m)>>3:]
 					break
@@ -193,6 +200,38 @@ func (s *scanner) str() bool {
 		}
 	}
 	return false
+}
+
+// plainPrefix returns how many bytes of b, the inside of a string, need no
+// look: those before the first quote, backslash, control character or
+// non-ASCII byte. It finds the quote and the backslash with
+// bytes.IndexByte (vectorized) and the others eight bytes at a time.
+func plainPrefix(b []byte) int {
+	if q := bytes.IndexByte(b, '"'); q >= 0 {
+		b = b[:q]
+	}
+	if e := bytes.IndexByte(b, '\\'); e >= 0 {
+		b = b[:e]
+	}
+	// controlOrHigh sets the high bit of a byte below 0x20 (its borrow
+	// may flag later bytes, never earlier ones) or from 0x80 up.
+	controlOrHigh := func(w uint64) uint64 { return (w - lsb*0x20) | w }
+	rest := b // shrinks: no bounds checks in the loops
+	for len(rest) >= 32 {
+		w := (*[32]byte)(rest)
+		if (controlOrHigh(binary.LittleEndian.Uint64(w[:8]))|controlOrHigh(binary.LittleEndian.Uint64(w[8:16]))|
+			controlOrHigh(binary.LittleEndian.Uint64(w[16:24]))|controlOrHigh(binary.LittleEndian.Uint64(w[24:])))&msb != 0 {
+			break
+		}
+		rest = rest[32:]
+	}
+	for len(rest) >= 8 && controlOrHigh(binary.LittleEndian.Uint64(rest))&msb == 0 {
+		rest = rest[8:]
+	}
+	for len(rest) > 0 && rest[0] >= 0x20 && rest[0] < 0x80 {
+		rest = rest[1:]
+	}
+	return len(b) - len(rest)
 }
 
 // Bit tricks on eight bytes at once (Hacker's Delight, ch. 6): lsb has 1

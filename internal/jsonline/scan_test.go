@@ -48,7 +48,7 @@ func TestScanJSON(t *testing.T) {
 // strings around the eight-byte steps of the scanner, and checks the
 // verdicts against encoding/json.
 func TestScanJSON_SpecialAtEveryPosition(t *testing.T) {
-	for n := 0; n <= 40; n++ {
+	for n := 0; n <= 90; n++ {
 		for pos := 0; pos < n; pos++ {
 			for _, special := range []string{`\"`, `\\`, `\n`, `\u00e9`, "\t", "é", "\xff", `"`, `\x`} {
 				str := strings.Repeat("a", pos) + special + strings.Repeat("b", n-pos)
