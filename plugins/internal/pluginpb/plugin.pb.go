@@ -2,14 +2,25 @@
 //
 // One plugin process serves one connector instance: the host starts the
 // process, calls Describe, then Open once, then Read and Ack (a source) or
-// Write and Flush (a sink), then Close, and then stops the process. Every
+// Write and Flush (a sink), then Close, and then stops the process. A source
+// that announces the capabilities of version 2 (DescribeResponse) also gets
+// RecoverTail after Open and before the first Read, and Durable before Ack. Every
 // call carries a deadline. Connector errors travel in the Error field of a
 // response; a gRPC error means the call itself failed (the process died,
 // hung or broke the protocol).
 //
 // The protocol version is go-plugin's handshake ProtocolVersion
 // (plugins.ProtocolVersion); a change to this file that an older host or
-// plugin cannot read bumps it. Regenerate with `go generate ./plugins/...`
+// plugin cannot read bumps it, and so does a new call, so that each side
+// knows which calls the other has. Both sides offer every version from
+// plugins.MinProtocolVersion up, and go-plugin picks the highest in common.
+//
+// Versions:
+//   1  Describe, Open, Read, Ack, Write, Flush, Report, Close.
+//   2  adds the source capabilities durable_notifier and tail_recoverer
+//      (DescribeResponse), OpenRequest.tail_topics and
+//      OpenResponse.tail_topics, and the calls Durable and RecoverTail. A host calls them only on a plugin that announced
+//      the capability; a version-1 plugin announces none. Regenerate with `go generate ./plugins/...`
 // (needs protoc, protoc-gen-go and protoc-gen-go-grpc; the generated files
 // are committed, so building needs none of them).
 
@@ -128,15 +139,19 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 }
 
 type DescribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"` // "source" or "sink"
-	Version       string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
-	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
-	Params        []*Param               `protobuf:"bytes,5,rep,name=params,proto3" json:"params,omitempty"`
-	Flusher       bool                   `protobuf:"varint,6,opt,name=flusher,proto3" json:"flusher,omitempty"`   // the sink implements connect.Flusher
-	Reporter      bool                   `protobuf:"varint,7,opt,name=reporter,proto3" json:"reporter,omitempty"` // the instance implements connect.Reporter
-	Protocol      uint32                 `protobuf:"varint,8,opt,name=protocol,proto3" json:"protocol,omitempty"` // the protocol version the plugin was built with
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind        string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"` // "source" or "sink"
+	Version     string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	Params      []*Param               `protobuf:"bytes,5,rep,name=params,proto3" json:"params,omitempty"`
+	Flusher     bool                   `protobuf:"varint,6,opt,name=flusher,proto3" json:"flusher,omitempty"`   // the sink implements connect.Flusher
+	Reporter    bool                   `protobuf:"varint,7,opt,name=reporter,proto3" json:"reporter,omitempty"` // the instance implements connect.Reporter
+	Protocol    uint32                 `protobuf:"varint,8,opt,name=protocol,proto3" json:"protocol,omitempty"` // the protocol version the plugin was built with
+	// Version 2: the source implements connect.DurableNotifier.
+	DurableNotifier bool `protobuf:"varint,9,opt,name=durable_notifier,json=durableNotifier,proto3" json:"durable_notifier,omitempty"`
+	// Version 2: the source implements connect.TailRecoverer.
+	TailRecoverer bool `protobuf:"varint,10,opt,name=tail_recoverer,json=tailRecoverer,proto3" json:"tail_recoverer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -225,6 +240,20 @@ func (x *DescribeResponse) GetProtocol() uint32 {
 		return x.Protocol
 	}
 	return 0
+}
+
+func (x *DescribeResponse) GetDurableNotifier() bool {
+	if x != nil {
+		return x.DurableNotifier
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetTailRecoverer() bool {
+	if x != nil {
+		return x.TailRecoverer
+	}
+	return false
 }
 
 type Param struct {
@@ -625,9 +654,12 @@ func (x *Error) GetRetryAfterNs() int64 {
 }
 
 type OpenRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // the kind the host expects
-	Config        *Config                `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Kind   string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // the kind the host expects
+	Config *Config                `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// Version 2: the host will call RecoverTail, and wants the source's
+	// TailTopics in the response (connect.TailRecoverer).
+	TailTopics    bool `protobuf:"varint,3,opt,name=tail_topics,json=tailTopics,proto3" json:"tail_topics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -676,9 +708,19 @@ func (x *OpenRequest) GetConfig() *Config {
 	return nil
 }
 
+func (x *OpenRequest) GetTailTopics() bool {
+	if x != nil {
+		return x.TailTopics
+	}
+	return false
+}
+
 type OpenResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// Version 2, when the request asked: the source's TailTopics, asked
+	// once right after a successful Open.
+	TailTopics    []string `protobuf:"bytes,2,rep,name=tail_topics,json=tailTopics,proto3" json:"tail_topics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +758,13 @@ func (*OpenResponse) Descriptor() ([]byte, []int) {
 func (x *OpenResponse) GetError() *Error {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *OpenResponse) GetTailTopics() []string {
+	if x != nil {
+		return x.TailTopics
 	}
 	return nil
 }
@@ -1152,6 +1201,183 @@ func (x *ReportResponse) GetReportJson() []byte {
 	return nil
 }
 
+type DurableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Position      []byte                 `protobuf:"bytes,1,opt,name=position,proto3,oneof" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DurableRequest) Reset() {
+	*x = DurableRequest{}
+	mi := &file_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DurableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DurableRequest) ProtoMessage() {}
+
+func (x *DurableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DurableRequest.ProtoReflect.Descriptor instead.
+func (*DurableRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DurableRequest) GetPosition() []byte {
+	if x != nil {
+		return x.Position
+	}
+	return nil
+}
+
+type DurableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DurableResponse) Reset() {
+	*x = DurableResponse{}
+	mi := &file_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DurableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DurableResponse) ProtoMessage() {}
+
+func (x *DurableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DurableResponse.ProtoReflect.Descriptor instead.
+func (*DurableResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *DurableResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// The records carry topic, partition and offset, as a sink's do.
+type RecoverTailRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverTailRequest) Reset() {
+	*x = RecoverTailRequest{}
+	mi := &file_plugin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverTailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverTailRequest) ProtoMessage() {}
+
+func (x *RecoverTailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverTailRequest.ProtoReflect.Descriptor instead.
+func (*RecoverTailRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RecoverTailRequest) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+type RecoverTailResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverTailResponse) Reset() {
+	*x = RecoverTailResponse{}
+	mi := &file_plugin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverTailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverTailResponse) ProtoMessage() {}
+
+func (x *RecoverTailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverTailResponse.ProtoReflect.Descriptor instead.
+func (*RecoverTailResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RecoverTailResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1160,7 +1386,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1172,7 +1398,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1185,7 +1411,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 type CloseResponse struct {
@@ -1197,7 +1423,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1435,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1448,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CloseResponse) GetError() *Error {
@@ -1237,7 +1463,7 @@ var File_plugin_proto protoreflect.FileDescriptor
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x13tributary.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\xfc\x01\n" +
+	"\x0fDescribeRequest\"\xce\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -1246,7 +1472,10 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06params\x18\x05 \x03(\v2\x1a.tributary.plugin.v1.ParamR\x06params\x12\x18\n" +
 	"\aflusher\x18\x06 \x01(\bR\aflusher\x12\x1a\n" +
 	"\breporter\x18\a \x01(\bR\breporter\x12\x1a\n" +
-	"\bprotocol\x18\b \x01(\rR\bprotocol\"\xb3\x01\n" +
+	"\bprotocol\x18\b \x01(\rR\bprotocol\x12)\n" +
+	"\x10durable_notifier\x18\t \x01(\bR\x0fdurableNotifier\x12%\n" +
+	"\x0etail_recoverer\x18\n" +
+	" \x01(\bR\rtailRecoverer\"\xb3\x01\n" +
 	"\x05Param\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -1295,12 +1524,16 @@ const file_plugin_proto_rawDesc = "" +
 	"BAD_RECORD\x10\x01\x12\r\n" +
 	"\tRETRYABLE\x10\x02\x12\f\n" +
 	"\bCANCELED\x10\x03\x12\f\n" +
-	"\bDEADLINE\x10\x04\"V\n" +
+	"\bDEADLINE\x10\x04\"w\n" +
 	"\vOpenRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x123\n" +
-	"\x06config\x18\x02 \x01(\v2\x1b.tributary.plugin.v1.ConfigR\x06config\"@\n" +
+	"\x06config\x18\x02 \x01(\v2\x1b.tributary.plugin.v1.ConfigR\x06config\x12\x1f\n" +
+	"\vtail_topics\x18\x03 \x01(\bR\n" +
+	"tailTopics\"a\n" +
 	"\fOpenResponse\x120\n" +
-	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"&\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\x12\x1f\n" +
+	"\vtail_topics\x18\x02 \x03(\tR\n" +
+	"tailTopics\"&\n" +
 	"\vReadRequest\x12\x17\n" +
 	"\await_ns\x18\x01 \x01(\x03R\x06waitNs\"w\n" +
 	"\fReadResponse\x125\n" +
@@ -1322,10 +1555,19 @@ const file_plugin_proto_rawDesc = "" +
 	"\rReportRequest\"1\n" +
 	"\x0eReportResponse\x12\x1f\n" +
 	"\vreport_json\x18\x01 \x01(\fR\n" +
-	"reportJson\"\x0e\n" +
+	"reportJson\">\n" +
+	"\x0eDurableRequest\x12\x1f\n" +
+	"\bposition\x18\x01 \x01(\fH\x00R\bposition\x88\x01\x01B\v\n" +
+	"\t_position\"C\n" +
+	"\x0fDurableResponse\x120\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"K\n" +
+	"\x12RecoverTailRequest\x125\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.tributary.plugin.v1.RecordR\arecords\"G\n" +
+	"\x13RecoverTailResponse\x120\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"\x0e\n" +
 	"\fCloseRequest\"A\n" +
 	"\rCloseResponse\x120\n" +
-	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error2\x8b\x05\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error2\xc3\x06\n" +
 	"\tConnector\x12W\n" +
 	"\bDescribe\x12$.tributary.plugin.v1.DescribeRequest\x1a%.tributary.plugin.v1.DescribeResponse\x12K\n" +
 	"\x04Open\x12 .tributary.plugin.v1.OpenRequest\x1a!.tributary.plugin.v1.OpenResponse\x12K\n" +
@@ -1334,7 +1576,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05Write\x12!.tributary.plugin.v1.WriteRequest\x1a\".tributary.plugin.v1.WriteResponse\x12N\n" +
 	"\x05Flush\x12!.tributary.plugin.v1.FlushRequest\x1a\".tributary.plugin.v1.FlushResponse\x12Q\n" +
 	"\x06Report\x12\".tributary.plugin.v1.ReportRequest\x1a#.tributary.plugin.v1.ReportResponse\x12N\n" +
-	"\x05Close\x12!.tributary.plugin.v1.CloseRequest\x1a\".tributary.plugin.v1.CloseResponseB=Z;github.com/tributary-io/tributary/plugins/internal/pluginpbb\x06proto3"
+	"\x05Close\x12!.tributary.plugin.v1.CloseRequest\x1a\".tributary.plugin.v1.CloseResponse\x12T\n" +
+	"\aDurable\x12#.tributary.plugin.v1.DurableRequest\x1a$.tributary.plugin.v1.DurableResponse\x12`\n" +
+	"\vRecoverTail\x12'.tributary.plugin.v1.RecoverTailRequest\x1a(.tributary.plugin.v1.RecoverTailResponseB=Z;github.com/tributary-io/tributary/plugins/internal/pluginpbb\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1349,35 +1593,39 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_plugin_proto_goTypes = []any{
-	(Error_Kind)(0),          // 0: tributary.plugin.v1.Error.Kind
-	(*DescribeRequest)(nil),  // 1: tributary.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil), // 2: tributary.plugin.v1.DescribeResponse
-	(*Param)(nil),            // 3: tributary.plugin.v1.Param
-	(*Config)(nil),           // 4: tributary.plugin.v1.Config
-	(*Header)(nil),           // 5: tributary.plugin.v1.Header
-	(*Record)(nil),           // 6: tributary.plugin.v1.Record
-	(*Error)(nil),            // 7: tributary.plugin.v1.Error
-	(*OpenRequest)(nil),      // 8: tributary.plugin.v1.OpenRequest
-	(*OpenResponse)(nil),     // 9: tributary.plugin.v1.OpenResponse
-	(*ReadRequest)(nil),      // 10: tributary.plugin.v1.ReadRequest
-	(*ReadResponse)(nil),     // 11: tributary.plugin.v1.ReadResponse
-	(*AckRequest)(nil),       // 12: tributary.plugin.v1.AckRequest
-	(*AckResponse)(nil),      // 13: tributary.plugin.v1.AckResponse
-	(*WriteRequest)(nil),     // 14: tributary.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),    // 15: tributary.plugin.v1.WriteResponse
-	(*FlushRequest)(nil),     // 16: tributary.plugin.v1.FlushRequest
-	(*FlushResponse)(nil),    // 17: tributary.plugin.v1.FlushResponse
-	(*ReportRequest)(nil),    // 18: tributary.plugin.v1.ReportRequest
-	(*ReportResponse)(nil),   // 19: tributary.plugin.v1.ReportResponse
-	(*CloseRequest)(nil),     // 20: tributary.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),    // 21: tributary.plugin.v1.CloseResponse
-	nil,                      // 22: tributary.plugin.v1.Config.ValuesEntry
+	(Error_Kind)(0),             // 0: tributary.plugin.v1.Error.Kind
+	(*DescribeRequest)(nil),     // 1: tributary.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),    // 2: tributary.plugin.v1.DescribeResponse
+	(*Param)(nil),               // 3: tributary.plugin.v1.Param
+	(*Config)(nil),              // 4: tributary.plugin.v1.Config
+	(*Header)(nil),              // 5: tributary.plugin.v1.Header
+	(*Record)(nil),              // 6: tributary.plugin.v1.Record
+	(*Error)(nil),               // 7: tributary.plugin.v1.Error
+	(*OpenRequest)(nil),         // 8: tributary.plugin.v1.OpenRequest
+	(*OpenResponse)(nil),        // 9: tributary.plugin.v1.OpenResponse
+	(*ReadRequest)(nil),         // 10: tributary.plugin.v1.ReadRequest
+	(*ReadResponse)(nil),        // 11: tributary.plugin.v1.ReadResponse
+	(*AckRequest)(nil),          // 12: tributary.plugin.v1.AckRequest
+	(*AckResponse)(nil),         // 13: tributary.plugin.v1.AckResponse
+	(*WriteRequest)(nil),        // 14: tributary.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),       // 15: tributary.plugin.v1.WriteResponse
+	(*FlushRequest)(nil),        // 16: tributary.plugin.v1.FlushRequest
+	(*FlushResponse)(nil),       // 17: tributary.plugin.v1.FlushResponse
+	(*ReportRequest)(nil),       // 18: tributary.plugin.v1.ReportRequest
+	(*ReportResponse)(nil),      // 19: tributary.plugin.v1.ReportResponse
+	(*DurableRequest)(nil),      // 20: tributary.plugin.v1.DurableRequest
+	(*DurableResponse)(nil),     // 21: tributary.plugin.v1.DurableResponse
+	(*RecoverTailRequest)(nil),  // 22: tributary.plugin.v1.RecoverTailRequest
+	(*RecoverTailResponse)(nil), // 23: tributary.plugin.v1.RecoverTailResponse
+	(*CloseRequest)(nil),        // 24: tributary.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),       // 25: tributary.plugin.v1.CloseResponse
+	nil,                         // 26: tributary.plugin.v1.Config.ValuesEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: tributary.plugin.v1.DescribeResponse.params:type_name -> tributary.plugin.v1.Param
-	22, // 1: tributary.plugin.v1.Config.values:type_name -> tributary.plugin.v1.Config.ValuesEntry
+	26, // 1: tributary.plugin.v1.Config.values:type_name -> tributary.plugin.v1.Config.ValuesEntry
 	5,  // 2: tributary.plugin.v1.Record.headers:type_name -> tributary.plugin.v1.Header
 	0,  // 3: tributary.plugin.v1.Error.kind:type_name -> tributary.plugin.v1.Error.Kind
 	4,  // 4: tributary.plugin.v1.OpenRequest.config:type_name -> tributary.plugin.v1.Config
@@ -1388,28 +1636,35 @@ var file_plugin_proto_depIdxs = []int32{
 	6,  // 9: tributary.plugin.v1.WriteRequest.records:type_name -> tributary.plugin.v1.Record
 	7,  // 10: tributary.plugin.v1.WriteResponse.error:type_name -> tributary.plugin.v1.Error
 	7,  // 11: tributary.plugin.v1.FlushResponse.error:type_name -> tributary.plugin.v1.Error
-	7,  // 12: tributary.plugin.v1.CloseResponse.error:type_name -> tributary.plugin.v1.Error
-	1,  // 13: tributary.plugin.v1.Connector.Describe:input_type -> tributary.plugin.v1.DescribeRequest
-	8,  // 14: tributary.plugin.v1.Connector.Open:input_type -> tributary.plugin.v1.OpenRequest
-	10, // 15: tributary.plugin.v1.Connector.Read:input_type -> tributary.plugin.v1.ReadRequest
-	12, // 16: tributary.plugin.v1.Connector.Ack:input_type -> tributary.plugin.v1.AckRequest
-	14, // 17: tributary.plugin.v1.Connector.Write:input_type -> tributary.plugin.v1.WriteRequest
-	16, // 18: tributary.plugin.v1.Connector.Flush:input_type -> tributary.plugin.v1.FlushRequest
-	18, // 19: tributary.plugin.v1.Connector.Report:input_type -> tributary.plugin.v1.ReportRequest
-	20, // 20: tributary.plugin.v1.Connector.Close:input_type -> tributary.plugin.v1.CloseRequest
-	2,  // 21: tributary.plugin.v1.Connector.Describe:output_type -> tributary.plugin.v1.DescribeResponse
-	9,  // 22: tributary.plugin.v1.Connector.Open:output_type -> tributary.plugin.v1.OpenResponse
-	11, // 23: tributary.plugin.v1.Connector.Read:output_type -> tributary.plugin.v1.ReadResponse
-	13, // 24: tributary.plugin.v1.Connector.Ack:output_type -> tributary.plugin.v1.AckResponse
-	15, // 25: tributary.plugin.v1.Connector.Write:output_type -> tributary.plugin.v1.WriteResponse
-	17, // 26: tributary.plugin.v1.Connector.Flush:output_type -> tributary.plugin.v1.FlushResponse
-	19, // 27: tributary.plugin.v1.Connector.Report:output_type -> tributary.plugin.v1.ReportResponse
-	21, // 28: tributary.plugin.v1.Connector.Close:output_type -> tributary.plugin.v1.CloseResponse
-	21, // [21:29] is the sub-list for method output_type
-	13, // [13:21] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	7,  // 12: tributary.plugin.v1.DurableResponse.error:type_name -> tributary.plugin.v1.Error
+	6,  // 13: tributary.plugin.v1.RecoverTailRequest.records:type_name -> tributary.plugin.v1.Record
+	7,  // 14: tributary.plugin.v1.RecoverTailResponse.error:type_name -> tributary.plugin.v1.Error
+	7,  // 15: tributary.plugin.v1.CloseResponse.error:type_name -> tributary.plugin.v1.Error
+	1,  // 16: tributary.plugin.v1.Connector.Describe:input_type -> tributary.plugin.v1.DescribeRequest
+	8,  // 17: tributary.plugin.v1.Connector.Open:input_type -> tributary.plugin.v1.OpenRequest
+	10, // 18: tributary.plugin.v1.Connector.Read:input_type -> tributary.plugin.v1.ReadRequest
+	12, // 19: tributary.plugin.v1.Connector.Ack:input_type -> tributary.plugin.v1.AckRequest
+	14, // 20: tributary.plugin.v1.Connector.Write:input_type -> tributary.plugin.v1.WriteRequest
+	16, // 21: tributary.plugin.v1.Connector.Flush:input_type -> tributary.plugin.v1.FlushRequest
+	18, // 22: tributary.plugin.v1.Connector.Report:input_type -> tributary.plugin.v1.ReportRequest
+	24, // 23: tributary.plugin.v1.Connector.Close:input_type -> tributary.plugin.v1.CloseRequest
+	20, // 24: tributary.plugin.v1.Connector.Durable:input_type -> tributary.plugin.v1.DurableRequest
+	22, // 25: tributary.plugin.v1.Connector.RecoverTail:input_type -> tributary.plugin.v1.RecoverTailRequest
+	2,  // 26: tributary.plugin.v1.Connector.Describe:output_type -> tributary.plugin.v1.DescribeResponse
+	9,  // 27: tributary.plugin.v1.Connector.Open:output_type -> tributary.plugin.v1.OpenResponse
+	11, // 28: tributary.plugin.v1.Connector.Read:output_type -> tributary.plugin.v1.ReadResponse
+	13, // 29: tributary.plugin.v1.Connector.Ack:output_type -> tributary.plugin.v1.AckResponse
+	15, // 30: tributary.plugin.v1.Connector.Write:output_type -> tributary.plugin.v1.WriteResponse
+	17, // 31: tributary.plugin.v1.Connector.Flush:output_type -> tributary.plugin.v1.FlushResponse
+	19, // 32: tributary.plugin.v1.Connector.Report:output_type -> tributary.plugin.v1.ReportResponse
+	25, // 33: tributary.plugin.v1.Connector.Close:output_type -> tributary.plugin.v1.CloseResponse
+	21, // 34: tributary.plugin.v1.Connector.Durable:output_type -> tributary.plugin.v1.DurableResponse
+	23, // 35: tributary.plugin.v1.Connector.RecoverTail:output_type -> tributary.plugin.v1.RecoverTailResponse
+	26, // [26:36] is the sub-list for method output_type
+	16, // [16:26] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1421,13 +1676,14 @@ func file_plugin_proto_init() {
 	file_plugin_proto_msgTypes[4].OneofWrappers = []any{}
 	file_plugin_proto_msgTypes[5].OneofWrappers = []any{}
 	file_plugin_proto_msgTypes[11].OneofWrappers = []any{}
+	file_plugin_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2,14 +2,25 @@
 //
 // One plugin process serves one connector instance: the host starts the
 // process, calls Describe, then Open once, then Read and Ack (a source) or
-// Write and Flush (a sink), then Close, and then stops the process. Every
+// Write and Flush (a sink), then Close, and then stops the process. A source
+// that announces the capabilities of version 2 (DescribeResponse) also gets
+// RecoverTail after Open and before the first Read, and Durable before Ack. Every
 // call carries a deadline. Connector errors travel in the Error field of a
 // response; a gRPC error means the call itself failed (the process died,
 // hung or broke the protocol).
 //
 // The protocol version is go-plugin's handshake ProtocolVersion
 // (plugins.ProtocolVersion); a change to this file that an older host or
-// plugin cannot read bumps it. Regenerate with `go generate ./plugins/...`
+// plugin cannot read bumps it, and so does a new call, so that each side
+// knows which calls the other has. Both sides offer every version from
+// plugins.MinProtocolVersion up, and go-plugin picks the highest in common.
+//
+// Versions:
+//   1  Describe, Open, Read, Ack, Write, Flush, Report, Close.
+//   2  adds the source capabilities durable_notifier and tail_recoverer
+//      (DescribeResponse), OpenRequest.tail_topics and
+//      OpenResponse.tail_topics, and the calls Durable and RecoverTail. A host calls them only on a plugin that announced
+//      the capability; a version-1 plugin announces none. Regenerate with `go generate ./plugins/...`
 // (needs protoc, protoc-gen-go and protoc-gen-go-grpc; the generated files
 // are committed, so building needs none of them).
 
@@ -34,14 +45,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Connector_Describe_FullMethodName = "/tributary.plugin.v1.Connector/Describe"
-	Connector_Open_FullMethodName     = "/tributary.plugin.v1.Connector/Open"
-	Connector_Read_FullMethodName     = "/tributary.plugin.v1.Connector/Read"
-	Connector_Ack_FullMethodName      = "/tributary.plugin.v1.Connector/Ack"
-	Connector_Write_FullMethodName    = "/tributary.plugin.v1.Connector/Write"
-	Connector_Flush_FullMethodName    = "/tributary.plugin.v1.Connector/Flush"
-	Connector_Report_FullMethodName   = "/tributary.plugin.v1.Connector/Report"
-	Connector_Close_FullMethodName    = "/tributary.plugin.v1.Connector/Close"
+	Connector_Describe_FullMethodName    = "/tributary.plugin.v1.Connector/Describe"
+	Connector_Open_FullMethodName        = "/tributary.plugin.v1.Connector/Open"
+	Connector_Read_FullMethodName        = "/tributary.plugin.v1.Connector/Read"
+	Connector_Ack_FullMethodName         = "/tributary.plugin.v1.Connector/Ack"
+	Connector_Write_FullMethodName       = "/tributary.plugin.v1.Connector/Write"
+	Connector_Flush_FullMethodName       = "/tributary.plugin.v1.Connector/Flush"
+	Connector_Report_FullMethodName      = "/tributary.plugin.v1.Connector/Report"
+	Connector_Close_FullMethodName       = "/tributary.plugin.v1.Connector/Close"
+	Connector_Durable_FullMethodName     = "/tributary.plugin.v1.Connector/Durable"
+	Connector_RecoverTail_FullMethodName = "/tributary.plugin.v1.Connector/RecoverTail"
 )
 
 // ConnectorClient is the client API for Connector service.
@@ -65,6 +78,15 @@ type ConnectorClient interface {
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
 	// Close closes the instance; the host stops the process afterwards.
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
+	// Durable tells a connect.DurableNotifier source that its records up to
+	// a position are durable, before the position is stored: the host calls
+	// it before the Ack of that position, never concurrently with Ack or
+	// itself.
+	Durable(ctx context.Context, in *DurableRequest, opts ...grpc.CallOption) (*DurableResponse, error)
+	// RecoverTail hands a connect.TailRecoverer source records found in the
+	// log after its stored position; the host calls it after Open and before
+	// the first Read.
+	RecoverTail(ctx context.Context, in *RecoverTailRequest, opts ...grpc.CallOption) (*RecoverTailResponse, error)
 }
 
 type connectorClient struct {
@@ -155,6 +177,26 @@ func (c *connectorClient) Close(ctx context.Context, in *CloseRequest, opts ...g
 	return out, nil
 }
 
+func (c *connectorClient) Durable(ctx context.Context, in *DurableRequest, opts ...grpc.CallOption) (*DurableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DurableResponse)
+	err := c.cc.Invoke(ctx, Connector_Durable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectorClient) RecoverTail(ctx context.Context, in *RecoverTailRequest, opts ...grpc.CallOption) (*RecoverTailResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecoverTailResponse)
+	err := c.cc.Invoke(ctx, Connector_RecoverTail_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectorServer is the server API for Connector service.
 // All implementations must embed UnimplementedConnectorServer
 // for forward compatibility.
@@ -176,6 +218,15 @@ type ConnectorServer interface {
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
 	// Close closes the instance; the host stops the process afterwards.
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
+	// Durable tells a connect.DurableNotifier source that its records up to
+	// a position are durable, before the position is stored: the host calls
+	// it before the Ack of that position, never concurrently with Ack or
+	// itself.
+	Durable(context.Context, *DurableRequest) (*DurableResponse, error)
+	// RecoverTail hands a connect.TailRecoverer source records found in the
+	// log after its stored position; the host calls it after Open and before
+	// the first Read.
+	RecoverTail(context.Context, *RecoverTailRequest) (*RecoverTailResponse, error)
 	mustEmbedUnimplementedConnectorServer()
 }
 
@@ -209,6 +260,12 @@ func (UnimplementedConnectorServer) Report(context.Context, *ReportRequest) (*Re
 }
 func (UnimplementedConnectorServer) Close(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
+}
+func (UnimplementedConnectorServer) Durable(context.Context, *DurableRequest) (*DurableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Durable not implemented")
+}
+func (UnimplementedConnectorServer) RecoverTail(context.Context, *RecoverTailRequest) (*RecoverTailResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecoverTail not implemented")
 }
 func (UnimplementedConnectorServer) mustEmbedUnimplementedConnectorServer() {}
 func (UnimplementedConnectorServer) testEmbeddedByValue()                   {}
@@ -375,6 +432,42 @@ func _Connector_Close_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Connector_Durable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DurableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectorServer).Durable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Connector_Durable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectorServer).Durable(ctx, req.(*DurableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Connector_RecoverTail_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecoverTailRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectorServer).RecoverTail(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Connector_RecoverTail_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectorServer).RecoverTail(ctx, req.(*RecoverTailRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Connector_ServiceDesc is the grpc.ServiceDesc for Connector service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -413,6 +506,14 @@ var Connector_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Close",
 			Handler:    _Connector_Close_Handler,
+		},
+		{
+			MethodName: "Durable",
+			Handler:    _Connector_Durable_Handler,
+		},
+		{
+			MethodName: "RecoverTail",
+			Handler:    _Connector_RecoverTail_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

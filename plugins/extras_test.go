@@ -1,0 +1,176 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// RecorderEvents returns the complete lines of the recorder plugin's
+// events file (see testdata/recorder), each split into its fields.
+func RecorderEvents(t testing.TB, path string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[:i] // a line still being written is not one yet
+	} else {
+		text = ""
+	}
+	var out [][]string
+	for line := range strings.SplitSeq(text, "\n") {
+		if line != "" {
+			out = append(out, strings.Fields(line))
+		}
+	}
+	return out
+}
+
+// TestSource_DurableAndTailCross: a source plugin that implements
+// connect.DurableNotifier and connect.TailRecoverer gets an adapter that
+// implements them too (and not connect.Reporter, which it lacks); its
+// TailTopics arrive with Open, RecoverTail's records keep their Topic,
+// Partition and Offset, and Durable's errors keep their class.
+func TestSource_DurableAndTailCross(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	p := h.Inspect(t.Context(), bin.recorder)
+	if !p.Valid() || p.Protocol != ProtocolVersion || !p.durable || !p.recovers || p.reporter {
+		t.Fatalf("recorder: %+v", p)
+	}
+	events := filepath.Join(t.TempDir(), "events")
+	src := openSource(t, h, bin.recorder, map[string]string{"events": events, "durable_error": "retryable", "durable_error_at": "6"}, connect.Position("3"))
+	dn, ok := src.(connect.DurableNotifier)
+	if !ok {
+		t.Fatalf("the adapter %T is no connect.DurableNotifier", src)
+	}
+	tr, ok := src.(connect.TailRecoverer)
+	if !ok {
+		t.Fatalf("the adapter %T is no connect.TailRecoverer", src)
+	}
+	if _, ok := src.(connect.Reporter); ok {
+		t.Errorf("the adapter %T is a connect.Reporter, but the plugin's source is not", src)
+	}
+	if got := tr.TailTopics(); !slices.Equal(got, []string{""}) {
+		t.Errorf("TailTopics = %q, want [\"\"]", got)
+	}
+	tail := []connect.Record{
+		{Topic: "events", Partition: 2, Offset: 41, Value: []byte("2")},
+		{Topic: "events", Partition: 2, Offset: 42, Value: []byte("3")},
+		{Topic: "other", Partition: 0, Offset: 7, Value: []byte("x")},
+	}
+	if err := tr.RecoverTail(t.Context(), tail); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := src.Read(t.Context())
+	if err != nil || len(recs) != 3 || string(recs[0].Value) != "4" || string(recs[2].Position) != "6" {
+		t.Fatalf("Read: %v, %+v", err, recs)
+	}
+	err = dn.Durable(t.Context(), connect.Position("6"))
+	if !connect.IsRetryable(err) || !strings.Contains(err.Error(), "durable 6: not now") {
+		t.Errorf("Durable(6) = %v, want the plugin's Retryable error", err)
+	}
+	if err := src.Ack(t.Context(), connect.Position("6")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dn.Durable(t.Context(), connect.Position("9")); err != nil {
+		t.Errorf("Durable(9) = %v", err)
+	}
+	if err := src.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := dn.Durable(t.Context(), connect.Position("12")); err == nil {
+		t.Error("Durable after Close succeeded")
+	}
+	want := []string{"open 3", "topics", "tail events 2 41 2", "tail events 2 42 3", "tail other 0 7 x",
+		"durable 6", "ack 6", "durable 9", "close"}
+	var got []string
+	for _, e := range RecorderEvents(t, events) {
+		got = append(got, strings.Join(e, " "))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the plugin saw\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+
+	// Any other error fails the task: it must not come back Retryable.
+	events = filepath.Join(t.TempDir(), "events")
+	src = openSource(t, h, bin.recorder, map[string]string{"events": events, "durable_error": "fatal", "durable_error_at": "3"}, nil)
+	err = src.(connect.DurableNotifier).Durable(t.Context(), connect.Position("3"))
+	if err == nil || connect.IsRetryable(err) || !strings.Contains(err.Error(), "durable 3: broken") {
+		t.Errorf("Durable(3) = %v, want the plugin's error, not Retryable", err)
+	}
+}
+
+// TestSource_OlderHost: a plugin built for protocol 2 runs under a host
+// that speaks only version 1; the handshake settles on 1, so the adapter
+// offers neither interface of version 2 and the plugin is asked for no
+// TailTopics, while Read and Ack work as before.
+func TestSource_OlderHost(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	h.protocol = 1
+	events := filepath.Join(t.TempDir(), "events")
+	src := openSource(t, h, bin.recorder, map[string]string{"events": events}, connect.Position("30"))
+	if _, ok := src.(connect.DurableNotifier); ok {
+		t.Errorf("the adapter %T of a version-1 handshake is a connect.DurableNotifier", src)
+	}
+	if _, ok := src.(connect.TailRecoverer); ok {
+		t.Errorf("the adapter %T of a version-1 handshake is a connect.TailRecoverer", src)
+	}
+	recs, err := src.Read(t.Context())
+	if err != nil || len(recs) != 3 || string(recs[0].Value) != "31" {
+		t.Fatalf("Read: %v, %+v", err, recs)
+	}
+	if err := src.Ack(t.Context(), recs[2].Position); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range RecorderEvents(t, events) {
+		got = append(got, strings.Join(e, " "))
+	}
+	if want := []string{"open 30", "ack 33", "close"}; !slices.Equal(got, want) {
+		t.Errorf("the plugin saw %q, want %q", got, want)
+	}
+}
+
+// TestSource_OldPlugin: a plugin of protocol version 1 (built before
+// version 2) loads, says so, and its adapter offers neither interface of
+// version 2, so the worker never makes the calls it lacks.
+func TestSource_OldPlugin(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	p := h.Inspect(t.Context(), bin.oldproto)
+	if !p.Valid() || p.Protocol != 1 || p.Name != "oldcounter" {
+		t.Fatalf("oldproto: %+v", p)
+	}
+	acks := filepath.Join(t.TempDir(), "acks")
+	src := openSource(t, h, bin.oldproto, map[string]string{"acks": acks}, nil)
+	if _, ok := src.(connect.DurableNotifier); ok {
+		t.Errorf("the adapter %T of a version-1 plugin is a connect.DurableNotifier", src)
+	}
+	if _, ok := src.(connect.TailRecoverer); ok {
+		t.Errorf("the adapter %T of a version-1 plugin is a connect.TailRecoverer", src)
+	}
+	recs, err := src.Read(t.Context())
+	if err != nil || len(recs) != 2 || string(recs[1].Position) != "2" {
+		t.Fatalf("Read: %v, %+v", err, recs)
+	}
+	if err := src.Ack(t.Context(), recs[1].Position); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(acks); string(b) != "ack 2\n" {
+		t.Errorf("the plugin's acks: %q", b)
+	}
+}
