@@ -47,7 +47,7 @@ func TestSource_DurableAndTailCross(t *testing.T) {
 		t.Fatalf("recorder: %+v", p)
 	}
 	events := filepath.Join(t.TempDir(), "events")
-	src := openSource(t, h, bin.recorder, map[string]string{"events": events, "durable_error": "retryable", "durable_error_at": "6"}, connect.Position("3"))
+	src := openPluginSource(t, p, map[string]string{"events": events, "durable_error": "retryable", "durable_error_at": "6"}, connect.Position("3"))
 	dn, ok := src.(connect.DurableNotifier)
 	if !ok {
 		t.Fatalf("the adapter %T is no connect.DurableNotifier", src)
@@ -102,7 +102,7 @@ func TestSource_DurableAndTailCross(t *testing.T) {
 
 	// Any other error fails the task: it must not come back Retryable.
 	events = filepath.Join(t.TempDir(), "events")
-	src = openSource(t, h, bin.recorder, map[string]string{"events": events, "durable_error": "fatal", "durable_error_at": "3"}, nil)
+	src = openPluginSource(t, p, map[string]string{"events": events, "durable_error": "fatal", "durable_error_at": "3"}, nil)
 	err = src.(connect.DurableNotifier).Durable(t.Context(), connect.Position("3"))
 	if err == nil || connect.IsRetryable(err) || !strings.Contains(err.Error(), "durable 3: broken") {
 		t.Errorf("Durable(3) = %v, want the plugin's error, not Retryable", err)
@@ -153,7 +153,7 @@ func TestSource_OldPlugin(t *testing.T) {
 		t.Fatalf("oldproto: %+v", p)
 	}
 	acks := filepath.Join(t.TempDir(), "acks")
-	src := openSource(t, h, bin.oldproto, map[string]string{"acks": acks}, nil)
+	src := openPluginSource(t, p, map[string]string{"acks": acks}, nil)
 	if _, ok := src.(connect.DurableNotifier); ok {
 		t.Errorf("the adapter %T of a version-1 plugin is a connect.DurableNotifier", src)
 	}
@@ -172,5 +172,28 @@ func TestSource_OldPlugin(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(acks); string(b) != "ack 2\n" {
 		t.Errorf("the plugin's acks: %q", b)
+	}
+}
+
+// TestSource_ExtrasGoneAtOpen: an instance made with the interfaces the
+// plugin announced when inspected fails to open when its new process no
+// longer has them (here the handshake settles on version 1), rather than
+// leaving the worker to call what the process lacks.
+func TestSource_ExtrasGoneAtOpen(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	p := h.Inspect(t.Context(), bin.recorder)
+	if !p.Valid() {
+		t.Fatal(p.Err)
+	}
+	h.protocol = 1
+	src := p.Connector().NewSource()
+	cfg := connect.Config{Values: map[string]string{"events": filepath.Join(t.TempDir(), "events")}, Spec: p.Spec}
+	err := src.Open(t.Context(), cfg)
+	if err == nil {
+		src.Close(context.Background())
+		t.Fatal("Open succeeded")
+	}
+	if !strings.Contains(err.Error(), "no longer implements connect.DurableNotifier and connect.TailRecoverer") {
+		t.Errorf("Open: %v", err)
 	}
 }

@@ -16,7 +16,8 @@
 // set, the first Durable of a position at or past it SIGKILLs the process
 // (once: a file beside the events file remembers it), leaving records
 // durable in the log whose position was never stored. With durable_error
-// set, the Durable of the position durable_error_at returns that error.
+// set, the first Durable of a position at or past durable_error_at returns
+// that error.
 package main
 
 import (
@@ -42,8 +43,8 @@ func main() {
 			{Name: "batch", Type: connect.TypeInt, Default: "3", Description: "Records a Read."},
 			{Name: "crash_at", Type: connect.TypeInt, Default: "0", Description: "SIGKILL in the first Durable at or past this position (0: never)."},
 			{Name: "durable_error", Type: connect.TypeString, Enum: []string{"none", "retryable", "fatal"}, Default: "none",
-				Description: "What Durable of durable_error_at returns."},
-			{Name: "durable_error_at", Type: connect.TypeInt, Default: "0", Description: "The position whose Durable fails."},
+				Description: "What the first Durable at or past durable_error_at returns."},
+			{Name: "durable_error_at", Type: connect.TypeInt, Default: "0", Description: "Where Durable fails, once (0: never)."},
 		}},
 		NewSource: func() connect.Source { return &source{} },
 	})
@@ -53,6 +54,7 @@ type source struct {
 	batch, crashAt, errAt int64
 	errKind               string
 	crashed               string // the file that says the crash happened
+	errDone               bool   // Durable returned durable_error; Durable's only
 
 	mu     sync.Mutex // guards events
 	events *os.File
@@ -155,7 +157,8 @@ func (s *source) Durable(_ context.Context, pos connect.Position) error {
 			select {} // until the signal lands
 		}
 	}
-	if n == s.errAt {
+	if s.errAt > 0 && n >= s.errAt && !s.errDone {
+		s.errDone = true
 		switch s.errKind {
 		case "retryable":
 			return connect.RetryAfter(time.Second, fmt.Errorf("durable %s: not now", pos))
