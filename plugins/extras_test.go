@@ -43,8 +43,11 @@ func RecorderEvents(t testing.TB, path string) [][]string {
 func TestSource_DurableAndTailCross(t *testing.T) {
 	h, _ := newTestHost(t, Options{})
 	p := h.Inspect(t.Context(), bin.recorder)
-	if !p.Valid() || p.Protocol != ProtocolVersion || !p.durable || !p.recovers || p.reporter {
+	if !p.Valid() || p.Protocol != ProtocolVersion {
 		t.Fatalf("recorder: %+v", p)
+	}
+	if got, want := p.Interfaces(), []string{"connect.DurableNotifier", "connect.TailRecoverer"}; !slices.Equal(got, want) {
+		t.Fatalf("recorder's Interfaces() = %q, want %q", got, want)
 	}
 	events := filepath.Join(t.TempDir(), "events")
 	src := openPluginSource(t, p, map[string]string{"events": events, "durable_error": "retryable", "durable_error_at": "6"}, connect.Position("3"))
@@ -149,8 +152,8 @@ func TestSource_OlderHost(t *testing.T) {
 func TestSource_OldPlugin(t *testing.T) {
 	h, _ := newTestHost(t, Options{})
 	p := h.Inspect(t.Context(), bin.oldproto)
-	if !p.Valid() || p.Protocol != 1 || p.Name != "oldcounter" {
-		t.Fatalf("oldproto: %+v", p)
+	if !p.Valid() || p.Protocol != 1 || p.Name != "oldcounter" || len(p.Interfaces()) != 0 {
+		t.Fatalf("oldproto: %+v, interfaces %q", p, p.Interfaces())
 	}
 	acks := filepath.Join(t.TempDir(), "acks")
 	src := openPluginSource(t, p, map[string]string{"acks": acks}, nil)

@@ -102,6 +102,26 @@ type Plugin struct {
 // Valid reports whether the plugin can be used.
 func (p *Plugin) Valid() bool { return p.Err == nil }
 
+// Interfaces names the optional connect interfaces that the plugin's
+// connector implements and the worker will call across the boundary (those
+// of a protocol version the handshake settled on), e.g.
+// "connect.DurableNotifier"; none for a plain source or sink.
+func (p *Plugin) Interfaces() []string {
+	var out []string
+	for _, i := range []struct {
+		has  bool
+		name string
+	}{
+		{p.flusher, "connect.Flusher"}, {p.reporter, "connect.Reporter"},
+		{p.durable, "connect.DurableNotifier"}, {p.recovers, "connect.TailRecoverer"},
+	} {
+		if i.has {
+			out = append(out, i.name)
+		}
+	}
+	return out
+}
+
 // Discover inspects every file in the given directories (not
 // subdirectories, hidden files or LockFile) and returns one Plugin per
 // file, sorted by directory (in the order given) and file name. A file
