@@ -1,13 +1,18 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -199,4 +204,86 @@ func TestSource_ExtrasGoneAtOpen(t *testing.T) {
 	if !strings.Contains(err.Error(), "no longer implements connect.DurableNotifier and connect.TailRecoverer") {
 		t.Errorf("Open: %v", err)
 	}
+}
+
+// BenchmarkSource_Durable measures what connect.DurableNotifier costs a
+// plugin source per positioned batch: one more call (Durable) beside the
+// Ack that every source gets. The recorder appends a line to its events
+// file on each, as a source answering its clients would do some work.
+//
+//	go test -run '^$' -bench BenchmarkSource_Durable -benchtime 20000x ./plugins/
+func BenchmarkSource_Durable(b *testing.B) {
+	h := NewHost(Options{})
+	p := h.Inspect(b.Context(), bin.recorder)
+	if !p.Valid() {
+		b.Fatal(p.Err)
+	}
+	for _, durable := range []bool{false, true} {
+		name := "ack"
+		if durable {
+			name = "durable+ack"
+		}
+		b.Run(name, func(b *testing.B) {
+			src := p.Connector().NewSource()
+			cfg := connect.Config{Values: map[string]string{"events": filepath.Join(b.TempDir(), "events")}, Spec: p.Spec}
+			if err := src.Open(b.Context(), cfg); err != nil {
+				b.Fatal(err)
+			}
+			defer src.Close(context.Background())
+			dn := src.(connect.DurableNotifier)
+			cpu := cpuMeter(b, bin.recorder)
+			var pos []byte
+			for i := 0; b.Loop(); i++ {
+				pos = strconv.AppendInt(pos[:0], int64(i+1), 10)
+				if durable {
+					if err := dn.Durable(b.Context(), pos); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := src.Ack(b.Context(), pos); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpu().Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// cpuMeter starts measuring the CPU time (user and system) of this process
+// and of the one running process of the plugin at path; the function it
+// returns gives the time used since.
+func cpuMeter(b *testing.B, path string) func() time.Duration {
+	b.Helper()
+	pid := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == path {
+			if pid != 0 {
+				b.Fatalf("more than one process of %s", path)
+			}
+			pid, _ = strconv.Atoi(e.Name())
+		}
+	}
+	if pid == 0 {
+		b.Fatalf("no process of %s", path)
+	}
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis; utime and
+		// stime are the 12th and 13th, in clock ticks (100 a second).
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		return self + time.Duration(ut+st)*10*time.Millisecond
+	}
+	start := used()
+	return func() time.Duration { return used() - start }
 }
