@@ -249,7 +249,7 @@ type ProcessError struct {
 	Plugin string   // the connector's name
 	Path   string   // the executable
 	PID    int      // the process that failed
-	Op     string   // the call: open, read, ack, write, flush, close
+	Op     string   // the call: open, read, ack, durable, recover tail, write, flush, close
 	Reason string   // what happened to the process
 	Stderr []string // its last stderr lines, oldest first
 	Err    error    // the gRPC error of the call
