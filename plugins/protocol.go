@@ -32,8 +32,9 @@ const MinProtocolVersion = 1
 // plugin of an older version.
 const (
 	// protocolSourceExtras: DescribeResponse.durable_notifier and
-	// tail_recoverer, OpenResponse.tail_topics, and the calls Durable and
-	// RecoverTail (connect.DurableNotifier and connect.TailRecoverer).
+	// tail_recoverer, OpenRequest.tail_topics and OpenResponse.tail_topics,
+	// and the calls Durable and RecoverTail (connect.DurableNotifier and
+	// connect.TailRecoverer).
 	protocolSourceExtras = 2
 )
 
