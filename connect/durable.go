@@ -59,7 +59,9 @@ import "context"
 // been stored for the task (by an earlier run or by this one), and only on
 // a log backend that can read the tail back. Until then such a source
 // hears of its records on Ack only, so it must keep answering there too.
-// Plugin sources do not see this interface yet.
+// Plugin sources get it too, with the same calls, order and errors, when
+// the plugin and the worker speak plugin protocol version 2 or later; under
+// an older worker a plugin source hears of its records on Ack only.
 type DurableNotifier interface {
 	// Durable tells the source that every record up to and including the
 	// one with position pos is durably in the log; pos is not stored yet.

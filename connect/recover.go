@@ -20,7 +20,10 @@ import "context"
 // records that other writers appended to the same topics; they carry Topic,
 // Partition and Offset as on the sink side. On the first start (no stored
 // position) RecoverTail is not called. The built-in worker supports this
-// interface; plugin sources do not see it yet.
+// interface, for plugin sources too when the plugin and the worker speak
+// plugin protocol version 2 or later (the records cross with their Topic,
+// Partition and Offset); under an older worker a plugin source is never
+// handed its tail.
 type TailRecoverer interface {
 	// TailTopics names the topics the source writes to whose unacknowledged
 	// tail it wants to see. An empty name stands for the topic the pipeline

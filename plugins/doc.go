@@ -25,13 +25,27 @@
 //
 // # Protocol
 //
-// The handshake carries ProtocolVersion; a plugin built for another
-// version fails with an error naming both (ErrProtocolMismatch). The calls
-// and messages are in internal/pluginpb/plugin.proto: Describe, Open,
-// Read, Ack, Write, Flush, Report, Close. Batches cross the boundary, never
+// The handshake negotiates the protocol version: host and plugin each
+// offer MinProtocolVersion to ProtocolVersion and go-plugin picks the
+// highest in common, so plugins built for an older version keep running;
+// a plugin with no version in common fails with an error naming both
+// (ErrProtocolMismatch). The calls and messages are in
+// internal/pluginpb/plugin.proto, which lists what each version added:
+// Describe, Open, Read, Ack, Write, Flush, Report, Close (version 1),
+// Durable and RecoverTail (version 2). Batches cross the boundary, never
 // single records; nil and empty keys, values and positions stay distinct.
 // A connector's error keeps its class (connect.BadRecordAt with its index,
 // connect.Retryable with its delay, context errors).
+//
+// # Optional interfaces
+//
+// The instance a plugin's connector makes implements connect.Flusher,
+// connect.Reporter, connect.DurableNotifier and connect.TailRecoverer
+// exactly when the plugin's does: Serve announces them in Describe, and
+// the host's instance, found by the worker with a type assertion, forwards
+// their calls in the order the worker makes them. DurableNotifier and
+// TailRecoverer need version 2 on both sides; a source's TailTopics
+// travels with the answer to Open.
 //
 // # Isolation
 //

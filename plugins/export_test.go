@@ -1,7 +1,8 @@
 package plugins
 
 // BuiltPlugin returns the path of a plugin TestMain built: "counter",
-// "jsonl" or "misbehave", for the tests of package plugins_test.
+// "jsonl", "misbehave", "recorder" or "oldproto", for the tests of package
+// plugins_test.
 func BuiltPlugin(name string) string {
 	switch name {
 	case "counter":
@@ -10,6 +11,10 @@ func BuiltPlugin(name string) string {
 		return bin.jsonl
 	case "misbehave":
 		return bin.misbehave
+	case "recorder":
+		return bin.recorder
+	case "oldproto":
+		return bin.oldproto
 	}
 	panic("no test plugin " + name)
 }

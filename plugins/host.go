@@ -51,6 +51,9 @@ type Options struct {
 type Host struct {
 	opts   Options
 	logger *slog.Logger
+	// protocol is the newest protocol version the host offers:
+	// ProtocolVersion, lower only in tests that play an older host.
+	protocol int
 }
 
 // NewHost returns a host with the given options.
@@ -68,7 +71,7 @@ func NewHost(opts Options) *Host {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Host{opts: opts, logger: logger}
+	return &Host{opts: opts, logger: logger, protocol: ProtocolVersion}
 }
 
 // Plugin is a file found in a plugin directory: a usable plugin, with what
@@ -83,19 +86,41 @@ type Plugin struct {
 	Version     string       // the connector's version
 	Description string
 	Spec        connect.Spec
-	Protocol    int // the plugin protocol version it speaks
+	Protocol    int // the plugin protocol version it was built with
 
 	// Err is why the file is not a usable plugin; nil when it is one.
 	Err error
 
 	flusher  bool
 	reporter bool
+	durable  bool // the source is a connect.DurableNotifier (protocol 2)
+	recovers bool // the source is a connect.TailRecoverer (protocol 2)
 	pin      *pin
 	host     *Host
 }
 
 // Valid reports whether the plugin can be used.
 func (p *Plugin) Valid() bool { return p.Err == nil }
+
+// Interfaces names the optional connect interfaces that the plugin's
+// connector implements and the worker will call across the boundary (those
+// of a protocol version the handshake settled on), e.g.
+// "connect.DurableNotifier"; none for a plain source or sink.
+func (p *Plugin) Interfaces() []string {
+	var out []string
+	for _, i := range []struct {
+		has  bool
+		name string
+	}{
+		{p.flusher, "connect.Flusher"}, {p.reporter, "connect.Reporter"},
+		{p.durable, "connect.DurableNotifier"}, {p.recovers, "connect.TailRecoverer"},
+	} {
+		if i.has {
+			out = append(out, i.name)
+		}
+	}
+	return out
+}
 
 // Discover inspects every file in the given directories (not
 // subdirectories, hidden files or LockFile) and returns one Plugin per
@@ -251,10 +276,21 @@ func (h *Host) inspect(ctx context.Context, path string, pin *pin) *Plugin {
 	}
 	p.Name, p.Kind, p.Version, p.Description = d.Name, connect.Kind(d.Kind), d.Version, d.Description
 	p.Spec, p.Protocol, p.flusher, p.reporter = fromPBParams(d.Params), int(d.Protocol), d.Flusher, d.Reporter
+	p.durable, p.recovers = sourceExtras(proc, d)
 	if err := connect.NewRegistry().Register(p.Connector()); err != nil {
 		p.Err = &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("plugin %s describes an invalid connector: %v", path, err)}
 	}
 	return p
+}
+
+// sourceExtras returns which of the optional source interfaces of
+// protocol version 2 the plugin's source implements: none when the
+// handshake settled on an older version, whose plugins have no such calls.
+func sourceExtras(proc *process, d *pluginpb.DescribeResponse) (durable, recovers bool) {
+	if proc.version < protocolSourceExtras || connect.Kind(d.Kind) != connect.KindSource {
+		return false, false
+	}
+	return d.DurableNotifier, d.TailRecoverer
 }
 
 func (h *Host) describe(ctx context.Context, proc *process) (*pluginpb.DescribeResponse, error) {

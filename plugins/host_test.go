@@ -123,13 +123,20 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-// open opens a connector instance of a plugin, closing it at cleanup.
+// openSource opens a source instance of a plugin, closing it at cleanup.
 func openSource(t *testing.T, h *Host, path string, values map[string]string, pos connect.Position) connect.Source {
 	t.Helper()
 	p := h.Inspect(t.Context(), path)
 	if !p.Valid() {
 		t.Fatal(p.Err)
 	}
+	return openPluginSource(t, p, values, pos)
+}
+
+// openPluginSource opens a source instance of an inspected plugin, closing
+// it at cleanup.
+func openPluginSource(t *testing.T, p *Plugin, values map[string]string, pos connect.Position) connect.Source {
+	t.Helper()
 	src := p.Connector().NewSource()
 	cfg := connect.Config{Pipeline: "test", Connector: "numbers", Values: values, Spec: p.Spec, Position: pos}
 	if err := src.Open(t.Context(), cfg); err != nil {
@@ -344,7 +351,7 @@ func TestProtocolMismatch(t *testing.T) {
 	if !errors.Is(p.Err, ErrProtocolMismatch) {
 		t.Fatalf("err = %v, want ErrProtocolMismatch", p.Err)
 	}
-	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks version %d", ProtocolVersion)} {
+	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks versions %d to %d", MinProtocolVersion, ProtocolVersion)} {
 		if !strings.Contains(p.Err.Error(), want) {
 			t.Errorf("the error %q does not say %q", p.Err, want)
 		}

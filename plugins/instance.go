@@ -22,6 +22,9 @@ type instance struct {
 	// proc is nil until Open succeeds and after Close. It is atomic for
 	// Report, which the worker calls from a goroutine of its own.
 	proc atomic.Pointer[process]
+	// tailTopics is a connect.TailRecoverer source's TailTopics, which the
+	// plugin sends with its answer to Open; set before Open returns.
+	tailTopics []string
 }
 
 // open starts the plugin process, checks that it is still the connector
@@ -44,12 +47,23 @@ func (in *instance) open(ctx context.Context, cfg connect.Config) error {
 			in.p.Path, d.Kind, d.Name, in.p.Kind, in.p.Name)
 	}
 	if err == nil {
-		req := &pluginpb.OpenRequest{Kind: string(in.p.Kind), Config: toPBConfig(cfg)}
+		// The instance was made (NewSource) with the interfaces the plugin
+		// announced when it was inspected; the worker calls them, so the
+		// process must still have them.
+		durable, recovers := sourceExtras(proc, d)
+		if (in.p.durable && !durable) || (in.p.recovers && !recovers) {
+			err = fmt.Errorf("plugin %s no longer implements connect.DurableNotifier and connect.TailRecoverer as it did when the worker started (now %t and %t, protocol version %d): restart the worker to load plugins again",
+				in.p.Path, durable, recovers, proc.version)
+		}
+	}
+	if err == nil {
+		req := &pluginpb.OpenRequest{Kind: string(in.p.Kind), Config: toPBConfig(cfg), TailTopics: in.p.recovers}
 		err = proc.call(ctx, "open", h.opts.CallTimeout, func(ctx context.Context) (*pluginpb.Error, error) {
 			resp, err := proc.rpc.Open(ctx, req)
 			if err != nil {
 				return nil, err
 			}
+			in.tailTopics = resp.TailTopics
 			return resp.Error, nil
 		})
 	}
@@ -112,20 +126,84 @@ func (in *instance) report() connect.Report {
 // source is a connect.Source running in a plugin process.
 type source struct{ instance }
 
-// reportingSource is a source whose plugin implements connect.Reporter.
-type reportingSource struct{ *source }
-
-func (s reportingSource) Report() connect.Report { return s.report() }
-
-var (
-	_ connect.Source   = (*source)(nil)
-	_ connect.Reporter = reportingSource{}
+// The optional interfaces of a source, each implemented by a type that
+// newSource embeds only when the plugin's source implements it: the worker
+// finds them by type assertion.
+type (
+	// sourceReporter is a connect.Reporter.
+	sourceReporter struct{ s *source }
+	// sourceDurable is a connect.DurableNotifier (protocol 2).
+	sourceDurable struct{ s *source }
+	// sourceRecoverer is a connect.TailRecoverer (protocol 2).
+	sourceRecoverer struct{ s *source }
 )
 
+func (x sourceReporter) Report() connect.Report { return x.s.report() }
+
+func (x sourceDurable) Durable(ctx context.Context, pos connect.Position) error {
+	return x.s.durable(ctx, pos)
+}
+
+func (x sourceRecoverer) TailTopics() []string { return x.s.tailTopics }
+
+func (x sourceRecoverer) RecoverTail(ctx context.Context, records []connect.Record) error {
+	return x.s.recoverTail(ctx, records)
+}
+
+var (
+	_ connect.Source          = (*source)(nil)
+	_ connect.Reporter        = sourceReporter{}
+	_ connect.DurableNotifier = sourceDurable{}
+	_ connect.TailRecoverer   = sourceRecoverer{}
+)
+
+// newSource returns a source that implements connect.Reporter,
+// connect.DurableNotifier and connect.TailRecoverer exactly when the
+// plugin's source does.
 func newSource(p *Plugin) connect.Source {
 	s := &source{instance{p: p}}
-	if p.reporter {
-		return reportingSource{s}
+	r, d, t := sourceReporter{s}, sourceDurable{s}, sourceRecoverer{s}
+	switch {
+	case p.reporter && p.durable && p.recovers:
+		return struct {
+			*source
+			sourceReporter
+			sourceDurable
+			sourceRecoverer
+		}{s, r, d, t}
+	case p.reporter && p.durable:
+		return struct {
+			*source
+			sourceReporter
+			sourceDurable
+		}{s, r, d}
+	case p.reporter && p.recovers:
+		return struct {
+			*source
+			sourceReporter
+			sourceRecoverer
+		}{s, r, t}
+	case p.durable && p.recovers:
+		return struct {
+			*source
+			sourceDurable
+			sourceRecoverer
+		}{s, d, t}
+	case p.reporter:
+		return struct {
+			*source
+			sourceReporter
+		}{s, r}
+	case p.durable:
+		return struct {
+			*source
+			sourceDurable
+		}{s, d}
+	case p.recovers:
+		return struct {
+			*source
+			sourceRecoverer
+		}{s, t}
 	}
 	return s
 }
@@ -168,6 +246,41 @@ func (s *source) Ack(ctx context.Context, pos connect.Position) error {
 	req := &pluginpb.AckRequest{Position: pos}
 	return proc.call(ctx, "ack", s.p.host.opts.CallTimeout, func(ctx context.Context) (*pluginpb.Error, error) {
 		resp, err := proc.rpc.Ack(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Error, nil
+	})
+}
+
+// durable forwards connect.DurableNotifier's Durable. Its error keeps its
+// class: a Retryable one is covered by the next call, as the worker
+// expects; a failed call (the process died or hangs) fails the task.
+func (s *source) durable(ctx context.Context, pos connect.Position) error {
+	proc := s.proc.Load()
+	if proc == nil {
+		return s.notOpen("durable")
+	}
+	req := &pluginpb.DurableRequest{Position: pos}
+	return proc.call(ctx, "durable", s.p.host.opts.CallTimeout, func(ctx context.Context) (*pluginpb.Error, error) {
+		resp, err := proc.rpc.Durable(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Error, nil
+	})
+}
+
+// recoverTail forwards connect.TailRecoverer's RecoverTail: the records
+// cross as a sink's do, with their Topic, Partition and Offset.
+func (s *source) recoverTail(ctx context.Context, records []connect.Record) error {
+	proc := s.proc.Load()
+	if proc == nil {
+		return s.notOpen("recover tail")
+	}
+	req := &pluginpb.RecoverTailRequest{Records: toPBRecords(records)}
+	return proc.call(ctx, "recover tail", s.p.host.opts.CallTimeout, func(ctx context.Context) (*pluginpb.Error, error) {
+		resp, err := proc.rpc.RecoverTail(ctx, req)
 		if err != nil {
 			return nil, err
 		}

@@ -16,12 +16,14 @@ import (
 )
 
 // bin holds the paths of the plugins TestMain builds: the two examples and
-// the misbehaving test plugin.
+// the test plugins in testdata.
 var bin struct {
 	dir       string
 	counter   string
 	jsonl     string
 	misbehave string
+	recorder  string // a source with connect.DurableNotifier and connect.TailRecoverer
+	oldproto  string // a source of plugin protocol version 1
 }
 
 func TestMain(m *testing.M) {
@@ -34,6 +36,8 @@ func TestMain(m *testing.M) {
 	bin.counter = filepath.Join(dir, "counter")
 	bin.jsonl = filepath.Join(dir, "jsonl")
 	bin.misbehave = filepath.Join(dir, "misbehave")
+	bin.recorder = filepath.Join(dir, "recorder")
+	bin.oldproto = filepath.Join(dir, "oldproto")
 	start := time.Now()
 	if err := buildPlugins(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,12 +57,14 @@ func TestMain(m *testing.M) {
 }
 
 // buildPlugins builds the example plugins (each in its own module, as a
-// plugin author's repository would be) and the test plugin, at once.
+// plugin author's repository would be) and the test plugins, at once.
 func buildPlugins() error {
 	builds := []struct{ dir, pkg, out string }{
 		{"../examples/plugins/counter", ".", bin.counter},
 		{"../examples/plugins/jsonl", ".", bin.jsonl},
 		{".", "./testdata/misbehave", bin.misbehave},
+		{".", "./testdata/recorder", bin.recorder},
+		{".", "./testdata/oldproto", bin.oldproto},
 	}
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup

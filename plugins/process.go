@@ -36,6 +36,7 @@ type process struct {
 	name    string // the connector's name, or the file's before it is known
 	path    string
 	pid     int
+	version int // the protocol version negotiated in the handshake
 	client  *goplugin.Client
 	cmd     *exec.Cmd
 	rpc     pluginpb.ConnectorClient
@@ -60,8 +61,8 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 	stderr := &lineWriter{logger: logger, stream: "stderr", tail: t}
 	cmd := exec.Command(path)
 	cfg := &goplugin.ClientConfig{
-		HandshakeConfig:  handshake(ProtocolVersion),
-		Plugins:          goplugin.PluginSet{pluginKey: &grpcPlugin{}},
+		HandshakeConfig:  handshake(uint(h.protocol)),
+		VersionedPlugins: versionedPlugins(&grpcPlugin{}, h.protocol),
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		StartTimeout:     h.opts.StartTimeout,
@@ -86,18 +87,20 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 	}
 	if err != nil {
 		p.end(false)
-		return nil, p.startError(err, pin)
+		return nil, p.startError(err, pin, h.protocol)
 	}
 	p.rpc = conn.(pluginpb.ConnectorClient)
 	p.pid = cmd.Process.Pid
+	p.version = p.client.NegotiatedVersion()
 	return p, nil
 }
 
 // versionRE finds the plugin's version in go-plugin's handshake error.
 var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
-// startError explains why a plugin did not start.
-func (p *process) startError(err error, pin *pin) error {
+// startError explains why a plugin did not start; newest is the newest
+// protocol version the host offered.
+func (p *process) startError(err error, pin *pin, newest int) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
@@ -114,8 +117,8 @@ func (p *process) startError(err error, pin *pin) error {
 			theirs = m[1]
 		}
 		return &Error{kind: ErrProtocolMismatch, msg: fmt.Sprintf(
-			"plugin %s speaks plugin protocol version %s, but this Tributary speaks version %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d",
-			p.path, theirs, ProtocolVersion, ProtocolVersion)}
+			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d",
+			p.path, theirs, MinProtocolVersion, newest, newest)}
 	case strings.Contains(msg, "exec format error"), strings.Contains(msg, "permission denied"):
 		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a program this machine can run: %s", p.path, firstLine(msg))}
 	}
@@ -246,7 +249,7 @@ type ProcessError struct {
 	Plugin string   // the connector's name
 	Path   string   // the executable
 	PID    int      // the process that failed
-	Op     string   // the call: open, read, ack, write, flush, close
+	Op     string   // the call: open, read, ack, durable, recover tail, write, flush, close
 	Reason string   // what happened to the process
 	Stderr []string // its last stderr lines, oldest first
 	Err    error    // the gRPC error of the call

@@ -11,11 +11,32 @@ import (
 	"github.com/tributary-io/tributary/plugins/internal/pluginpb"
 )
 
-// ProtocolVersion is the version of the plugin protocol this package
-// speaks, sent in go-plugin's handshake. A host runs only plugins built for
-// the same version; it is raised when a change to the messages or calls
-// (internal/pluginpb/plugin.proto) would break an older host or plugin.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest version of the plugin protocol this
+// package speaks, sent in go-plugin's handshake. It is raised when a change
+// to the messages or calls (internal/pluginpb/plugin.proto) would break an
+// older host or plugin, or adds a call; plugin.proto lists what each
+// version added.
+//
+// A host and a plugin each offer every version from MinProtocolVersion to
+// their ProtocolVersion, and go-plugin picks the highest both speak: a host
+// runs plugins built for an older version (they are offered none of the
+// newer calls), and a plugin runs under an older host. Only a plugin with
+// no version in common fails, with ErrProtocolMismatch.
+const ProtocolVersion = 2
+
+// MinProtocolVersion is the oldest plugin protocol version this package
+// still speaks.
+const MinProtocolVersion = 1
+
+// Protocol versions that added something a host must not use with a
+// plugin of an older version.
+const (
+	// protocolSourceExtras: DescribeResponse.durable_notifier and
+	// tail_recoverer, OpenRequest.tail_topics and OpenResponse.tail_topics,
+	// and the calls Durable and RecoverTail (connect.DurableNotifier and
+	// connect.TailRecoverer).
+	protocolSourceExtras = 2
+)
 
 // The magic cookie tells a plugin that Tributary started it. It is not a
 // security measure: it lets a plugin run by hand say what it is instead of
@@ -39,6 +60,17 @@ func handshake(version uint) goplugin.HandshakeConfig {
 		MagicCookieKey:   MagicCookieKey,
 		MagicCookieValue: MagicCookieValue,
 	}
+}
+
+// versionedPlugins offers p under every protocol version from
+// MinProtocolVersion to newest, for go-plugin's negotiation: the versions
+// differ in which calls a side may make, not in how the plugin is served.
+func versionedPlugins(p goplugin.Plugin, newest int) map[int]goplugin.PluginSet {
+	vs := make(map[int]goplugin.PluginSet, newest-MinProtocolVersion+1)
+	for v := MinProtocolVersion; v <= newest; v++ {
+		vs[v] = goplugin.PluginSet{pluginKey: p}
+	}
+	return vs
 }
 
 // grpcPlugin is the go-plugin adapter: on the plugin side it registers the

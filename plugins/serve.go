@@ -57,8 +57,8 @@ func serve(c connect.Connector, stderr *os.File) int {
 	slog.SetDefault(slog.New(newPluginLogHandler(stderr)))
 	watchParent()
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: handshake(ProtocolVersion),
-		Plugins:         goplugin.PluginSet{pluginKey: &grpcPlugin{server: newServer(c)}},
+		HandshakeConfig:  handshake(ProtocolVersion),
+		VersionedPlugins: versionedPlugins(&grpcPlugin{server: newServer(c)}, ProtocolVersion),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
 		},
@@ -150,6 +150,8 @@ func newServer(c connect.Connector) *server {
 	}
 	_, d.Flusher = probe.(connect.Flusher)
 	_, d.Reporter = probe.(connect.Reporter)
+	_, d.DurableNotifier = probe.(connect.DurableNotifier)
+	_, d.TailRecoverer = probe.(connect.TailRecoverer)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &server{conn: c, describe: d, ctx: ctx, cancel: cancel, readSem: make(chan struct{}, 1)}
 }
@@ -175,19 +177,30 @@ func (s *server) Open(ctx context.Context, req *pluginpb.OpenRequest) (*pluginpb
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	cfg := fromPBConfig(req.Config, s.conn.Spec)
-	var err error
+	resp := &pluginpb.OpenResponse{}
 	if s.conn.Kind == connect.KindSource {
 		src := s.conn.NewSource()
-		if err = src.Open(octx, cfg); err == nil {
+		err := src.Open(octx, cfg)
+		if err == nil {
 			s.src = src
+			// The worker asks a TailRecoverer for its topics once, after a
+			// successful Open and before anything else: the answer rides
+			// on Open's, when the host asks (a host of version 1 never
+			// does, nor calls RecoverTail).
+			if tr, ok := src.(connect.TailRecoverer); ok && req.TailTopics {
+				resp.TailTopics = tr.TailTopics()
+			}
 		}
+		resp.Error = toPBError(err)
 	} else {
 		sink := s.conn.NewSink()
-		if err = sink.Open(octx, cfg); err == nil {
+		err := sink.Open(octx, cfg)
+		if err == nil {
 			s.sink = sink
 		}
+		resp.Error = toPBError(err)
 	}
-	return &pluginpb.OpenResponse{Error: toPBError(err)}, nil
+	return resp, nil
 }
 
 // instance returns the open source or sink, or a gRPC error.
@@ -263,6 +276,39 @@ func (s *server) Ack(ctx context.Context, req *pluginpb.AckRequest) (*pluginpb.A
 		pos = connect.Position(req.Position)
 	}
 	return &pluginpb.AckResponse{Error: toPBError(src.Ack(ctx, pos))}, nil
+}
+
+// Durable forwards a connect.DurableNotifier call. The host makes it from
+// the goroutine that acks, so it is never concurrent with Ack or itself;
+// it may run while the source's Read does, as in the built-in worker.
+func (s *server) Durable(ctx context.Context, req *pluginpb.DurableRequest) (*pluginpb.DurableResponse, error) {
+	src, _, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	dn, ok := src.(connect.DurableNotifier)
+	if !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "durable: the %s connector %q is not a source that implements connect.DurableNotifier", s.conn.Kind, s.conn.Name)
+	}
+	var pos connect.Position
+	if req.Position != nil {
+		pos = connect.Position(req.Position)
+	}
+	return &pluginpb.DurableResponse{Error: toPBError(dn.Durable(ctx, pos))}, nil
+}
+
+// RecoverTail forwards a connect.TailRecoverer call: the host makes it
+// after Open and before the first Read.
+func (s *server) RecoverTail(ctx context.Context, req *pluginpb.RecoverTailRequest) (*pluginpb.RecoverTailResponse, error) {
+	src, _, err := s.instance()
+	if err != nil {
+		return nil, err
+	}
+	tr, ok := src.(connect.TailRecoverer)
+	if !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "recover tail: the %s connector %q is not a source that implements connect.TailRecoverer", s.conn.Kind, s.conn.Name)
+	}
+	return &pluginpb.RecoverTailResponse{Error: toPBError(tr.RecoverTail(ctx, fromPBRecords(req.Records)))}, nil
 }
 
 func (s *server) Write(ctx context.Context, req *pluginpb.WriteRequest) (*pluginpb.WriteResponse, error) {

@@ -26,8 +26,8 @@ import (
 // REST API, on the embedded log: what a user of `tributary run` sees.
 
 // newWorker returns a worker on a fresh embedded log whose registry holds
-// the given plugins, and its REST API.
-func newWorker(t *testing.T, backoff time.Duration, paths ...string) (*engine.Worker, *httptest.Server) {
+// the given plugins, its REST API, and the log.
+func newWorker(t *testing.T, backoff time.Duration, paths ...string) (*engine.Worker, *httptest.Server, *tlog.Log) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
@@ -63,7 +63,7 @@ func newWorker(t *testing.T, backoff time.Duration, paths ...string) (*engine.Wo
 		}
 		l.Close()
 	})
-	return w, srv
+	return w, srv, l
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -106,7 +106,7 @@ func getStatus(t *testing.T, srv *httptest.Server, name string) taskStatus {
 // panic); the source task of another plugin keeps running.
 func TestWorker_PluginCrashInTaskStatus(t *testing.T) {
 	// A long restart backoff keeps the task FAILED while the test looks.
-	w, srv := newWorker(t, time.Minute, plugins.BuiltPlugin("counter"), plugins.BuiltPlugin("misbehave"))
+	w, srv, _ := newWorker(t, time.Minute, plugins.BuiltPlugin("counter"), plugins.BuiltPlugin("misbehave"))
 	ctx := t.Context()
 	if err := w.Start(ctx, engine.ConnectorSpec{Name: "numbers", Kind: connect.KindSource, Connector: "counter",
 		Topic: "numbers", Config: map[string]string{"rate": "100"}}, ""); err != nil {
@@ -149,7 +149,7 @@ func TestWorker_PluginCrashInTaskStatus(t *testing.T) {
 // its task restarts in a new process from the committed offsets, and the
 // file ends up holding every number (at least once).
 func TestWorker_SinkPluginKilled(t *testing.T) {
-	w, srv := newWorker(t, 50*time.Millisecond, plugins.BuiltPlugin("counter"), plugins.BuiltPlugin("jsonl"))
+	w, srv, _ := newWorker(t, 50*time.Millisecond, plugins.BuiltPlugin("counter"), plugins.BuiltPlugin("jsonl"))
 	ctx := t.Context()
 	out := filepath.Join(t.TempDir(), "numbers.jsonl")
 	if err := w.Start(ctx, engine.ConnectorSpec{Name: "numbers", Kind: connect.KindSource, Connector: "counter",
