@@ -50,6 +50,14 @@ type streamer struct {
 	// meta decodes table maps with their optional metadata, which the
 	// binlog client skips; it follows the format description events.
 	meta *replication.BinlogParser
+	// The format description in force: whether events end with a
+	// checksum, and the post-header lengths.
+	fde      *replication.FormatDescriptionEvent
+	checksum bool
+	// maps holds the last table map of each table id that the connector
+	// decodes the rows of itself (rawevents.go); cleared with tables.
+	maps map[uint64]*tableMapEntry
+	imgs []rowImage // scratch for the images of a rows event
 
 	// The incremental snapshot (incremental.go).
 	inc        *incState // in progress; nil for none
@@ -86,7 +94,7 @@ type streamer struct {
 }
 
 func newStreamer(s *Source, enc *encoder) *streamer {
-	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, warned: map[string]bool{}}
+	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, maps: map[uint64]*tableMapEntry{}, warned: map[string]bool{}}
 	st.file = s.plan.start.File
 	if s.plan.gtids != nil {
 		st.gtids = s.plan.gtids.clone()
@@ -98,6 +106,10 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 	st.inc = s.plan.inc.clone()
 	st.meta = replication.NewBinlogParser()
 	st.meta.SetFlavor(s.srv.flavor)
+	// The forms rowsdec.go decodes too, for the events go-mysql parses.
+	st.meta.SetTimestampStringLocation(time.UTC)
+	st.meta.SetParseTime(false)
+	st.meta.SetUseDecimal(false)
 	return st
 }
 
@@ -140,9 +152,11 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		DisableRetrySync:        true,
 		Logger:                  slog.New(demoted{s.log.Handler()}),
 		EventCacheCount:         4096,
-		// Decoded by resolve, only when needed (see there).
-		TableMapOptionalMetaDecodeFunc: func([]byte) error { return nil },
-		TLSConfig:                      tlsCfg,
+		// Events are decoded by the connector (rawevents.go); the GTID
+		// set is tracked by the connector too.
+		RawModeEnabled: true,
+		DiscardGTIDSet: true,
+		TLSConfig:      tlsCfg,
 	}
 	if s.set.heartbeat > 0 {
 		cfg.HeartbeatPeriod = s.set.heartbeat
@@ -375,7 +389,7 @@ func (h *eventHandler) HandleEvent(ev *replication.BinlogEvent) error {
 	defer st.mu.Unlock()
 	h.connected()
 	st.events++
-	err := st.handle(h.ctx, ev)
+	err := st.handleRaw(h.ctx, ev)
 	if err == nil && (st.inc != nil || st.incChanged || len(st.src.signals) > 0) {
 		err = st.incremental(h.ctx)
 	}
@@ -403,6 +417,7 @@ func (st *streamer) abandonTx() {
 	}
 	st.file = st.last.File
 	clear(st.tables)
+	clear(st.maps)
 }
 
 // backoff is exponential backoff with jitter: waits in [d/2, d], d
@@ -571,10 +586,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			st.last.File, st.last.Pos = st.file, uint32(e.Position)
 		}
 	case *replication.MariadbGTIDEvent:
-		id := e.GTID
-		st.begin(h)
-		st.txMaria = &id
-		st.txGTID = mariaGTIDString(id)
+		st.mariaGTID(h, e.GTID)
 	case *replication.GTIDEvent:
 		st.begin(h)
 		if !bytes.Equal(e.SID, make([]byte, len(e.SID))) && e.GNO > 0 {
@@ -585,25 +597,13 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			st.txTime = t
 		}
 	case *replication.QueryEvent:
-		q := strings.TrimSpace(string(e.Query))
-		switch {
-		case strings.EqualFold(q, "BEGIN"):
-			if !st.inTx {
-				st.begin(h)
-			}
-			st.txThread = int64(e.SlaveProxyID)
-		case strings.EqualFold(q, "COMMIT"):
-			return st.commit(ctx, h)
-		default:
-			if err := st.ddl(ctx, h, string(e.Schema), q); err != nil {
-				return err
-			}
-			return st.commit(ctx, h)
-		}
+		return st.query(ctx, h, e)
 	case *replication.FormatDescriptionEvent:
 		if _, err := st.meta.Parse(ev.RawData); err != nil {
 			return fmt.Errorf("binlog format description at %s:%d: %w", st.file, h.LogPos, err)
 		}
+		st.fde = e
+		st.checksum = e.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
 	case *replication.TableMapEvent:
 		t, err := st.resolve(ctx, e, ev.RawData, h)
 		if err != nil {
@@ -631,6 +631,32 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		}
 	}
 	return nil
+}
+
+// mariaGTID starts the transaction of a MariaDB GTID event.
+func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID) {
+	st.begin(h)
+	st.txMaria = &id
+	st.txGTID = mariaGTIDString(id)
+}
+
+// query handles a query event: BEGIN, COMMIT, or a statement (DDL).
+func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
+	q := strings.TrimSpace(bytesString(e.Query))
+	switch {
+	case strings.EqualFold(q, "BEGIN"):
+		if !st.inTx {
+			st.begin(h)
+		}
+		st.txThread = int64(e.SlaveProxyID)
+		return nil
+	case strings.EqualFold(q, "COMMIT"):
+		return st.commit(ctx, h)
+	}
+	if err := st.ddl(ctx, h, string(e.Schema), strings.Clone(q)); err != nil {
+		return err
+	}
+	return st.commit(ctx, h)
 }
 
 // begin starts a transaction at the event with header h.
@@ -933,6 +959,7 @@ func (st *streamer) txOrder(t *table) *connect.Transaction {
 // are recorded at this point of the binlog.
 func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema, query string) error {
 	clear(st.tables)
+	clear(st.maps)
 	s := st.src
 	if s.hist == nil {
 		return nil
