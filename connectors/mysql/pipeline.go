@@ -48,13 +48,13 @@ type change struct {
 	// Or, when spec is set, the images as the binlog has them
 	// (rowsdec.go): before for updates and deletes, after for inserts and
 	// updates.
-	spec               *rowSpec
+	spec                *rowSpec
 	rawBefore, rawAfter rowImage
-	si            srcInfo
-	now           time.Time // when the streamer handled the row event
-	tx            *connect.Transaction
-	txNext        *connect.Transaction // a key change's create
-	pos           connect.Position     // set on the change's last record
+	si                  srcInfo
+	now                 time.Time // when the streamer handled the row event
+	tx                  *connect.Transaction
+	txNext              *connect.Transaction // a key change's create
+	pos                 connect.Position     // set on the change's last record
 }
 
 // encJob is one batch on its way through the stage.
