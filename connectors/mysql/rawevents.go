@@ -96,7 +96,6 @@ func (st *streamer) handleRaw(ctx context.Context, ev *replication.BinlogEvent) 
 		return st.rawRows(ctx, ev)
 	}
 	if isRowsEvent(h.EventType) {
-		st.src.rowsParsed.Add(1)
 		return st.parsed(ctx, ev)
 	}
 	return nil // not acted on
@@ -170,7 +169,6 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 	if m == nil {
 		// A table whose rows go-mysql's parser decodes (or no table map
 		// seen: it reports that).
-		st.src.rowsParsed.Add(1)
 		return st.parsed(ctx, ev)
 	}
 	t := m.t
@@ -213,14 +211,12 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 	now := time.Now()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread}
-	// One allocation for the event's changes.
 	step := 1
 	if e.kind == rowsUpdate {
 		step = 2
 	}
-	chs := make([]change, len(imgs)/step)
-	for i := range chs {
-		c := &chs[i]
+	for i := range len(imgs) / step {
+		c := st.newChange()
 		si.row = i
 		*c = change{t: t, spec: m.spec, si: si, now: now}
 		switch e.kind {
@@ -283,4 +279,18 @@ func (st *streamer) rawRow(dst connect.Row, t *table, spec *rowSpec, img rowImag
 		row[i].Value = v
 	}
 	return row
+}
+
+// changeSlab is how many changes newChange allocates at once.
+const changeSlab = 64 // 64 changes stay below the 32 KiB of a small allocation
+
+// newChange returns a zero change from a slab shared with the next ones:
+// one allocation for many small transactions' changes. A slab lives
+// until the last of its changes is encoded.
+func (st *streamer) newChange() *change {
+	if len(st.slab) == cap(st.slab) {
+		st.slab = make([]change, 0, changeSlab)
+	}
+	st.slab = st.slab[:len(st.slab)+1]
+	return &st.slab[len(st.slab)-1]
 }

@@ -244,19 +244,6 @@ func newRowSpec(types []byte, meta []uint16) *rowSpec {
 	return s
 }
 
-// sameSpec reports whether s was made from these types and metadata.
-func (s *rowSpec) sameSpec(types []byte, meta []uint16) bool {
-	if len(s.cols) != len(types) || len(meta) < len(types) {
-		return false
-	}
-	for i, c := range s.cols {
-		if c.meta != meta[i] || (c.tp != types[i] && types[i] != mysql.MYSQL_TYPE_STRING) {
-			return false
-		}
-	}
-	return true
-}
-
 // rowImage is one row image of a rows event, still encoded.
 type rowImage struct {
 	data    []byte // null bitmap, then the values

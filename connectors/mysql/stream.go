@@ -58,6 +58,7 @@ type streamer struct {
 	// decodes the rows of itself (rawevents.go); cleared with tables.
 	maps map[uint64]*tableMapEntry
 	imgs []rowImage // scratch for the images of a rows event
+	slab []change   // newChange's
 
 	// The incremental snapshot (incremental.go).
 	inc        *incState // in progress; nil for none
@@ -67,8 +68,9 @@ type streamer struct {
 
 	// The transaction being received.
 	inTx       bool
-	txGTID     string // "0-1-42" or "uuid:42"; "" without GTIDs
-	txMaria    *mysql.MariadbGTID
+	txGTID     string            // "0-1-42" or "uuid:42"; "" without GTIDs
+	txMaria    mysql.MariadbGTID // valid when hasMaria
+	hasMaria   bool
 	txSID      []byte
 	txGNO      int64
 	txStart    uint32 // where the transaction starts in file
@@ -394,7 +396,8 @@ func (h *eventHandler) HandleEvent(ev *replication.BinlogEvent) error {
 		err = st.incremental(h.ctx)
 	}
 	if err != nil {
-		h.err.Store(&err)
+		stored := err // only an error escapes, not every event's err
+		h.err.Store(&stored)
 	}
 	return err
 }
@@ -562,7 +565,9 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	}
 	batch := st.pending[:n:n]
 	rest := st.pending[n:]
-	st.pending = append(make([]item, 0, max(len(rest), 64)), rest...)
+	// The next batch is likely as large as this one: room for it spares
+	// growing pending step by step.
+	st.pending = append(make([]item, 0, max(len(rest)+n/8, n+n/4, 64)), rest...)
 	st.txMark = max(0, st.txMark-n)
 	if len(batch) <= smallBatch && st.stage.inflight.Load() == 0 {
 		// Nothing in the stage to overtake: encode here, sparing a small
@@ -611,6 +616,8 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		}
 		st.tables[e.TableID] = t
 	case *replication.RowsEvent:
+		// Decoded by go-mysql's parser (rawevents.go says when).
+		st.src.rowsParsed.Add(1)
 		return st.rows(ctx, e, h)
 	case *replication.XIDEvent:
 		return st.commit(ctx, h)
@@ -636,7 +643,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 // mariaGTID starts the transaction of a MariaDB GTID event.
 func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID) {
 	st.begin(h)
-	st.txMaria = &id
+	st.txMaria, st.hasMaria = id, true
 	st.txGTID = mariaGTIDString(id)
 }
 
@@ -662,7 +669,7 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 // begin starts a transaction at the event with header h.
 func (st *streamer) begin(h *replication.EventHeader) {
 	st.inTx = true
-	st.txGTID, st.txMaria, st.txSID, st.txGNO, st.txThread = "", nil, nil, 0, 0
+	st.txGTID, st.hasMaria, st.txSID, st.txGNO, st.txThread = "", false, nil, 0, 0
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
@@ -676,8 +683,8 @@ func (st *streamer) begin(h *replication.EventHeader) {
 func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) error {
 	if st.gtids != nil {
 		switch {
-		case st.txMaria != nil:
-			st.gtids.addMaria(*st.txMaria)
+		case st.hasMaria:
+			st.gtids.addMaria(st.txMaria)
 		case st.txSID != nil:
 			if err := st.gtids.addMySQL(st.txSID, st.txGNO); err != nil {
 				return err
