@@ -88,6 +88,22 @@ func (st *streamer) handleRaw(ctx context.Context, ev *replication.BinlogEvent) 
 		return st.tableMap(ctx, ev)
 	case replication.HEARTBEAT_EVENT, replication.HEARTBEAT_LOG_EVENT_V2:
 		return st.idle(ctx)
+	case replication.MARIADB_ANNOTATE_ROWS_EVENT, replication.ROWS_QUERY_EVENT:
+		if !st.src.set.includeQuery {
+			return nil
+		}
+		body, err := st.body(ev.RawData)
+		if err != nil {
+			return err
+		}
+		if h.EventType == replication.ROWS_QUERY_EVENT && len(body) > 0 {
+			body = body[1:] // a length byte, which overflows for long statements
+		}
+		if !st.inTx {
+			st.begin(h)
+		}
+		st.txQuery = string(body)
+		return nil
 	case replication.GTID_EVENT, replication.ANONYMOUS_GTID_EVENT, replication.TRANSACTION_PAYLOAD_EVENT,
 		replication.MARIADB_QUERY_COMPRESSED_EVENT:
 		return st.parsed(ctx, ev)
@@ -210,7 +226,7 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 	}
 	now := time.Now()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
-		file: st.file, pos: st.txStart, thread: st.txThread}
+		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
 	step := 1
 	if e.kind == rowsUpdate {
 		step = 2

@@ -77,6 +77,7 @@ type streamer struct {
 	txServerID uint32
 	txTime     time.Time
 	txThread   int64
+	txQuery    string // the statement of the rows events that follow (include.query)
 	txBegun    bool // the transaction's BEGIN record was emitted
 	txMark     int  // where the transaction's records start in pending
 	total      int64
@@ -159,6 +160,10 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		RawModeEnabled: true,
 		DiscardGTIDSet: true,
 		TLSConfig:      tlsCfg,
+	}
+	if s.set.includeQuery && s.srv.flavor == flavorMariaDB {
+		// MariaDB sends its Annotate_rows events only when asked.
+		cfg.DumpCommandFlag |= replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT
 	}
 	if s.set.heartbeat > 0 {
 		cfg.HeartbeatPeriod = s.set.heartbeat
@@ -621,6 +626,14 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		return st.rows(ctx, e, h)
 	case *replication.XIDEvent:
 		return st.commit(ctx, h)
+	case *replication.RowsQueryEvent:
+		if st.src.set.includeQuery {
+			st.txQuery = string(e.Query)
+		}
+	case *replication.MariadbAnnotateRowsEvent:
+		if st.src.set.includeQuery {
+			st.txQuery = string(e.Query)
+		}
 	case *replication.TransactionPayloadEvent:
 		// MySQL's binlog transaction compression: the transaction's events
 		// travel inside one payload.
@@ -669,7 +682,7 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 // begin starts a transaction at the event with header h.
 func (st *streamer) begin(h *replication.EventHeader) {
 	st.inTx = true
-	st.txGTID, st.hasMaria, st.txSID, st.txGNO, st.txThread = "", false, nil, 0, 0
+	st.txGTID, st.hasMaria, st.txSID, st.txGNO, st.txThread, st.txQuery = "", false, nil, 0, 0, ""
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
@@ -857,7 +870,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	}
 	now := time.Now()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
-		file: st.file, pos: st.txStart, thread: st.txThread}
+		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
 	check := func(vals []any) error {
 		if len(vals) != len(t.def.Columns) {
 			return fmt.Errorf("table %s: a row has %d values, the table %d columns", t.def.ref(), len(vals), len(t.def.Columns))
