@@ -78,8 +78,8 @@ type streamer struct {
 	txTime     time.Time
 	txThread   int64
 	txQuery    string // the statement of the rows events that follow (include.query)
-	txBegun    bool // the transaction's BEGIN record was emitted
-	txMark     int  // where the transaction's records start in pending
+	txBegun    bool   // the transaction's BEGIN record was emitted
+	txMark     int    // where the transaction's records start in pending
 	total      int64
 	counts     []txCount
 
