@@ -135,8 +135,8 @@ func parseRowsEvent(tp replication.EventType, body []byte, tableIDSize int) (row
 		}
 		pos += n
 	}
-	cols, _, n := mysql.LengthEncodedInt(body[pos:])
-	if n == 0 || pos+n > len(body) || cols > maxRowsColumns {
+	cols, n := lengthEncoded(body[pos:])
+	if n == 0 || cols > maxRowsColumns {
 		return e, fmt.Errorf("%w: column count", errRowsCorrupt)
 	}
 	pos += n
@@ -163,6 +163,30 @@ func parseRowsEvent(tp replication.EventType, body []byte, tableIDSize int) (row
 		e.rows = rows
 	}
 	return e, nil
+}
+
+// lengthEncoded reads a length-encoded integer; n is 0 when b is too
+// short or holds no integer (0xfb, 0xff).
+func lengthEncoded(b []byte) (v uint64, n int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	switch b[0] {
+	case 0xfb, 0xff:
+		return 0, 0
+	case 0xfc:
+		n = 3
+	case 0xfd:
+		n = 4
+	case 0xfe:
+		n = 9
+	default:
+		return uint64(b[0]), 1
+	}
+	if len(b) < n {
+		return 0, 0
+	}
+	return leUint(b[1:n]), n
 }
 
 // inflateMariaDB decompresses MariaDB's compressed event data: one byte
@@ -310,12 +334,18 @@ func (s *rowSpec) images(dst []rowImage, e *rowsEvent) ([]rowImage, error) {
 		dst = append(dst, img)
 		data = data[n:]
 		if e.kind == rowsUpdate {
-			img, n, err := s.nextImage(data, e.present2)
+			img, m, err := s.nextImage(data, e.present2)
 			if err != nil {
 				return dst, err
 			}
 			dst = append(dst, img)
-			data = data[n:]
+			data = data[m:]
+			n += m
+		}
+		if n == 0 {
+			// No column present: an empty row, which the server does
+			// not write, and which would repeat forever.
+			return dst, fmt.Errorf("%w: a row of no bytes", errRowsCorrupt)
 		}
 	}
 	return dst, nil

@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -422,4 +423,18 @@ func fuzzDef(spec *rowSpec) *tableDef {
 		def.Columns = append(def.Columns, col)
 	}
 	return def
+}
+
+// TestRowsDecode_EmptyRow: rows of no bytes (no column present) are
+// corrupt, not an endless run of empty images.
+func TestRowsDecode_EmptyRow(t *testing.T) {
+	spec := newRowSpec([]byte{gomysql.MYSQL_TYPE_LONG}, []uint16{0})
+	body := []byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0xaa}
+	e, err := parseRowsEvent(replication.WRITE_ROWS_EVENTv1, body, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.images(nil, &e); !errors.Is(err, errRowsCorrupt) {
+		t.Errorf("images: %v, want errRowsCorrupt", err)
+	}
 }
