@@ -438,3 +438,33 @@ func TestRowsDecode_EmptyRow(t *testing.T) {
 		t.Errorf("images: %v, want errRowsCorrupt", err)
 	}
 }
+
+// TestRowsDecode_ZeroInDate: a DATETIME with a zero month or day (allowed
+// without NO_ZERO_IN_DATE) keeps its parts, and maps to null as zero
+// dates do (go-mysql turned 2024-00-15 into 2023-12-15).
+func TestRowsDecode_ZeroInDate(t *testing.T) {
+	pack := func(y, mo, d, h, mi, s int64) []byte {
+		v := uint64(((y*13+mo)<<5|d)<<17|(h<<12|mi<<6|s)) + 0x8000000000
+		return []byte{byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+	}
+	c := colSpec{tp: gomysql.MYSQL_TYPE_DATETIME2}
+	col := &column{Name: "dt", Type: gomysql.MYSQL_TYPE_DATETIME2}
+	for _, tc := range []struct {
+		b      []byte
+		text   string
+		mapped any
+	}{
+		{pack(2024, 0, 15, 1, 2, 3), "2024-00-15 01:02:03", nil},
+		{pack(2024, 3, 0, 0, 0, 0), "2024-03-00 00:00:00", nil},
+		{pack(2024, 3, 1, 0, 0, 1), "2024-03-01 00:00:01", int64(1709251201000)},
+	} {
+		v, n, err := c.binlogValue(tc.b)
+		if err != nil || n != 5 || v != tc.text {
+			t.Errorf("binlogValue: %v %d %v, want %q", v, n, err, tc.text)
+		}
+		got, err := (&mapper{}).fromRaw(col, &c, tc.b)
+		if err != nil || got != tc.mapped {
+			t.Errorf("%s: mapped %#v (%v), want %#v", tc.text, got, err, tc.mapped)
+		}
+	}
+}
