@@ -196,6 +196,15 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 			a.after = st.rawRow(a.after, c.t, c.spec, c.rawAfter)
 			after = a.after
 		}
+		if c.op == connect.OpUpdate {
+			// A partial after image (binlog_row_image other than FULL)
+			// may lack the key, which did not change then.
+			for _, k := range c.t.def.Key {
+				if k < len(c.spec.cols) && !bitSet(c.rawAfter.present, k) {
+					after[k].Value = before[k].Value
+				}
+			}
+		}
 	} else if c.before != nil {
 		a.before = st.row(a.before, c.t, c.before)
 		before = a.before
