@@ -11,7 +11,8 @@
 //     connections) are written into a binlog file of their own first; then
 //     the same binlog is read by go-mysql's BinlogSyncer in raw mode (no
 //     event parsing: the limit), by mariadb-binlog --read-from-remote-server
-//     --raw, by the BinlogSyncer parsing events (what the source builds on),
+//     --raw, by the BinlogSyncer parsing events (go-mysql's whole decoding, which
+//     the source no longer uses: it reads raw events and decodes them itself),
 //     and by the source through Read and Ack, as the worker would, without
 //     a log. It reports changes/s of each and the source's CPU-seconds per
 //     million changes.

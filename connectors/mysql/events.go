@@ -25,13 +25,17 @@ type srcInfo struct {
 	pos      uint32 // where the transaction (or the snapshot) starts
 	row      int    // the row's index in its rows event
 	thread   int64  // the thread that made the change, 0 when unknown
+	query    string // the statement (include.query), "" when none
 }
 
 // source returns the source block of an event of t.
 func (e *encoder) source(t *table, si *srcInfo) connect.SourceInfo {
-	var gtid, thread any
+	var gtid, thread, query any
 	if si.gtid != "" {
 		gtid = si.gtid
+	}
+	if si.query != "" {
+		query = si.query
 	}
 	if si.thread != 0 {
 		thread = si.thread
@@ -50,7 +54,7 @@ func (e *encoder) source(t *table, si *srcInfo) connect.SourceInfo {
 			{Name: "pos", Value: int64(si.pos)},
 			{Name: "row", Value: int64(si.row)},
 			{Name: "thread", Value: thread},
-			{Name: "query", Value: nil},
+			{Name: "query", Value: query},
 		},
 	}
 	s.SetTime(si.ts)
@@ -69,6 +73,7 @@ type sourceBox struct {
 	serverID, pos     uint32
 	row               int
 	thread            int64
+	query             string
 }
 
 // sourceIn is source, building the block in sb. The block is valid until
@@ -76,7 +81,7 @@ type sourceBox struct {
 func (e *encoder) sourceIn(sb *sourceBox, t *table, si *srcInfo) connect.SourceInfo {
 	if sb.extra == nil {
 		s := e.source(t, si)
-		*sb = sourceBox{extra: s.Extra, table: t.def.Name, file: si.file, gtid: si.gtid, serverID: si.serverID, pos: si.pos, row: si.row, thread: si.thread}
+		*sb = sourceBox{extra: s.Extra, table: t.def.Name, file: si.file, gtid: si.gtid, serverID: si.serverID, pos: si.pos, row: si.row, thread: si.thread, query: si.query}
 		return s
 	}
 	x := sb.extra // the field order of source
@@ -105,6 +110,12 @@ func (e *encoder) sourceIn(sb *sourceBox, t *table, si *srcInfo) connect.SourceI
 		sb.thread, x[6].Value = si.thread, nil
 		if si.thread != 0 {
 			x[6].Value = si.thread
+		}
+	}
+	if sb.query != si.query {
+		sb.query, x[7].Value = si.query, nil
+		if si.query != "" {
+			x[7].Value = si.query
 		}
 	}
 	s := connect.SourceInfo{

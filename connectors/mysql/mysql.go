@@ -77,6 +77,8 @@ func spec() connect.Spec {
 			Description: "Follow each delete event with a tombstone (same key, null value), so compaction removes the row."},
 		{Name: "schemas", Type: connect.TypeBool, Default: "false",
 			Description: "Embed Kafka Connect schemas in keys and values ({\"schema\":…,\"payload\":…}), as JsonConverter's schemas.enable does."},
+		{Name: "include.query", Type: connect.TypeBool, Default: "false",
+			Description: "Write the statement that made each change into source.query, as Debezium's include.query: from the binlog's Rows_query events (MySQL: binlog_rows_query_log_events=ON) or Annotate_rows events (MariaDB: binlog_annotate_row_events=ON, the default); null when the server did not log it."},
 		{Name: "provide.transaction.metadata", Type: connect.TypeBool, Default: "false",
 			Description: "Fill the transaction block of every event and write BEGIN and END records to <prefix>.transaction."},
 		{Name: "state.dir", Type: connect.TypeString,
@@ -109,6 +111,7 @@ type settings struct {
 	tombstones   bool
 	schemas      bool
 	txMetadata   bool
+	includeQuery bool
 	stateDir     string
 	workers      int
 	chunkSize    int
@@ -179,6 +182,8 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.schemas, err = cfg.Bool("schemas")
 	add(err)
 	s.txMetadata, err = cfg.Bool("provide.transaction.metadata")
+	add(err)
+	s.includeQuery, err = cfg.Bool("include.query")
 	add(err)
 	s.stateDir, err = cfg.String("state.dir")
 	add(err)

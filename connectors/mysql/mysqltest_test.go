@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -61,6 +62,10 @@ func TestMain(m *testing.M) {
 func runTests(m *testing.M) int {
 	if os.Getenv(E2EChildEnv) != "" {
 		return m.Run() // a worker process of the end-to-end test: it needs no server of its own
+	}
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		serverErr = errors.New("a fuzzing worker process starts no server")
+		return m.Run() // go test -fuzz's worker: it runs the fuzz target only
 	}
 	var err error
 	root, err = os.MkdirTemp("", "tributary-mysqltest-")

@@ -45,11 +45,16 @@ type change struct {
 	op            connect.Op // OpCreate, OpUpdate, OpDelete
 	keyChange     bool       // an update that changed the key
 	before, after []any      // go-mysql's values; nil when absent
-	si            srcInfo
-	now           time.Time // when the streamer handled the row event
-	tx            *connect.Transaction
-	txNext        *connect.Transaction // a key change's create
-	pos           connect.Position     // set on the change's last record
+	// Or, when spec is set, the images as the binlog has them
+	// (rowsdec.go): before for updates and deletes, after for inserts and
+	// updates.
+	spec                *rowSpec
+	rawBefore, rawAfter rowImage
+	si                  srcInfo
+	now                 time.Time // when the streamer handled the row event
+	tx                  *connect.Transaction
+	txNext              *connect.Transaction // a key change's create
+	pos                 connect.Position     // set on the change's last record
 }
 
 // encJob is one batch on its way through the stage.
@@ -182,7 +187,25 @@ func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, err
 // encodeChange appends the records of one change.
 func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([]connect.Record, error) {
 	var before, after connect.Row
-	if c.before != nil {
+	if c.spec != nil {
+		if c.op != connect.OpCreate {
+			a.before = st.rawRow(a.before, c.t, c.spec, c.rawBefore)
+			before = a.before
+		}
+		if c.op != connect.OpDelete {
+			a.after = st.rawRow(a.after, c.t, c.spec, c.rawAfter)
+			after = a.after
+		}
+		if c.op == connect.OpUpdate {
+			// A partial after image (binlog_row_image other than FULL)
+			// may lack the key, which did not change then.
+			for _, k := range c.t.def.Key {
+				if k < len(c.spec.cols) && !bitSet(c.rawAfter.present, k) {
+					after[k].Value = before[k].Value
+				}
+			}
+		}
+	} else if c.before != nil {
 		a.before = st.row(a.before, c.t, c.before)
 		before = a.before
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,9 @@ type Source struct {
 	report connect.Report
 
 	acked atomic.Pointer[position] // the last acknowledged streaming position
+	// Rows events decoded by the connector, and by go-mysql's parser
+	// (rawevents.go); reported as gauges.
+	rowsDecoded, rowsParsed atomic.Int64
 
 	signals chan signalReq // ExecuteSnapshot and the like to the streamer
 }
@@ -450,6 +454,12 @@ func (s *Source) Report() connect.Report {
 	defer s.mu.Unlock()
 	r := s.report
 	r.Progress = slices.Clone(r.Progress)
+	r.Gauges = maps.Clone(r.Gauges)
+	if r.Gauges == nil {
+		r.Gauges = map[string]float64{}
+	}
+	r.Gauges["binlog_rows_events_decoded"] = float64(s.rowsDecoded.Load())
+	r.Gauges["binlog_rows_events_parsed_by_go_mysql"] = float64(s.rowsParsed.Load())
 	return r
 }
 

@@ -50,6 +50,15 @@ type streamer struct {
 	// meta decodes table maps with their optional metadata, which the
 	// binlog client skips; it follows the format description events.
 	meta *replication.BinlogParser
+	// The format description in force: whether events end with a
+	// checksum, and the post-header lengths.
+	fde      *replication.FormatDescriptionEvent
+	checksum bool
+	// maps holds the last table map of each table id that the connector
+	// decodes the rows of itself (rawevents.go); cleared with tables.
+	maps map[uint64]*tableMapEntry
+	imgs []rowImage // scratch for the images of a rows event
+	slab []change   // newChange's
 
 	// The incremental snapshot (incremental.go).
 	inc        *incState // in progress; nil for none
@@ -59,16 +68,18 @@ type streamer struct {
 
 	// The transaction being received.
 	inTx       bool
-	txGTID     string // "0-1-42" or "uuid:42"; "" without GTIDs
-	txMaria    *mysql.MariadbGTID
+	txGTID     string            // "0-1-42" or "uuid:42"; "" without GTIDs
+	txMaria    mysql.MariadbGTID // valid when hasMaria
+	hasMaria   bool
 	txSID      []byte
 	txGNO      int64
 	txStart    uint32 // where the transaction starts in file
 	txServerID uint32
 	txTime     time.Time
 	txThread   int64
-	txBegun    bool // the transaction's BEGIN record was emitted
-	txMark     int  // where the transaction's records start in pending
+	txQuery    string // the statement of the rows events that follow (include.query)
+	txBegun    bool   // the transaction's BEGIN record was emitted
+	txMark     int    // where the transaction's records start in pending
 	total      int64
 	counts     []txCount
 
@@ -86,7 +97,7 @@ type streamer struct {
 }
 
 func newStreamer(s *Source, enc *encoder) *streamer {
-	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, warned: map[string]bool{}}
+	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, maps: map[uint64]*tableMapEntry{}, warned: map[string]bool{}}
 	st.file = s.plan.start.File
 	if s.plan.gtids != nil {
 		st.gtids = s.plan.gtids.clone()
@@ -98,6 +109,10 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 	st.inc = s.plan.inc.clone()
 	st.meta = replication.NewBinlogParser()
 	st.meta.SetFlavor(s.srv.flavor)
+	// The forms rowsdec.go decodes too, for the events go-mysql parses.
+	st.meta.SetTimestampStringLocation(time.UTC)
+	st.meta.SetParseTime(false)
+	st.meta.SetUseDecimal(false)
 	return st
 }
 
@@ -140,9 +155,15 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		DisableRetrySync:        true,
 		Logger:                  slog.New(demoted{s.log.Handler()}),
 		EventCacheCount:         4096,
-		// Decoded by resolve, only when needed (see there).
-		TableMapOptionalMetaDecodeFunc: func([]byte) error { return nil },
-		TLSConfig:                      tlsCfg,
+		// Events are decoded by the connector (rawevents.go); the GTID
+		// set is tracked by the connector too.
+		RawModeEnabled: true,
+		DiscardGTIDSet: true,
+		TLSConfig:      tlsCfg,
+	}
+	if s.set.includeQuery && s.srv.flavor == flavorMariaDB {
+		// MariaDB sends its Annotate_rows events only when asked.
+		cfg.DumpCommandFlag |= replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT
 	}
 	if s.set.heartbeat > 0 {
 		cfg.HeartbeatPeriod = s.set.heartbeat
@@ -375,12 +396,13 @@ func (h *eventHandler) HandleEvent(ev *replication.BinlogEvent) error {
 	defer st.mu.Unlock()
 	h.connected()
 	st.events++
-	err := st.handle(h.ctx, ev)
+	err := st.handleRaw(h.ctx, ev)
 	if err == nil && (st.inc != nil || st.incChanged || len(st.src.signals) > 0) {
 		err = st.incremental(h.ctx)
 	}
 	if err != nil {
-		h.err.Store(&err)
+		stored := err // only an error escapes, not every event's err
+		h.err.Store(&stored)
 	}
 	return err
 }
@@ -403,6 +425,7 @@ func (st *streamer) abandonTx() {
 	}
 	st.file = st.last.File
 	clear(st.tables)
+	clear(st.maps)
 }
 
 // backoff is exponential backoff with jitter: waits in [d/2, d], d
@@ -547,7 +570,9 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	}
 	batch := st.pending[:n:n]
 	rest := st.pending[n:]
-	st.pending = append(make([]item, 0, max(len(rest), 64)), rest...)
+	// The next batch is likely as large as this one: room for it spares
+	// growing pending step by step.
+	st.pending = append(make([]item, 0, max(len(rest)+n/8, n+n/4, 64)), rest...)
 	st.txMark = max(0, st.txMark-n)
 	if len(batch) <= smallBatch && st.stage.inflight.Load() == 0 {
 		// Nothing in the stage to overtake: encode here, sparing a small
@@ -571,10 +596,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			st.last.File, st.last.Pos = st.file, uint32(e.Position)
 		}
 	case *replication.MariadbGTIDEvent:
-		id := e.GTID
-		st.begin(h)
-		st.txMaria = &id
-		st.txGTID = mariaGTIDString(id)
+		st.mariaGTID(h, e.GTID)
 	case *replication.GTIDEvent:
 		st.begin(h)
 		if !bytes.Equal(e.SID, make([]byte, len(e.SID))) && e.GNO > 0 {
@@ -585,25 +607,13 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			st.txTime = t
 		}
 	case *replication.QueryEvent:
-		q := strings.TrimSpace(string(e.Query))
-		switch {
-		case strings.EqualFold(q, "BEGIN"):
-			if !st.inTx {
-				st.begin(h)
-			}
-			st.txThread = int64(e.SlaveProxyID)
-		case strings.EqualFold(q, "COMMIT"):
-			return st.commit(ctx, h)
-		default:
-			if err := st.ddl(ctx, h, string(e.Schema), q); err != nil {
-				return err
-			}
-			return st.commit(ctx, h)
-		}
+		return st.query(ctx, h, e)
 	case *replication.FormatDescriptionEvent:
 		if _, err := st.meta.Parse(ev.RawData); err != nil {
 			return fmt.Errorf("binlog format description at %s:%d: %w", st.file, h.LogPos, err)
 		}
+		st.fde = e
+		st.checksum = e.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
 	case *replication.TableMapEvent:
 		t, err := st.resolve(ctx, e, ev.RawData, h)
 		if err != nil {
@@ -611,9 +621,19 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		}
 		st.tables[e.TableID] = t
 	case *replication.RowsEvent:
+		// Decoded by go-mysql's parser (rawevents.go says when).
+		st.src.rowsParsed.Add(1)
 		return st.rows(ctx, e, h)
 	case *replication.XIDEvent:
 		return st.commit(ctx, h)
+	case *replication.RowsQueryEvent:
+		if st.src.set.includeQuery {
+			st.txQuery = string(e.Query)
+		}
+	case *replication.MariadbAnnotateRowsEvent:
+		if st.src.set.includeQuery {
+			st.txQuery = string(e.Query)
+		}
 	case *replication.TransactionPayloadEvent:
 		// MySQL's binlog transaction compression: the transaction's events
 		// travel inside one payload.
@@ -633,10 +653,36 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 	return nil
 }
 
+// mariaGTID starts the transaction of a MariaDB GTID event.
+func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID) {
+	st.begin(h)
+	st.txMaria, st.hasMaria = id, true
+	st.txGTID = mariaGTIDString(id)
+}
+
+// query handles a query event: BEGIN, COMMIT, or a statement (DDL).
+func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
+	q := strings.TrimSpace(bytesString(e.Query))
+	switch {
+	case strings.EqualFold(q, "BEGIN"):
+		if !st.inTx {
+			st.begin(h)
+		}
+		st.txThread = int64(e.SlaveProxyID)
+		return nil
+	case strings.EqualFold(q, "COMMIT"):
+		return st.commit(ctx, h)
+	}
+	if err := st.ddl(ctx, h, string(e.Schema), strings.Clone(q)); err != nil {
+		return err
+	}
+	return st.commit(ctx, h)
+}
+
 // begin starts a transaction at the event with header h.
 func (st *streamer) begin(h *replication.EventHeader) {
 	st.inTx = true
-	st.txGTID, st.txMaria, st.txSID, st.txGNO, st.txThread = "", nil, nil, 0, 0
+	st.txGTID, st.hasMaria, st.txSID, st.txGNO, st.txThread, st.txQuery = "", false, nil, 0, 0, ""
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
@@ -650,8 +696,8 @@ func (st *streamer) begin(h *replication.EventHeader) {
 func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) error {
 	if st.gtids != nil {
 		switch {
-		case st.txMaria != nil:
-			st.gtids.addMaria(*st.txMaria)
+		case st.hasMaria:
+			st.gtids.addMaria(st.txMaria)
 		case st.txSID != nil:
 			if err := st.gtids.addMySQL(st.txSID, st.txGNO); err != nil {
 				return err
@@ -824,7 +870,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	}
 	now := time.Now()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
-		file: st.file, pos: st.txStart, thread: st.txThread}
+		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
 	check := func(vals []any) error {
 		if len(vals) != len(t.def.Columns) {
 			return fmt.Errorf("table %s: a row has %d values, the table %d columns", t.def.ref(), len(vals), len(t.def.Columns))
@@ -933,6 +979,7 @@ func (st *streamer) txOrder(t *table) *connect.Transaction {
 // are recorded at this point of the binlog.
 func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema, query string) error {
 	clear(st.tables)
+	clear(st.maps)
 	s := st.src
 	if s.hist == nil {
 		return nil

@@ -604,3 +604,35 @@ func decodeCharset(cs string, raw []byte) (string, error) {
 	}
 	return string(out), nil
 }
+
+// fromRaw maps a value as the binlog has it (v holds exactly its bytes;
+// s is its column's binlog form): integers and UTF-8 strings straight,
+// everything else through go-mysql's form (colSpec.binlogValue) and
+// fromBinlog, so that both decodings map alike.
+func (m *mapper) fromRaw(c *column, s *colSpec, v []byte) (any, error) {
+	if c.MariaType == "" && c.Type == s.tp {
+		switch s.tp {
+		case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+			u := leUint(v)
+			if c.Unsigned {
+				if s.tp == mysql.MYSQL_TYPE_LONGLONG {
+					return m.unsigned64(u), nil
+				}
+				return int64(u), nil
+			}
+			shift := 64 - 8*uint(len(v))
+			return int64(u<<shift) >> shift, nil
+		case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING:
+			if !c.isBinary() && isUTF8(c.Charset) {
+				if b := s.stringBytes(v); utf8.Valid(b) {
+					return bytesString(b), nil
+				}
+			}
+		}
+	}
+	x, _, err := s.binlogValue(v)
+	if err != nil {
+		return nil, err
+	}
+	return m.fromBinlog(c, x)
+}

@@ -42,6 +42,10 @@ func TestTypes_StreamAndSnapshotAgree(t *testing.T) {
 	if got := evs[1].Ev.After.String(); got != `{"id":"1","ti":null,"tu":null,"si":null,"mi":null,"ii":null,"big":null,"dc":null,"f":null,"dbl":null,"b1":null,"b":null,"d":null,"tm":null,"dt":null,"dt0":null,"ts":null,"y":null,"c":null,"vc":null,"u8":null,"tx":null,"bl":null,"bn":null,"vb":null,"e":null,"s":null,"j":null,"g":null}` {
 		t.Errorf("zero dates: %s", got)
 	}
+	// The rows events were decoded by the connector, none by go-mysql.
+	if g := s.Report().Gauges; g["binlog_rows_events_decoded"] < 2 || g["binlog_rows_events_parsed_by_go_mysql"] != 0 {
+		t.Errorf("rows events decoded %v, parsed by go-mysql %v; want 2 and 0", g["binlog_rows_events_decoded"], g["binlog_rows_events_parsed_by_go_mysql"])
+	}
 	s.Close(context.Background())
 
 	streamed := map[string]string{}
