@@ -2,7 +2,9 @@ package rest
 
 import (
 	"encoding/json"
+	"log/slog"
 	"maps"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,5 +158,23 @@ func TestREST_UnknownRoutesAnswerJSON(t *testing.T) {
 		if code != c.code || json.Unmarshal([]byte(body), &e) != nil || e.ErrorCode != c.code || e.Message == "" {
 			t.Errorf("%s %s = %d %q, want %d with a JSON error body", c.method, c.path, code, body, c.code)
 		}
+	}
+}
+
+func TestREST_RootReportsTheCommit(t *testing.T) {
+	_, w, logs := newTestServer(t)
+	s := New(w, nil, "v1.2.3", slog.New(slog.NewTextHandler(logs, nil)))
+	s.SetCommit("abc1234")
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	code, body := call(t, srv, "GET", "/", "")
+	if code != 200 || !strings.Contains(body, `"version":"v1.2.3"`) || !strings.Contains(body, `"commit":"abc1234"`) {
+		t.Fatalf("GET / = %d %s", code, body)
+	}
+	// Without the embedded log (the kafka backend) the log endpoints say
+	// what to use instead.
+	code, body = call(t, srv, "GET", "/topics", "")
+	if code != 404 || !strings.Contains(body, "embedded backend") || !strings.Contains(body, "kcat -b") {
+		t.Fatalf("GET /topics without a log = %d %s", code, body)
 	}
 }

@@ -694,9 +694,13 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 
 // Log endpoints (embedded backend only).
 
+// NoLogEndpoints is the message of the log endpoints of a worker that runs
+// another backend (the kafka backend): the CLI recognises it.
+const NoLogEndpoints = "this worker runs the kafka backend: topic, record and group commands through --server need a worker on the embedded backend; use Kafka's own tools against the brokers instead, e.g. kcat -b BROKERS -L"
+
 func (s *Server) needLog(w http.ResponseWriter) bool {
 	if s.log == nil {
-		writeJSON(w, 404, apiError{ErrorCode: 404, Message: "this worker's log backend has no topic endpoints; use the backend's own tools"})
+		writeJSON(w, 404, apiError{ErrorCode: 404, Message: NoLogEndpoints})
 		return false
 	}
 	return true
