@@ -71,6 +71,12 @@ func TestREST_Config_TransformsRoundTrip(t *testing.T) {
 	if got, _ := w.Spec("snk"); got.Errors.Retries != 3 || len(got.Transforms) != 3 {
 		t.Fatalf("after PATCH: %+v", got)
 	}
+	if code, body := call(t, srv, "PATCH", "/connectors/snk/config", `{"transforms.mask_fields.hash.key":"********"}`); code != 200 {
+		t.Fatalf("PATCH with the masked secret = %d %s", code, body)
+	}
+	if got, _ := w.Spec("snk"); got.Transforms[0].Config["hash.key"] != hashKey {
+		t.Fatalf("PATCH with the masked value replaced the secret: %+v", got.Transforms[0])
+	}
 	code, body = call(t, srv, "PATCH", "/connectors/snk/config", `{"transforms":"filter"}`)
 	if code != 200 || strings.Contains(body, "transforms.mask_fields") {
 		t.Fatalf("PATCH transforms = %d %s", code, body)

@@ -412,9 +412,12 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for k, v := range patch {
-		if v == nil {
+		switch {
+		case v == nil:
 			delete(cfg, k)
-		} else {
+		case *v == connect.Masked:
+			// a masked value sent back keeps the secret
+		default:
 			cfg[k] = *v
 		}
 	}
