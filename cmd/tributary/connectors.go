@@ -19,7 +19,9 @@ func newConnectorsCmd(a *app) *cobra.Command {
 		Use:   "connectors",
 		Short: "List and control the connectors of a running worker (REST API, --server)",
 	}
-	simple := func(use, short, method, suffix string) *cobra.Command {
+	// simple is a command that sends one request; done is what it prints
+	// after the name when the worker took it.
+	simple := func(use, short, done, method, suffix string) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " NAME", Short: short, Args: exactArgs("NAME"),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -27,7 +29,7 @@ func newConnectorsCmd(a *app) *cobra.Command {
 				if err := c.do(cmd.Context(), method, "/connectors/"+url.PathEscape(args[0])+suffix, nil, nil); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "%s: %s\n", args[0], strings.ToLower(short))
+				fmt.Fprintf(a.stdout, "%s: %s\n", args[0], done)
 				return nil
 			},
 		}
@@ -118,9 +120,9 @@ func newConnectorsCmd(a *app) *cobra.Command {
 				return printJSON(a, out)
 			},
 		},
-		simple("pause", "Paused", "PUT", "/pause"),
-		simple("resume", "Resumed", "PUT", "/resume"),
-		simple("stop", "Stopped", "PUT", "/stop"),
+		simple("pause", "Pause a connector: its task stays assigned but processes nothing", "paused", "PUT", "/pause"),
+		simple("resume", "Resume a paused or stopped connector", "resumed", "PUT", "/resume"),
+		simple("stop", "Stop a connector: its task shuts down and leaves its group (needed to change offsets)", "stopped", "PUT", "/stop"),
 		restart,
 		&cobra.Command{
 			Use: "offsets NAME", Short: "Show a connector's offsets (JSON)", Args: exactArgs("NAME"),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tributary-io/tributary/engine/rest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -216,6 +217,9 @@ func runConsume(cmd *cobra.Command, a *app, topic string, o consumeOptions) erro
 		return err
 	}
 	ctx := cmd.Context()
+	if err := checkGroupFree(ctx, c, o.group); err != nil {
+		return err
+	}
 	d, err := c.DescribeTopic(ctx, topic)
 	if err != nil {
 		return withHint(err, topic)
@@ -510,4 +514,34 @@ func (cs *consumer) fetchLoop(ctx context.Context, part int32, from, until int64
 			return
 		}
 	}
+}
+
+// groupMembers is implemented by clients that see a group's active members
+// (the REST client: a running worker's sinks and Kafka listener members).
+type groupMembers interface {
+	GroupMembers(ctx context.Context, group string) ([]rest.GroupMemberJSON, error)
+}
+
+// checkGroupFree refuses to consume as a group that has active members:
+// the worker's sink (or a Kafka consumer) and this command would overwrite
+// each other's offsets. Kafka refuses commits from outside an active group
+// too.
+func checkGroupFree(ctx context.Context, c consumeClient, group string) error {
+	gm, ok := c.(groupMembers)
+	if group == "" || !ok {
+		return nil
+	}
+	members, err := gm.GroupMembers(ctx, group)
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	m := members[0]
+	if m.Connector != "" {
+		return &hintError{err: tlog.ErrGroupNotEmpty, msg: fmt.Sprintf(
+			"consumer group %s belongs to the running sink connector %s (member %s); consume as another group (-g), or stop the connector first: tributary connectors stop %s, then PATCH /connectors/%s/offsets",
+			group, m.Connector, m.ConsumerID, m.Connector, m.Connector)}
+	}
+	return &hintError{err: tlog.ErrGroupNotEmpty, msg: fmt.Sprintf(
+		"consumer group %s has %d active member(s) (%s, client %s, host %s); consume as another group (-g), or stop those consumers first",
+		group, len(members), m.ConsumerID, m.ClientID, m.Host)}
 }

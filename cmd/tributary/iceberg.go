@@ -1,13 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/iceberg"
+	"github.com/tributary-io/tributary/pipelines"
 )
 
 // newIcebergCmd is table upkeep for an iceberg sink of a pipeline file: the
@@ -82,12 +87,48 @@ func newIcebergCmd(a *app) *cobra.Command {
 }
 
 // icebergSinkConfig finds an iceberg sink in a pipeline file and returns its
-// configuration with defaults.
+// configuration with defaults. Only the sink's settings matter here: an
+// environment variable that only other connectors of the file use need not
+// be set.
 func (a *app) icebergSinkConfig(c *cobra.Command, file, name string) (connect.Config, error) {
 	ps, cat, err := a.loadPipelines(c.Context(), file, nil)
 	if err != nil {
-		return connect.Config{}, err
+		unset := unsetVars(err)
+		if len(unset) == 0 {
+			return connect.Config{}, err
+		}
+		// Load again with a stand-in value for each unset variable, then
+		// refuse only when the sink itself uses one.
+		lookup := func(n string) (string, bool) {
+			if v, ok := os.LookupEnv(n); ok {
+				return v, true
+			}
+			if _, ok := unset[n]; ok {
+				return unsetStandIn(n), true
+			}
+			return "", false
+		}
+		var err2 error
+		if ps, cat, err2 = loadPipelinesEnv(file, lookup); err2 != nil {
+			return connect.Config{}, fmt.Errorf("%w\n(%s)", err, unsetNote(unset))
+		}
+		cfg, err2 := findIcebergSink(ps, cat, file, name)
+		if err2 != nil {
+			return cfg, err2
+		}
+		for _, k := range sortedKeys(cfg.Values) {
+			for n := range unset {
+				if strings.Contains(cfg.Values[k], unsetStandIn(n)) {
+					return connect.Config{}, fmt.Errorf("iceberg sink %s: %s uses environment variable %s, which is not set; set it", cfg.Connector, k, n)
+				}
+			}
+		}
+		return cfg, nil
 	}
+	return findIcebergSink(ps, cat, file, name)
+}
+
+func findIcebergSink(ps []*pipelines.Pipeline, cat catalog, file, name string) (connect.Config, error) {
 	conn, err := cat.connectors.Lookup(connect.KindSink, "iceberg")
 	if err != nil {
 		return connect.Config{}, err
@@ -110,4 +151,55 @@ func (a *app) icebergSinkConfig(c *cobra.Command, file, name string) (connect.Co
 		return connect.Config{}, fmt.Errorf("%s has several iceberg sinks: choose one with --sink", file)
 	}
 	return found[0], nil
+}
+
+var unsetVarMessage = regexp.MustCompile(`^environment variable (\w+) is not set$`)
+
+// unsetVars returns, when every problem of a pipeline load is an unset
+// environment variable, each variable with the places that use it; nil
+// otherwise.
+func unsetVars(err error) map[string][]string {
+	var list pipelines.ErrorList
+	if !errors.As(err, &list) || len(list) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, e := range list {
+		m := unsetVarMessage.FindStringSubmatch(e.Message)
+		if m == nil {
+			return nil
+		}
+		out[m[1]] = append(out[m[1]], e.Path)
+	}
+	return out
+}
+
+func unsetStandIn(name string) string { return "unset-variable-" + name }
+
+func unsetNote(unset map[string][]string) string {
+	var parts []string
+	for _, n := range sortedKeys(unset) {
+		parts = append(parts, fmt.Sprintf("%s is used by %s", n, strings.Join(unset[n], ", ")))
+	}
+	return strings.Join(parts, "; ") + "; only the iceberg sink's own variables are needed here"
+}
+
+// loadPipelinesEnv loads a pipeline file or directory with the built-in
+// connectors and transforms, resolving ${VAR} with lookup.
+func loadPipelinesEnv(path string, lookup func(string) (string, bool)) ([]*pipelines.Pipeline, catalog, error) {
+	cat := newCatalog()
+	opts := pipelines.Options{Catalog: cat, LookupEnv: lookup}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, cat, fmt.Errorf("pipeline %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		ps, err := pipelines.LoadDir(path, opts)
+		return ps, cat, err
+	}
+	p, err := pipelines.LoadFile(path, opts)
+	if err != nil {
+		return nil, cat, err
+	}
+	return []*pipelines.Pipeline{p}, cat, nil
 }

@@ -100,3 +100,37 @@ func filesUnder(t *testing.T, dir, suffix string) []string {
 	})
 	return out
 }
+
+// TestIceberg_OnlyTheSinksVariables: the upkeep commands need the iceberg
+// sink's settings only; a variable that only another connector uses may be
+// unset, one the sink uses is named.
+func TestIceberg_OnlyTheSinksVariables(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tracking.yaml")
+	pipeline := `version: 1
+name: tracking
+log: {dir: ` + filepath.Join(dir, "data") + `}
+sources:
+  - name: tracking-api
+    connector: httptrack
+    topic: web.tracking
+    config: {listen: "127.0.0.1:0", write.keys: "${TRIBUTARY_TEST_UNSET_WRITE_KEY}"}
+sinks:
+  - name: lake
+    connector: iceberg
+    topics: [web.tracking]
+    config:
+      catalog.uri: sqlite://` + filepath.Join(dir, "catalog.db") + `
+      warehouse: WAREHOUSE
+`
+	writeFile(t, file, strings.Replace(pipeline, "WAREHOUSE", filepath.Join(dir, "warehouse"), 1))
+	err := mustFail(t, dir, "", "iceberg", "compact", "web.nope", "--pipeline", file)
+	if strings.Contains(err.Error(), "TRIBUTARY_TEST_UNSET_WRITE_KEY") {
+		t.Fatalf("compact needs the source's variable: %v", err)
+	}
+	wantContains(t, "compact of an unknown table", err.Error(), "web.nope")
+
+	writeFile(t, file, strings.Replace(pipeline, "WAREHOUSE", "${TRIBUTARY_TEST_UNSET_WAREHOUSE}", 1))
+	err = mustFail(t, dir, "", "iceberg", "compact", "web.nope", "--pipeline", file)
+	wantContains(t, "compact with the sink's variable unset", err.Error(), "TRIBUTARY_TEST_UNSET_WAREHOUSE", "iceberg sink lake", "warehouse")
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +35,7 @@ with /metrics. SIGINT or SIGTERM drains: tasks finish their batch, commit and
 close, within --drain-timeout.`,
 		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
+			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], a.pluginDirsToScan(pluginDirs))
 			if err != nil {
 				return err
 			}
@@ -106,7 +109,9 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	if err != nil {
 		return fmt.Errorf("listen on %s for the REST API: %w (choose another with --rest-addr)", restAddr, err)
 	}
-	srv := &http.Server{Handler: rest.New(w, l, version, a.logger), ReadHeaderTimeout: 10 * time.Second}
+	api := rest.New(w, l, buildVersion(), a.logger)
+	api.SetCommit(buildCommit())
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	a.logger.Info("worker started", "rest", "http://"+ln.Addr().String(), "backend", lc.Backend, "data_dir", lc.Dir, "pipelines", len(ps))
@@ -140,4 +145,43 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return w.Shutdown(sctx)
+}
+
+// pluginDirsToScan drops the --plugins-dir entries that cannot hold a
+// plugin, so that a worker starts as Kafka Connect's does with a bad
+// plugin.path: a directory that does not exist is a warning, not a fatal
+// error, and one without any executable file (the repository's own
+// ./plugins holds Go source) is skipped without a warning per file.
+func (a *app) pluginDirsToScan(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		switch {
+		case err != nil && d == defaultPluginsDir && errors.Is(err, fs.ErrNotExist):
+			continue // the default need not exist
+		case err != nil:
+			a.logger.Warn("skipping a plugin directory; going on without its plugins", "dir", d, "error", err)
+			continue
+		}
+		if !slices.ContainsFunc(entries, isExecutableFile) {
+			a.logger.Debug("skipping a plugin directory without executable files", "dir", d)
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func isExecutableFile(e fs.DirEntry) bool {
+	if !e.Type().IsRegular() && e.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := e.Info()
+	if err != nil {
+		return false
+	}
+	if e.Type()&fs.ModeSymlink != 0 {
+		return true // let the scan follow and judge it
+	}
+	return fi.Mode().Perm()&0o111 != 0
 }

@@ -71,10 +71,13 @@ func (c *restClient) do(ctx context.Context, method, path string, in, out any) e
 	if err != nil {
 		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
+	if !isJSON(resp.Header.Get("Content-Type")) && (resp.StatusCode >= 300 || out != nil) {
+		return notAWorker(c.base, resp)
+	}
 	if resp.StatusCode >= 300 {
 		ae := &apiError{Code: resp.StatusCode}
 		if json.Unmarshal(data, ae) != nil || ae.Message == "" {
-			ae.Message = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
+			ae.Message = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, firstLine(string(data)))
 		}
 		return mapAPIError(ae)
 	}
@@ -84,6 +87,29 @@ func (c *restClient) do(ctx context.Context, method, path string, in, out any) e
 		}
 	}
 	return nil
+}
+
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.TrimSpace(strings.ToLower(mt)) == "application/json"
+}
+
+// notAWorker is the one-line error for a --server that answers, but not
+// as a Tributary worker (another web server, a proxy's error page).
+func notAWorker(base string, resp *http.Response) error {
+	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	if ct == "" {
+		ct = "no content type"
+	}
+	return fmt.Errorf("%s: not a Tributary worker (got %s %s); check --server / %s", base, strings.TrimSpace(ct), resp.Status, envServer)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
 }
 
 // mapAPIError turns answers back into the log's sentinels where commands
@@ -96,6 +122,10 @@ func mapAPIError(e *apiError) error {
 		return fmt.Errorf("%w: %s", tlog.ErrTopicExists, e.Message)
 	case e.Code == 400 && strings.Contains(e.Message, tlog.ErrOffsetOutOfRange.Error()):
 		return fmt.Errorf("%w: %s", tlog.ErrOffsetOutOfRange, e.Message)
+	case e.Code == 409 && strings.Contains(e.Message, tlog.ErrGroupNotEmpty.Error()):
+		return &hintError{msg: e.Message, err: tlog.ErrGroupNotEmpty}
+	case e.Code == 404 && e.Message == rest.NoLogEndpoints:
+		return errors.New(rest.NoLogEndpoints)
 	}
 	return e
 }
@@ -228,17 +258,31 @@ func (c *restClient) ListGroups(ctx context.Context) ([]string, error) {
 }
 
 func (c *restClient) DescribeGroup(ctx context.Context, group string) ([]tlog.PartitionLag, error) {
-	var body struct {
-		Partitions []rest.GroupPartitionJSON `json:"partitions"`
-	}
+	var body rest.GroupJSON
 	if err := c.do(ctx, "GET", "/groups/"+url.PathEscape(group), nil, &body); err != nil {
 		return nil, err
 	}
 	var out []tlog.PartitionLag
 	for _, p := range body.Partitions {
-		out = append(out, tlog.PartitionLag{Group: group, Topic: p.Topic, Partition: p.Partition, CurrentOffset: p.CurrentOffset, LogEndOffset: p.LogEndOffset, Lag: p.Lag})
+		out = append(out, tlog.PartitionLag{Group: group, Topic: p.Topic, Partition: p.Partition, CurrentOffset: p.CurrentOffset, LogEndOffset: p.LogEndOffset, Lag: p.Lag,
+			ConsumerID: p.ConsumerID, Host: p.Host, ClientID: p.ClientID})
 	}
 	return out, nil
+}
+
+// GroupMembers returns a group's active members: consumers joined through
+// the worker's Kafka listener and the sink connectors that consume as the
+// group; none for a group that does not exist.
+func (c *restClient) GroupMembers(ctx context.Context, group string) ([]rest.GroupMemberJSON, error) {
+	var body rest.GroupJSON
+	if err := c.do(ctx, "GET", "/groups/"+url.PathEscape(group), nil, &body); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Code == 404 {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return body.Members, nil
 }
 
 func (c *restClient) PlanReset(ctx context.Context, group string, spec tlog.ResetSpec) ([]tlog.ResetPlan, error) {

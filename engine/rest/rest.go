@@ -4,10 +4,12 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -31,7 +34,10 @@ type Server struct {
 	log     *tlog.Log // the embedded log, for topic/group/record endpoints; may be nil
 	logger  *slog.Logger
 	version string
-	mux     *http.ServeMux
+	commit  string // set by SetCommit before serving
+	// transforms knows which transform settings are secrets, to mask them.
+	transforms *transform.Registry
+	mux        *http.ServeMux
 }
 
 // New returns the API of a worker. l is the embedded log (nil with other
@@ -40,13 +46,59 @@ func New(w *engine.Worker, l *tlog.Log, version string, logger *slog.Logger) *Se
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{worker: w, log: l, logger: logger, version: version, mux: http.NewServeMux()}
+	s := &Server{worker: w, log: l, logger: logger, version: version, transforms: transform.Builtin(), mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// SetCommit sets the commit GET / reports. Call it before serving.
+func (s *Server) SetCommit(commit string) { s.commit = commit }
+
+// ServeHTTP implements http.Handler. Unknown paths and methods a path does
+// not take get Kafka Connect's JSON error body, not the mux's plain text.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // sets the request's path values
+		return
+	}
+	// No route: the mux's handler answers 404, 405 with Allow, or a
+	// redirect (a cleaned path); keep its code and headers, replace a
+	// plain-text error body.
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.code {
+	case http.StatusNotFound:
+		writeJSON(w, rec.code, apiError{ErrorCode: rec.code, Message: fmt.Sprintf("Unknown endpoint %s %s", r.Method, r.URL.Path)})
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		writeJSON(w, rec.code, apiError{ErrorCode: rec.code, Message: fmt.Sprintf("HTTP method %s is not supported by %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))})
+	default:
+		maps.Copy(w.Header(), rec.header)
+		w.WriteHeader(rec.code)
+		_, _ = w.Write(rec.body.Bytes())
+	}
+}
+
+// statusRecorder captures what the mux's own fallback handlers write.
+type statusRecorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
 
 func (s *Server) routes() {
 	m := s.mux
@@ -115,7 +167,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, tlog.ErrUnknownTopic), errors.Is(err, tlog.ErrUnknownGroup), errors.Is(err, tlog.ErrUnknownPartition):
 		code = http.StatusNotFound
-	case errors.Is(err, engine.ErrConflict), errors.Is(err, tlog.ErrTopicExists):
+	case errors.Is(err, engine.ErrConflict), errors.Is(err, tlog.ErrTopicExists), errors.Is(err, tlog.ErrGroupNotEmpty):
 		code = http.StatusConflict
 	case errors.Is(err, engine.ErrBadRequest), errors.Is(err, tlog.ErrInvalidConfig), errors.Is(err, tlog.ErrInvalidTopicName),
 		errors.Is(err, tlog.ErrInvalidPartitions), errors.Is(err, tlog.ErrOffsetOutOfRange):
@@ -131,7 +183,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, 200, map[string]string{"version": s.version, "commit": "", "kafka_cluster_id": s.clusterID()})
+	writeJSON(w, 200, map[string]string{"version": s.version, "commit": s.commit, "kafka_cluster_id": s.clusterID()})
 }
 
 func (s *Server) clusterID() string {
@@ -213,7 +265,7 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
 					e["status"] = toStatus(st)
 				}
 			case "info":
-				if in, err := s.worker.Info(n); err == nil {
+				if in, err := s.connectorConfig(n); err == nil {
 					e["info"] = toInfo(in)
 				}
 			}
@@ -247,7 +299,7 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	info, _ := s.worker.Info(req.Name)
+	info, _ := s.connectorConfig(req.Name)
 	w.Header().Set("Location", "/connectors/"+req.Name)
 	writeJSON(w, http.StatusCreated, toInfo(info))
 }
@@ -260,52 +312,6 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// specFromConfig turns a Kafka Connect style flat config into a spec:
-// connector.class names the connector; topic (sources) or topics (sinks),
-// group, errors.* and transforms.* are the worker's keys; the rest is the
-// connector's config.
-func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.ConnectorSpec, error) {
-	if name == "" {
-		return engine.ConnectorSpec{}, fmt.Errorf("%w: connector name is required", engine.ErrBadRequest)
-	}
-	class := cfg["connector.class"]
-	if class == "" {
-		return engine.ConnectorSpec{}, fmt.Errorf("%w: Connector config %v contains no connector type", engine.ErrBadRequest, keys(cfg))
-	}
-	spec := engine.ConnectorSpec{Pipeline: "rest", Name: name, Connector: class, Config: map[string]string{}}
-	if _, err := s.worker.Registry().Lookup(connect.KindSource, class); err == nil {
-		spec.Kind = connect.KindSource
-	} else if _, err := s.worker.Registry().Lookup(connect.KindSink, class); err == nil {
-		spec.Kind = connect.KindSink
-	} else {
-		return spec, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, class)
-	}
-	for k, v := range cfg {
-		switch k {
-		case "connector.class", "name", "tasks.max":
-		case "topic":
-			spec.Topic = v
-		case "topics":
-			spec.Topics = connect.SplitList(v)
-		case "group":
-			spec.Group = v
-		case "errors.tolerance":
-			spec.Errors.Tolerance = v
-		case "errors.retries":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return spec, fmt.Errorf("%w: errors.retries=%q is not an integer", engine.ErrBadRequest, v)
-			}
-			spec.Errors.Retries = n
-		case "errors.deadletterqueue.topic.name":
-			spec.Errors.DeadLetterTopic = v
-		default:
-			spec.Config[k] = v
-		}
-	}
-	return spec, nil
-}
-
 func keys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -316,7 +322,7 @@ func keys(m map[string]string) []string {
 }
 
 func (s *Server) getConnector(w http.ResponseWriter, r *http.Request) {
-	info, err := s.worker.Info(r.PathValue("name"))
+	info, err := s.connectorConfig(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -333,7 +339,7 @@ func (s *Server) deleteConnector(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
-	info, err := s.worker.Info(r.PathValue("name"))
+	info, err := s.connectorConfig(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -348,27 +354,21 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
+	s.keepMasked(name, cfg)
 	spec, err := s.specFromConfig(name, cfg)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if old, err := s.worker.Spec(name); err == nil {
-		spec.Pipeline = old.Pipeline
-		// A masked value sent back means "keep the secret".
-		for k, v := range spec.Config {
-			if v == connect.Masked {
-				spec.Config[k] = old.Config[k]
-			}
-		}
-		spec.Secrets = old.Secrets
+		spec.Pipeline, spec.Secrets = old.Pipeline, old.Secrets
 	}
 	created, err := s.worker.Replace(r.Context(), spec)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	info, _ := s.worker.Info(name)
+	info, _ := s.connectorConfig(name)
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
@@ -377,7 +377,8 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchConfig merges a partial config into the connector's (Kafka Connect
-// 3.9's PATCH): a null value removes a key.
+// 3.9's PATCH): a null value removes a key. Setting "transforms" drops the
+// settings of the transforms it no longer lists.
 func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 	var patch map[string]*string
 	if err := decodeBody(r, &patch); err != nil {
@@ -390,22 +391,33 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	info, err := s.worker.Info(name)
+	info, err := s.connectorConfigClear(name, true) // secrets in clear, not masked
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	cfg := map[string]string{}
-	for k, v := range info.Config {
-		cfg[k] = v
-	}
-	for k, v := range old.Config {
-		cfg[k] = v // secrets in clear, not masked
+	cfg := info.Config
+	if v, ok := patch[keyTransforms]; ok {
+		keep := map[string]bool{}
+		if v != nil {
+			for _, a := range connect.SplitList(*v) {
+				keep[a] = true
+			}
+		}
+		for k := range cfg {
+			rest, ok := strings.CutPrefix(k, keyTransforms+".")
+			if alias, _, _ := strings.Cut(rest, "."); ok && !keep[alias] {
+				delete(cfg, k)
+			}
+		}
 	}
 	for k, v := range patch {
-		if v == nil {
+		switch {
+		case v == nil:
 			delete(cfg, k)
-		} else {
+		case *v == connect.Masked:
+			// a masked value sent back keeps the secret
+		default:
 			cfg[k] = *v
 		}
 	}
@@ -414,12 +426,12 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	spec.Pipeline, spec.Secrets, spec.Transforms = old.Pipeline, old.Secrets, old.Transforms
+	spec.Pipeline, spec.Secrets = old.Pipeline, old.Secrets
 	if _, err := s.worker.Replace(r.Context(), spec); err != nil {
 		s.fail(w, err)
 		return
 	}
-	info, _ = s.worker.Info(name)
+	info, _ = s.connectorConfig(name)
 	writeJSON(w, http.StatusOK, toInfo(info))
 }
 
@@ -433,7 +445,7 @@ func (s *Server) getStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTasks(w http.ResponseWriter, r *http.Request) {
-	info, err := s.worker.Info(r.PathValue("name"))
+	info, err := s.connectorConfig(r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -642,9 +654,7 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	}
 	values := map[string]string{}
 	for k, v := range cfg {
-		switch k {
-		case "connector.class", "name", "tasks.max", "topic", "topics", "group", "errors.tolerance", "errors.retries", "errors.deadletterqueue.topic.name":
-		default:
+		if !workerKey(k) && !converterKey(k) {
 			values[k] = v
 		}
 	}
@@ -687,9 +697,13 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 
 // Log endpoints (embedded backend only).
 
+// NoLogEndpoints is the message of the log endpoints of a worker that runs
+// another backend (the kafka backend): the CLI recognises it.
+const NoLogEndpoints = "this worker runs the kafka backend: topic, record and group commands through --server need a worker on the embedded backend; use Kafka's own tools against the brokers instead, e.g. kcat -b BROKERS -L"
+
 func (s *Server) needLog(w http.ResponseWriter) bool {
 	if s.log == nil {
-		writeJSON(w, 404, apiError{ErrorCode: 404, Message: "this worker's log backend has no topic endpoints; use the backend's own tools"})
+		writeJSON(w, 404, apiError{ErrorCode: 404, Message: NoLogEndpoints})
 		return false
 	}
 	return true
@@ -891,31 +905,6 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, s.log.Groups().List())
 }
 
-// GroupPartitionJSON is one row of a group description.
-type GroupPartitionJSON struct {
-	Topic         string `json:"topic"`
-	Partition     int32  `json:"partition"`
-	CurrentOffset int64  `json:"current_offset"`
-	LogEndOffset  int64  `json:"log_end_offset"`
-	Lag           int64  `json:"lag"`
-}
-
-func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request) {
-	if !s.needLog(w) {
-		return
-	}
-	lags, err := s.log.Groups().Describe(r.PathValue("group"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	out := []GroupPartitionJSON{}
-	for _, l := range lags {
-		out = append(out, GroupPartitionJSON{Topic: l.Topic, Partition: l.Partition, CurrentOffset: l.CurrentOffset, LogEndOffset: l.LogEndOffset, Lag: l.Lag})
-	}
-	writeJSON(w, 200, map[string]any{"group": r.PathValue("group"), "partitions": out})
-}
-
 // AlterTopicJSON grows a topic or changes its configs.
 type AlterTopicJSON struct {
 	Partitions   int               `json:"partitions,omitempty"`
@@ -994,6 +983,10 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
+	if err := s.checkIdle(r.PathValue("group"), "delete"); err != nil {
+		s.fail(w, err)
+		return
+	}
 	if err := s.log.Groups().Delete(r.Context(), r.PathValue("group")); err != nil {
 		s.fail(w, err)
 		return
@@ -1012,6 +1005,10 @@ func (s *Server) commitGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	var req CommitJSON
 	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.checkIdle(r.PathValue("group"), "commit offsets of"); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -1052,6 +1049,10 @@ func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if req.Execute {
+		if err := s.checkIdle(group, "reset offsets of"); err != nil {
+			s.fail(w, err)
+			return
+		}
 		if err := s.log.Groups().ApplyReset(r.Context(), group, plan); err != nil {
 			s.fail(w, err)
 			return

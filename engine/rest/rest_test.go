@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -45,6 +46,13 @@ func (nullSink) Close(ctx context.Context) error                        { return
 
 func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 	t.Helper()
+	srv, w, logs, _ := newTestServerLog(t)
+	return srv, w, logs
+}
+
+// newTestServerLog is newTestServer that also returns the embedded log.
+func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog, *tlog.Log) {
+	t.Helper()
 	logs := &bytesLog{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
@@ -59,7 +67,10 @@ func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 		}},
 		NewSource: func() connect.Source { return idleSource{} }})
 	reg.MustRegister(connect.Connector{Name: "null", Kind: connect.KindSink, Version: "1.0.0", NewSink: func() connect.Sink { return nullSink{} }})
-	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger, WorkerID: "127.0.0.1:8083"})
+	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger, WorkerID: "127.0.0.1:8083",
+		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) {
+			return transform.Builtin().New(typ, cfg)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +82,7 @@ func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 		w.Shutdown(ctx)
 		l.Close()
 	})
-	return srv, w, logs
+	return srv, w, logs, l
 }
 
 type bytesLog struct{ strings.Builder }

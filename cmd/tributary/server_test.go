@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServer_SinkOwnsItsGroup runs a worker whose file sink consumes as
+// group events-file, and checks through --server that the group shows the
+// sink as its member and refuses resets, deletes and consumers from outside
+// until the connector is stopped. The worker starts despite a missing
+// --plugins-dir, and skips a directory of Go source without a warning per
+// file.
+func TestServer_SinkOwnsItsGroup(t *testing.T) {
+	dir := t.TempDir()
+	data, out := filepath.Join(dir, "data"), filepath.Join(dir, "out", "events.jsonl")
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", out).Replace(quickstartYAML))
+	source := filepath.Join(dir, "src")
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(source, "main.go"), "package main\n")
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var runErr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--plugins-dir", filepath.Join(dir, "missing"), "--plugins-dir", source},
+			strings.NewReader(""), &syncBuffer{}, &runErr)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o, _, err := tributary(t, data, "", "groups", "describe", "events-file", "--server", addr)
+		if err == nil && strings.Count(o, "\nevents-file") == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink never committed on every partition (%v)\n%s\nworker stderr:\n%s", err, o, runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := runErr.String(); !strings.Contains(s, "missing") || strings.Contains(s, "not executable") {
+		t.Errorf("worker stderr: want a warning about the missing plugin directory and none per source file:\n%s", s)
+	}
+
+	o, e := mustRun(t, data, "", "groups", "describe", "events-file", "--server", addr)
+	wantContains(t, "describe", o, "connector-consumer-events-file-0", "/127.0.0.1")
+	if strings.Contains(e, "no active members") {
+		t.Errorf("describe says no active members while the sink runs: %s", e)
+	}
+	hint := "tributary connectors stop events-file"
+	err := mustFail(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--execute", "--server", addr)
+	wantContains(t, "reset while the sink runs", err.Error(), hint)
+	err = mustFail(t, data, "", "groups", "delete", "events-file", "--server", addr)
+	wantContains(t, "delete while the sink runs", err.Error(), hint)
+	err = mustFail(t, data, "", "consume", "web.tracking", "-g", "events-file", "-e", "--server", addr)
+	wantContains(t, "consume as the sink's group", err.Error(), hint)
+	mustRun(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--server", addr) // a dry run is fine
+
+	o, _ = mustRun(t, data, "", "connectors", "stop", "events-file", "--server", addr)
+	wantContains(t, "stop", o, "events-file: stopped")
+	_, e = mustRun(t, data, "", "groups", "describe", "events-file", "--server", addr)
+	wantContains(t, "describe after stop", e, "Consumer group 'events-file' has no active members.")
+	mustRun(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--execute", "--server", addr)
+}
+
+func TestServer_NotATributaryWorker(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("<!DOCTYPE html>\n<html><body><h1>Not Found</h1>\n<p>lots of markup</p></body></html>\n"))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{{"topics", "list"}, {"connectors", "list"}, {"connectors", "pause", "x"}} {
+		err := mustFail(t, t.TempDir(), "", append(args, "--server", srv.URL)...)
+		msg := err.Error()
+		wantContains(t, strings.Join(args, " "), msg, srv.URL+": not a Tributary worker (got text/html 404 Not Found)", "--server", envServer)
+		if strings.Contains(msg, "<") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: the error carries the page: %q", strings.Join(args, " "), msg)
+		}
+	}
+}
+
+func TestConnectors_HelpSaysWhatTheCommandDoes(t *testing.T) {
+	for cmd, want := range map[string]string{"pause": "Pause a connector", "resume": "Resume a paused", "stop": "Stop a connector"} {
+		o, _ := mustRun(t, t.TempDir(), "", "connectors", cmd, "--help")
+		wantContains(t, cmd+" --help", o, want)
+		if strings.HasPrefix(o, "Paused") || strings.HasPrefix(o, "Resumed") || strings.HasPrefix(o, "Stopped") {
+			t.Errorf("%s --help describes the outcome, not the command: %q", cmd, o)
+		}
+	}
+}
+
+func TestVersion_BuildInfo(t *testing.T) {
+	if got := commitFromSettings([]debug.BuildSetting{{Key: "vcs.revision", Value: "b3a11bdee81746535f79307459c78cbd64fe99b1"}, {Key: "vcs.modified", Value: "true"}}); got != "b3a11bdee817-dirty" {
+		t.Errorf("commit from build info = %q", got)
+	}
+	if got := commitFromSettings(nil); got != "" {
+		t.Errorf("commit without build info = %q", got)
+	}
+	oldV, oldC := version, commit
+	t.Cleanup(func() { version, commit = oldV, oldC })
+	version, commit = "v1.2.3", "abc1234"
+	o, _ := mustRun(t, t.TempDir(), "", "version")
+	wantContains(t, "version", o, "tributary v1.2.3 commit abc1234 (")
+}
