@@ -95,8 +95,12 @@ type Plugin struct {
 	reporter bool
 	durable  bool // the source is a connect.DurableNotifier (protocol 2)
 	recovers bool // the source is a connect.TailRecoverer (protocol 2)
-	pin      *pin
-	host     *Host
+	// notProgram: the file is no program at all (not regular, not
+	// executable): source files, READMEs and lock files beside plugins are
+	// skipped without a warning.
+	notProgram bool
+	pin        *pin
+	host       *Host
 }
 
 // Valid reports whether the plugin can be used.
@@ -193,7 +197,11 @@ func (h *Host) Discover(ctx context.Context, dirs ...string) ([]*Plugin, error) 
 		seen[key] = p
 	}
 	for _, p := range found {
-		if p.Err != nil {
+		switch {
+		case p.Err == nil:
+		case p.notProgram:
+			h.logger.Debug("skipping a file in a plugin directory that is not a program", "path", p.Path, "reason", p.Err.Error())
+		default:
 			h.logger.Warn("skipping a file in a plugin directory that is not a usable plugin", "path", p.Path, "reason", p.Err.Error())
 		}
 	}
@@ -250,9 +258,11 @@ func (h *Host) inspect(ctx context.Context, path string, pin *pin) *Plugin {
 		return p
 	case !fi.Mode().IsRegular():
 		p.Err = &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a regular file", path)}
+		p.notProgram = true
 		return p
 	case fi.Mode().Perm()&0o111 == 0:
 		p.Err = &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not executable (chmod +x it if it is a plugin)", path)}
+		p.notProgram = true
 		return p
 	}
 	if p.SHA256, err = fileSHA256(path); err != nil {

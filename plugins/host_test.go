@@ -73,7 +73,10 @@ func TestDiscover(t *testing.T) {
 	if !strings.Contains(byFile["script.sh"].Err.Error(), "not a plugin") {
 		t.Errorf("the script's error does not show its stderr: %v", byFile["script.sh"].Err)
 	}
-	logs.waitFor(t, "skipping a file in a plugin directory", "script.sh", "README.md")
+	// A program that is no plugin is worth a warning; a file that is no
+	// program (sources, READMEs beside the plugins) only a debug line.
+	logs.waitFor(t, `level=WARN msg="skipping a file in a plugin directory that is not a usable plugin" path=`+filepath.Join(dir, "script.sh"),
+		`level=DEBUG msg="skipping a file in a plugin directory that is not a program" path=`+filepath.Join(dir, "README.md"))
 
 	// Their specs validate the example pipeline, as `tributary validate`
 	// does, so that it never drifts from its plugins.

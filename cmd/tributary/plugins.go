@@ -72,6 +72,7 @@ func newPluginsCmd(a *app) *cobra.Command {
 			for _, row := range [][2]string{
 				{"Name", p.Name}, {"Kind", string(p.Kind)}, {"Version", p.Version}, {"Description", p.Description},
 				{"Path", p.Path}, {"SHA256", p.SHA256}, {"Pinned", orNo(p.Pinned)}, {"Protocol", fmt.Sprint(p.Protocol)},
+				{"Interfaces", orNo(strings.Join(p.Interfaces(), ", "))},
 			} {
 				fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 			}
