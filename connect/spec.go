@@ -72,6 +72,16 @@ func (p Param) IsSecret() bool { return p.Secret || p.Type == TypePassword }
 // accepts. It drives validation, the REST validate endpoint and generated docs.
 type Spec struct {
 	Params []Param `json:"params"` // in the order docs show them
+
+	// Check, when set, checks a configuration as a whole, once every value
+	// passed its parameter's checks: what the connector's Open would refuse
+	// without touching the outside world (a template that does not parse,
+	// settings that exclude each other). cfg has the defaults filled in.
+	// It returns FieldErrors, joined with errors.Join when there are
+	// several; any other error is a problem of the configuration as a
+	// whole. Check travels with the Go value only: a plugin's spec has none,
+	// and its Open still checks.
+	Check func(cfg Config) error `json:"-"`
 }
 
 // Param returns the parameter called name.
@@ -100,12 +110,19 @@ type FieldError struct {
 	Message string // what is wrong, and what would be right
 }
 
-// Error returns "param: message".
-func (e FieldError) Error() string { return e.Param + ": " + e.Message }
+// Error returns "param: message", or the message alone when the problem
+// names no parameter.
+func (e FieldError) Error() string {
+	if e.Param == "" {
+		return e.Message
+	}
+	return e.Param + ": " + e.Message
+}
 
 // Validate checks cfg against the spec: unknown names, missing required
-// values, values that do not parse as their type, values outside the enum.
-// It returns every problem, sorted by parameter name; nil means valid.
+// values, values that do not parse as their type, values outside the enum
+// or the bounds; then, when all of that passed, the spec's Check. It
+// returns every problem, sorted by parameter name; nil means valid.
 func (s Spec) Validate(cfg map[string]string) []FieldError {
 	var errs []FieldError
 	for name := range cfg {
@@ -125,8 +142,31 @@ func (s Spec) Validate(cfg map[string]string) []FieldError {
 			errs = append(errs, FieldError{Param: p.Name, Message: err.Error()})
 		}
 	}
+	if len(errs) == 0 && s.Check != nil {
+		errs = fieldErrors(s.Check(Config{Values: s.WithDefaults(cfg), Spec: s}))
+	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Param < errs[j].Param })
 	return errs
+}
+
+// fieldErrors flattens err (a FieldError, errors joined, or any other
+// error) into FieldErrors; an error that names no parameter gets Param "".
+func fieldErrors(err error) []FieldError {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []FieldError
+		for _, e := range j.Unwrap() {
+			out = append(out, fieldErrors(e)...)
+		}
+		return out
+	}
+	var fe FieldError
+	if errors.As(err, &fe) {
+		return []FieldError{fe}
+	}
+	return []FieldError{{Message: err.Error()}}
 }
 
 // WithDefaults returns cfg with the default of every unset parameter filled in.

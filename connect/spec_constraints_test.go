@@ -1,6 +1,8 @@
 package connect
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,5 +86,48 @@ func TestRegistry_Register_DefaultBreaksConstraint(t *testing.T) {
 		Spec: Spec{Params: []Param{{Name: "every", Type: TypeDuration, Default: "0s", Positive: true}}}})
 	if err == nil || !strings.Contains(err.Error(), `default of "every"`) {
 		t.Errorf("Register = %v, want the default refused", err)
+	}
+}
+
+func TestSpec_Validate_Check(t *testing.T) {
+	var seen map[string]string
+	spec := Spec{Params: []Param{
+		{Name: "a", Type: TypeString},
+		{Name: "b", Type: TypeInt, Default: "3"},
+	}, Check: func(cfg Config) error {
+		seen = cfg.Values
+		if cfg.Values["a"] != "bad" {
+			return nil
+		}
+		return errors.Join(
+			FieldError{Param: "b", Message: "does not go with a"},
+			fmt.Errorf("wrapped: %w", FieldError{Param: "a", Message: "is bad"}),
+			errors.New("the whole config is wrong"),
+		)
+	}}
+	got := spec.Validate(map[string]string{"a": "bad"})
+	want := []FieldError{
+		{Param: "", Message: "the whole config is wrong"},
+		{Param: "a", Message: "is bad"},
+		{Param: "b", Message: "does not go with a"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Validate:\n got %v\nwant %v", got, want)
+	}
+	if seen["b"] != "3" {
+		t.Errorf("Check saw %v, want the defaults filled in", seen)
+	}
+	// Check runs only once every value is valid on its own.
+	seen = nil
+	if got := spec.Validate(map[string]string{"a": "bad", "b": "x"}); len(got) != 1 || got[0].Param != "b" || seen != nil {
+		t.Errorf("Validate = %v (Check saw %v), want only the type error", got, seen)
+	}
+	if got := spec.Validate(map[string]string{"a": "good"}); got != nil {
+		t.Errorf("Validate = %v", got)
+	}
+	// Config.Validate, which the worker runs before it opens a connector,
+	// runs the check too.
+	if err := (Config{Spec: spec, Values: map[string]string{"a": "bad"}}).Validate(); err == nil || !strings.Contains(err.Error(), "the whole config is wrong") {
+		t.Errorf("Config.Validate = %v", err)
 	}
 }

@@ -1,6 +1,8 @@
 package pipelines
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -84,5 +86,62 @@ sources:
 	// A plain Catalog is not asked to build.
 	if _, err := Parse("p.yaml", []byte(src), testOpts); err == nil || strings.Contains(err.Error(), "regular expression") {
 		t.Errorf("Parse without a builder = %v", err)
+	}
+}
+
+// A spec's whole-config check is reported at the setting each problem
+// names, at the config when the setting is not written, and never shows a
+// value from the environment, even a part of one.
+func TestParse_SpecCheck(t *testing.T) {
+	hook := connect.Spec{Params: []connect.Param{
+		{Name: "url", Type: connect.TypeString, Required: true, Description: "where to send"},
+		{Name: "headers", Type: connect.TypeString, Description: "Name: value lines"},
+		{Name: "mode", Type: connect.TypeString, Default: "post", Description: "how to send"},
+	}, Check: func(cfg connect.Config) error {
+		var errs []error
+		if h := cfg.Values["headers"]; h != "" && !strings.Contains(h, ":") {
+			errs = append(errs, connect.FieldError{Param: "headers", Message: fmt.Sprintf("%q is not a header line", h)})
+		}
+		if strings.HasPrefix(cfg.Values["url"], "ftp:") {
+			errs = append(errs, connect.FieldError{Param: "mode", Message: cfg.Values["mode"] + " does not work with ftp"})
+			errs = append(errs, errors.New("ftp is not supported at all"))
+		}
+		return errors.Join(errs...)
+	}}
+	cat := Specs{KindSource: testCatalog[KindSource], KindSink: {"hook": hook}}
+	src := `version: 1
+name: p
+sources:
+  - {name: gen, connector: generator, topic: t}
+sinks:
+  - name: a
+    connector: hook
+    topics: [t]
+    config:
+      url: ftp://x
+      headers: Authorization Bearer ${CRM_TOKEN}
+  - name: b
+    connector: hook
+    topics: [t]
+    config: {url: "ftp://y", mode: 1}
+`
+	_, err := Parse("p.yaml", []byte(src), Options{Catalog: cat, LookupEnv: testOpts.LookupEnv})
+	list := errorList(t, err)
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`p.yaml:9:5: sinks[0].config: ftp is not supported at all`,
+		`p.yaml:9:5: sinks[0].config.mode: post does not work with ftp; mode: how to send (string)`,
+		`p.yaml:11:16: sinks[0].config.headers: "********" is not a header line (from ${CRM_TOKEN}); headers: Name: value lines (string)`,
+		`p.yaml:15:5: sinks[1].config: ftp is not supported at all`,
+		`p.yaml:15:36: sinks[1].config.mode: 1 does not work with ftp; mode: how to send (string)`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n got %s\nwant %s\n%s", strings.Join(got, "\n     "), strings.Join(want, "\n     "), annotate(src, list))
+	}
+	if strings.Contains(err.Error(), "tok-123") {
+		t.Errorf("the errors show an environment value: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -492,14 +491,10 @@ func (d *fileDecoder) transforms(f map[string]entry, path string) []Transform {
 // never show secret values nor those from the environment.
 func (d *fileDecoder) build(b TransformBuilder, spec connect.Spec, s settings, typ string, typNode *yaml.Node, path string) {
 	for _, fe := range b.CheckTransform(typ, s.values) {
-		at, where, hint, msg := typNode, join(path, "type"), "", fe.Message
+		at, where, hint, msg := typNode, join(path, "type"), "", d.mask(spec, s, fe.Message)
 		if st, ok := s.byKey[fe.Param]; ok {
 			p, _ := spec.Param(fe.Param)
 			at, where, hint = st.value, join(path, fe.Param), describeParam(p)
-			if v := s.values[fe.Param]; v != "" && (p.IsSecret() || len(st.vars) > 0) {
-				msg = strings.ReplaceAll(msg, strconv.Quote(v), strconv.Quote(connect.Masked))
-				msg = strings.ReplaceAll(msg, v, connect.Masked)
-			}
 			if len(st.vars) > 0 {
 				msg += fmt.Sprintf(" (from ${%s})", strings.Join(st.vars, "}, ${"))
 			}

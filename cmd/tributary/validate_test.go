@@ -32,6 +32,11 @@ sinks:
     connector: iceberg
     topics: [web.tracking]
     config: {commit.interval: -5s}
+  - name: crm
+    connector: webhook
+    topics: [web.tracking]
+    config:
+      url: "https://crm.example.com/{{ .Value.id }"
 `
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -40,6 +45,7 @@ sinks:
 		file + `:9:61: sources[0].transforms[0].matches: "pur(chase" is not a valid regular expression`,
 		file + `:10:30: sources[0].transforms[1].topic: unknown placeholder {event}`,
 		file + `:15:31: sinks[0].config.commit.interval: "-5s" must be positive (more than 0); commit.interval: Commit a snapshot`,
+		file + `:20:12: sinks[1].config.url: template: url:1: unexpected "}" in operand; url: URL to send to`,
 	}
 	// The httptrack source declares listen's format in its spec (see the
 	// report of branch h/validate); until it does, Open alone finds it.

@@ -29,3 +29,37 @@ func TestSpec_Validate_Bounds(t *testing.T) {
 		t.Errorf("Validate of valid values = %v", errs)
 	}
 }
+
+// The spec's whole-config check reports what parseSettings refuses, each
+// problem at its parameter.
+func TestSpec_Validate_Check(t *testing.T) {
+	errs := spec().Validate(map[string]string{
+		"url":     "https://crm.example.com/{{ .Value.id }",
+		"headers": "Authorization Bearer tok",
+		"method":  "PO ST",
+	})
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{"headers: ", "method: ", "url: template: "}
+	if len(got) != len(want) {
+		t.Fatalf("Validate = %q, want errors for %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+	if errs := spec().Validate(map[string]string{"url": "ftp://x"}); len(errs) != 1 || errs[0].Param != "url" || !strings.Contains(errs[0].Message, "not an http or https URL") {
+		t.Errorf("Validate(ftp url) = %v", errs)
+	}
+	// A value a per-parameter check refuses is reported alone: the whole
+	// config is checked only once every value is valid.
+	if errs := spec().Validate(map[string]string{"url": "{{", "batch.size": "0"}); len(errs) != 1 || errs[0].Param != "batch.size" {
+		t.Errorf("Validate = %v, want only the batch.size error", errs)
+	}
+	if errs := spec().Validate(map[string]string{"url": "https://x/{{ .Value.id }}", "headers": "Authorization: Bearer {{ .Topic }}"}); errs != nil {
+		t.Errorf("Validate of a valid config = %v", errs)
+	}
+}

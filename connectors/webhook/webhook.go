@@ -73,7 +73,16 @@ func spec() connect.Spec {
 			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED."},
 		{Name: "tls.ca", Type: connect.TypeString,
 			Description: "PEM file of the certificate authorities to trust for https, instead of the system's roots."},
-	}}
+	}, Check: checkSettings}
+}
+
+// checkSettings is the spec's whole-config check: what Open refuses
+// before it touches the network or the disk (templates that do not parse,
+// a URL that is not http or https, header lines, signing secrets), so that
+// pipeline validation reports it where it is written.
+func checkSettings(cfg connect.Config) error {
+	_, err := parseSettings(cfg)
+	return err
 }
 
 // settings are the parsed configuration of a Sink.
@@ -139,7 +148,9 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.body = tmpl("body")
 	s.batchBody = tmpl("batch.body")
 	if s.url == nil {
-		errs = append(errs, connect.FieldError{Param: "url", Message: "required parameter is missing: the URL to send to"})
+		if v, _ := cfg.String("url"); v == "" { // else the template did not parse, reported above
+			errs = append(errs, connect.FieldError{Param: "url", Message: "required parameter is missing: the URL to send to"})
+		}
 	} else if s.url.t == nil {
 		if err := checkURL(s.url.static); err != nil {
 			errs = append(errs, connect.FieldError{Param: "url", Message: err.Error()})
