@@ -110,7 +110,16 @@ func spec() connect.Spec {
 			Description: "Expiry removes snapshots older than this (time travel reaches back this far), keeping at least expire.retain.last."},
 		{Name: "expire.retain.last", Type: connect.TypeInt, Default: "100", Min: "1",
 			Description: "Expiry keeps at least this many of the newest snapshots."},
-	}}
+	}, Check: checkOptions}
+}
+
+// checkOptions is the spec's whole-config check: what Open refuses before
+// it opens the catalog (a partition spec, a schema or a table template that
+// does not parse, settings that exclude each other), so that pipeline
+// validation reports it where it is written.
+func checkOptions(cfg connect.Config) error {
+	_, _, err := parseOptions(cfg)
+	return err
 }
 
 // options are the parsed settings.

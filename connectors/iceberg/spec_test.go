@@ -29,3 +29,25 @@ func TestSpec_Validate_Bounds(t *testing.T) {
 		t.Errorf("Validate of valid values = %v", errs)
 	}
 }
+
+// The spec's whole-config check reports what parseOptions refuses.
+func TestSpec_Validate_Check(t *testing.T) {
+	for _, tc := range []struct {
+		values      map[string]string
+		param, want string
+	}{
+		{map[string]string{"partition": "week(ts)"}, "partition", "unknown transform"},
+		{map[string]string{"schema": "id lng"}, "schema", "unknown type"},
+		{map[string]string{"table": "{table}"}, "table", "no namespace"},
+		{map[string]string{"key.columns": "id"}, "key.columns", "only used in upsert mode"},
+		{map[string]string{"s3.access.key.id": "AKIA"}, "s3.access.key.id", "go together"},
+	} {
+		errs := spec().Validate(tc.values)
+		if len(errs) != 1 || errs[0].Param != tc.param || !strings.Contains(errs[0].Message, tc.want) {
+			t.Errorf("Validate(%v) = %v, want one %s error with %q", tc.values, errs, tc.param, tc.want)
+		}
+	}
+	if errs := spec().Validate(map[string]string{"mode": "upsert", "key.columns": "id", "partition": "bucket(8, id)", "table": "shop.{table}"}); errs != nil {
+		t.Errorf("Validate of a valid config = %v", errs)
+	}
+}
