@@ -1,8 +1,10 @@
 package connect
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +36,34 @@ type Param struct {
 	Secret      bool      `json:"secret,omitempty"`   // the value is never shown (see also TypePassword)
 	Enum        []string  `json:"enum,omitempty"`     // the allowed values (each item's, for a list)
 	Description string    `json:"description"`        // one or two sentences for docs and errors
+
+	// Constraints beyond the type, checked by Check (so by Spec.Validate,
+	// pipeline validation and the REST validate endpoint) before a
+	// connector is opened. A connector declares here what its Open would
+	// refuse, so that a bad value is reported where it is written instead
+	// of failing the task at every restart.
+
+	// Min and Max bound an int, float, duration or size value (inclusive),
+	// written in the parameter's own syntax: "1", "0.5", "0s", "1MiB".
+	Min string `json:"min,omitempty"`
+	Max string `json:"max,omitempty"`
+	// Positive requires an int, float, duration or size value above zero.
+	Positive bool `json:"positive,omitempty"`
+	// Format requires a string value of a given shape, such as
+	// FormatHostPort.
+	Format Format `json:"format,omitempty"`
 }
+
+// Format is the shape a string parameter's value must have.
+type Format string
+
+// Formats.
+const (
+	// FormatHostPort is a network address host:port, as net.Listen and
+	// net.Dial take it; the host may be empty (":8088", every interface),
+	// the port is a number from 0 to 65535.
+	FormatHostPort Format = "host:port"
+)
 
 // IsSecret reports whether values of p must never be shown.
 func (p Param) IsSecret() bool { return p.Secret || p.Type == TypePassword }
@@ -43,6 +72,16 @@ func (p Param) IsSecret() bool { return p.Secret || p.Type == TypePassword }
 // accepts. It drives validation, the REST validate endpoint and generated docs.
 type Spec struct {
 	Params []Param `json:"params"` // in the order docs show them
+
+	// Check, when set, checks a configuration as a whole, once every value
+	// passed its parameter's checks: what the connector's Open would refuse
+	// without touching the outside world (a template that does not parse,
+	// settings that exclude each other). cfg has the defaults filled in.
+	// It returns FieldErrors, joined with errors.Join when there are
+	// several; any other error is a problem of the configuration as a
+	// whole. Check travels with the Go value only: a plugin's spec has none,
+	// and its Open still checks.
+	Check func(cfg Config) error `json:"-"`
 }
 
 // Param returns the parameter called name.
@@ -71,12 +110,19 @@ type FieldError struct {
 	Message string // what is wrong, and what would be right
 }
 
-// Error returns "param: message".
-func (e FieldError) Error() string { return e.Param + ": " + e.Message }
+// Error returns "param: message", or the message alone when the problem
+// names no parameter.
+func (e FieldError) Error() string {
+	if e.Param == "" {
+		return e.Message
+	}
+	return e.Param + ": " + e.Message
+}
 
 // Validate checks cfg against the spec: unknown names, missing required
-// values, values that do not parse as their type, values outside the enum.
-// It returns every problem, sorted by parameter name; nil means valid.
+// values, values that do not parse as their type, values outside the enum
+// or the bounds; then, when all of that passed, the spec's Check. It
+// returns every problem, sorted by parameter name; nil means valid.
 func (s Spec) Validate(cfg map[string]string) []FieldError {
 	var errs []FieldError
 	for name := range cfg {
@@ -96,8 +142,31 @@ func (s Spec) Validate(cfg map[string]string) []FieldError {
 			errs = append(errs, FieldError{Param: p.Name, Message: err.Error()})
 		}
 	}
+	if len(errs) == 0 && s.Check != nil {
+		errs = fieldErrors(s.Check(Config{Values: s.WithDefaults(cfg), Spec: s}))
+	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Param < errs[j].Param })
 	return errs
+}
+
+// fieldErrors flattens err (a FieldError, errors joined, or any other
+// error) into FieldErrors; an error that names no parameter gets Param "".
+func fieldErrors(err error) []FieldError {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []FieldError
+		for _, e := range j.Unwrap() {
+			out = append(out, fieldErrors(e)...)
+		}
+		return out
+	}
+	var fe FieldError
+	if errors.As(err, &fe) {
+		return []FieldError{fe}
+	}
+	return []FieldError{{Message: err.Error()}}
 }
 
 // WithDefaults returns cfg with the default of every unset parameter filled in.
@@ -170,7 +239,108 @@ func (p Param) Check(v string) error {
 			}
 		}
 	}
+	return p.checkConstraints(v)
+}
+
+// checkConstraints checks a value that parses as p's type against p's
+// Min, Max, Positive and Format. A constraint that does not fit the type
+// (a Min that does not parse, a Format on an int) is an error of the spec,
+// reported as such: Registry.Register finds it through the default.
+func (p Param) checkConstraints(v string) error {
+	if p.Min == "" && p.Max == "" && !p.Positive && p.Format == "" {
+		return nil
+	}
+	if p.Format != "" {
+		if p.Type != TypeString && p.Type != "" {
+			return fmt.Errorf("spec: format %q applies to string parameters, not %s", p.Format, p.Type)
+		}
+		if err := p.Format.check(v); err != nil {
+			return err
+		}
+	}
+	if p.Min == "" && p.Max == "" && !p.Positive {
+		return nil
+	}
+	n, err := p.number(v)
+	if err != nil {
+		return err
+	}
+	if p.Positive && n <= 0 {
+		return fmt.Errorf("%q must be positive (more than 0)", v)
+	}
+	for _, b := range []struct {
+		bound string
+		out   func(x float64) bool
+		what  string
+	}{
+		{p.Min, func(x float64) bool { return n < x }, "at least"},
+		{p.Max, func(x float64) bool { return n > x }, "at most"},
+	} {
+		if b.bound == "" {
+			continue
+		}
+		x, err := p.number(b.bound)
+		if err != nil {
+			return fmt.Errorf("spec: bound %q of %s: %w", b.bound, p.Name, err)
+		}
+		if b.out(x) {
+			return fmt.Errorf("%q must be %s %s", v, b.what, b.bound)
+		}
+	}
 	return nil
+}
+
+// number parses v, a value of a numeric type, for comparisons: ints,
+// durations (in nanoseconds) and sizes compare exactly below 2^53, far
+// beyond any bound a spec declares.
+func (p Param) number(v string) (float64, error) {
+	switch p.Type {
+	case TypeInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an integer", v)
+		}
+		return float64(n), nil
+	case TypeFloat:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", v)
+		}
+		return f, nil
+	case TypeDuration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (examples: 500ms, 10s, 1h30m)", v)
+		}
+		return float64(d), nil
+	case TypeSize:
+		n, err := ParseSize(v)
+		if err != nil {
+			return 0, err
+		}
+		return float64(n), nil
+	}
+	return 0, fmt.Errorf("spec: min, max and positive apply to int, float, duration and size parameters, not %s", p.Type)
+}
+
+// check reports whether v has the format f.
+func (f Format) check(v string) error {
+	switch f {
+	case FormatHostPort:
+		_, port, err := net.SplitHostPort(v)
+		if err != nil {
+			var ae *net.AddrError
+			if errors.As(err, &ae) {
+				err = errors.New(ae.Err)
+			}
+			return fmt.Errorf("%q is not a host:port address (%v); e.g. 127.0.0.1:8080, or :8080 for every interface", v, err)
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("%q is not a host:port address: the port %q is not a number from 0 to 65535", v, port)
+		}
+		return nil
+	}
+	return fmt.Errorf("spec: unknown format %q", f)
 }
 
 // SplitList splits a comma-separated list value, trimming spaces and

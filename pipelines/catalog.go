@@ -27,6 +27,21 @@ type Catalog interface {
 	Names(k Kind) []string
 }
 
+// TransformBuilder is a Catalog that can build transforms too. With one,
+// the loader builds every transform whose settings pass its spec and
+// reports what the transform's constructor refuses (an invalid regular
+// expression, an unknown placeholder in a topic template) at the setting it
+// names: problems a worker would otherwise meet only when it starts the
+// pipeline, failing the task at every restart.
+type TransformBuilder interface {
+	Catalog
+	// CheckTransform builds a transform of type typ with the settings cfg
+	// as written (defaults not filled in) and returns its problems, each
+	// naming its setting (Param "" when it is about none); nil means the
+	// transform builds.
+	CheckTransform(typ string, cfg map[string]string) []connect.FieldError
+}
+
 // Specs is a Catalog held in memory: kind, then name, then spec.
 type Specs map[Kind]map[string]connect.Spec
 

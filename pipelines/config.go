@@ -138,20 +138,27 @@ func (d *decoder) check(spec connect.Spec, s settings, path, what string, missin
 		known[k] = v
 	}
 	for _, fe := range spec.Validate(known) {
-		p, _ := spec.Param(fe.Param)
+		p, known := spec.Param(fe.Param)
 		st, present := s.byKey[fe.Param]
 		switch {
-		case !present:
+		case !present && known && p.Required && p.Default == "":
 			d.errorf(missingAt, path, describeParam(p), "missing required setting %q of %s", fe.Param, what)
-		case st.bad || known[fe.Param] == "":
+		case !present:
+			// The spec's whole-config check, about the config as a whole
+			// or a setting left at its default.
+			msg, where, hint := d.mask(spec, s, fe.Message), path, ""
+			if known {
+				where, hint = join(path, fe.Param), describeParam(p)
+			} else if fe.Param != "" {
+				msg = fe.Param + ": " + msg
+			}
+			d.errorf(missingAt, where, hint, "%s", msg)
+		case st.bad || s.values[fe.Param] == "":
 			// Reported above.
 		default:
-			msg, hint := fe.Message, describeParam(p)
-			secret := p.IsSecret() || len(st.vars) > 0
-			if secret {
-				msg = strings.ReplaceAll(msg, strconv.Quote(known[fe.Param]), strconv.Quote(connect.Masked))
-			} else if len(p.Enum) > 0 && p.Type != connect.TypeList {
-				if s := suggest(known[fe.Param], p.Enum); s != "" {
+			msg, hint := d.mask(spec, s, fe.Message), describeParam(p)
+			if !p.IsSecret() && len(st.vars) == 0 && len(p.Enum) > 0 && p.Type != connect.TypeList {
+				if s := suggest(s.values[fe.Param], p.Enum); s != "" {
 					hint = fmt.Sprintf("did you mean %q? %s", s, hint)
 				}
 			}
@@ -162,6 +169,35 @@ func (d *decoder) check(spec connect.Spec, s settings, path, what string, missin
 		}
 	}
 }
+
+// mask hides in msg, a message about the settings s of spec, the values of
+// secret settings, of settings that came from the environment, and every
+// environment value they hold: a whole-config check may quote any
+// setting, or a part of one (a header line holding a token).
+func (d *decoder) mask(spec connect.Spec, s settings, msg string) string {
+	hide := func(v string) {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, strconv.Quote(v), strconv.Quote(connect.Masked))
+			msg = strings.ReplaceAll(msg, v, connect.Masked)
+		}
+	}
+	for _, k := range s.order {
+		st := s.byKey[k]
+		if p, ok := spec.Param(k); (ok && p.IsSecret()) || len(st.vars) > 0 {
+			hide(s.values[k])
+		}
+		for _, name := range st.vars {
+			if ev, ok := d.lookup(name); ok && len(ev) >= minMasked {
+				hide(ev)
+			}
+		}
+	}
+	return msg
+}
+
+// minMasked is the shortest environment value mask hides inside other
+// text: a shorter one ("1", "on") would mask unrelated words.
+const minMasked = 4
 
 // describeParam is the hint for a problem with parameter p:
 // "name: description (type, one of: a, b)".

@@ -465,9 +465,13 @@ func (d *fileDecoder) transforms(f map[string]entry, path string) []Transform {
 			}
 		}
 		t.Type = typ
+		before := len(d.errs)
 		s := d.settings(rest, ipath)
 		if spec != nil {
 			d.check(*spec, s, ipath, fmt.Sprintf("transform %q", typ), typNode, nil)
+			if b, ok := d.catalog.(TransformBuilder); ok && len(d.errs) == before {
+				d.build(b, *spec, s, typ, typNode, ipath)
+			}
 		}
 		t.Config, t.Secrets = s.values, s.secrets(spec)
 		out = append(out, t)
@@ -479,6 +483,26 @@ func (d *fileDecoder) transforms(f map[string]entry, path string) []Transform {
 		}
 	}
 	return out
+}
+
+// build builds the transform typ, whose settings s passed its spec, with
+// the catalog's constructor, and reports each problem it finds at the
+// setting the problem names (at the type when it names none). Messages
+// never show secret values nor those from the environment.
+func (d *fileDecoder) build(b TransformBuilder, spec connect.Spec, s settings, typ string, typNode *yaml.Node, path string) {
+	for _, fe := range b.CheckTransform(typ, s.values) {
+		at, where, hint, msg := typNode, join(path, "type"), "", d.mask(spec, s, fe.Message)
+		if st, ok := s.byKey[fe.Param]; ok {
+			p, _ := spec.Param(fe.Param)
+			at, where, hint = st.value, join(path, fe.Param), describeParam(p)
+			if len(st.vars) > 0 {
+				msg += fmt.Sprintf(" (from ${%s})", strings.Join(st.vars, "}, ${"))
+			}
+		} else if fe.Param != "" {
+			msg = fe.Param + ": " + msg
+		}
+		d.errorf(at, where, hint, "%s", msg)
+	}
 }
 
 func (d *fileDecoder) tasks(f map[string]entry, path string) int {

@@ -10,6 +10,8 @@
 // directory (one pipeline per file, all run by one worker), and [Parse]
 // takes the text directly. [Options] carries the [Catalog] of connectors and
 // transforms with their connect.Spec, and the environment lookup for ${VAR}.
+// A catalog that is also a [TransformBuilder] has every transform built with
+// its settings, so that what only a constructor refuses is reported too.
 //
 // Loading is strict and reports every problem of every file at once, as an
 // [ErrorList] of [Error]s, each with file:line:column, the path of the value

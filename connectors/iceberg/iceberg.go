@@ -86,13 +86,13 @@ func spec() connect.Spec {
 			Description: "append writes every record as a row; upsert keeps one row per key (change events' primary key), writing updates and deletes as equality deletes (merge-on-read)."},
 		{Name: "key.columns", Type: connect.TypeList,
 			Description: "upsert: the key columns (the table's identifier fields); default: the fields of the record key (a change event's primary key)."},
-		{Name: "commit.interval", Type: connect.TypeDuration, Default: "60s",
+		{Name: "commit.interval", Type: connect.TypeDuration, Default: "60s", Positive: true,
 			Description: "Commit a snapshot at least this often while records arrive; the worker's flush (every 5 s, and before a pause or stop) also commits."},
-		{Name: "commit.records", Type: connect.TypeInt, Default: "100000",
+		{Name: "commit.records", Type: connect.TypeInt, Default: "100000", Positive: true,
 			Description: "Commit a snapshot once this many records are buffered."},
 		{Name: "partition", Type: connect.TypeList,
 			Description: "The partition spec of tables the sink creates: columns and transforms, e.g. [day(ts), bucket(16, user_id)]; identity(c), year, month, day, hour, bucket(N, c), truncate(W, c). In upsert mode, key columns only."},
-		{Name: "target.file.size", Type: connect.TypeSize, Default: "512MiB",
+		{Name: "target.file.size", Type: connect.TypeSize, Default: "512MiB", Min: "1MiB",
 			Description: "Roll data files at this size (write.target-file-size-bytes of the tables the sink creates)."},
 		{Name: "schema", Type: connect.TypeList,
 			Description: "Pins column types, e.g. [id long not null, amount decimal(10,2), ts timestamptz]; other columns come from the record's schema or are inferred from JSON values."},
@@ -100,17 +100,26 @@ func spec() connect.Spec {
 			Description: "Add the columns _topic, _partition, _offset, _timestamp and, for change events, _op."},
 		{Name: "metadata.prefix", Type: connect.TypeString, Default: "_",
 			Description: "The prefix of the metadata columns' names."},
-		{Name: "compact.interval", Type: connect.TypeDuration, Default: "0s",
+		{Name: "compact.interval", Type: connect.TypeDuration, Default: "0s", Min: "0s",
 			Description: "Compact each table the sink commits to this often (after a commit, in the task): small data files are rewritten into files of about target.file.size, applying their delete files, and equality delete files no data file needs are dropped. 0 (default) never compacts."},
-		{Name: "compact.min.files", Type: connect.TypeInt, Default: "5",
+		{Name: "compact.min.files", Type: connect.TypeInt, Default: "5", Min: "2",
 			Description: "Compaction rewrites the small files of a partition only when it has at least this many."},
-		{Name: "expire.interval", Type: connect.TypeDuration, Default: "1h",
+		{Name: "expire.interval", Type: connect.TypeDuration, Default: "1h", Min: "0s",
 			Description: "Expire old snapshots of each table the sink commits to this often (after a commit, in the task); 0 never expires. Streaming commits often, and every snapshot stays in the table's metadata until expired."},
-		{Name: "expire.older.than", Type: connect.TypeDuration, Default: "24h",
+		{Name: "expire.older.than", Type: connect.TypeDuration, Default: "24h", Min: "0s",
 			Description: "Expiry removes snapshots older than this (time travel reaches back this far), keeping at least expire.retain.last."},
-		{Name: "expire.retain.last", Type: connect.TypeInt, Default: "100",
+		{Name: "expire.retain.last", Type: connect.TypeInt, Default: "100", Min: "1",
 			Description: "Expiry keeps at least this many of the newest snapshots."},
-	}}
+	}, Check: checkOptions}
+}
+
+// checkOptions is the spec's whole-config check: what Open refuses before
+// it opens the catalog (a partition spec, a schema or a table template that
+// does not parse, settings that exclude each other), so that pipeline
+// validation reports it where it is written.
+func checkOptions(cfg connect.Config) error {
+	_, _, err := parseOptions(cfg)
+	return err
 }
 
 // options are the parsed settings.

@@ -45,7 +45,7 @@ func spec() connect.Spec {
 			Description: "Request headers, one Name: value per line (or a list of Name: value items); values are templates. Content-Type defaults to application/json."},
 		{Name: "body", Type: connect.TypeString,
 			Description: "Request body: a template over the record. Empty sends the record value, as it is when it is JSON, else as a JSON string."},
-		{Name: "batch.size", Type: connect.TypeInt, Default: "1",
+		{Name: "batch.size", Type: connect.TypeInt, Default: "1", Min: "1",
 			Description: "Most records per request. Above 1, a request carries a JSON array of the records' bodies (or batch.body), at most one record per key."},
 		{Name: "batch.body", Type: connect.TypeString,
 			Description: "In batch mode, the request body: a template over .Items (the records' bodies, each JSON), .Records and .ID, e.g. {\"inputs\": {{ json .Items }}}. Empty sends the JSON array of the items."},
@@ -55,25 +55,34 @@ func spec() connect.Spec {
 			Description: "Standard Webhooks secret (whsec_ followed by base64); adds webhook-id, webhook-timestamp and webhook-signature headers. Several secrets separated by spaces sign with each (key rotation)."},
 		{Name: "idempotency.header", Type: connect.TypeString, Default: "Idempotency-Key",
 			Description: "Header that carries the delivery id (the same on every retry and after a restart), so that a receiver can drop redeliveries; \"none\" sends no such header."},
-		{Name: "concurrency", Type: connect.TypeInt, Default: "8",
+		{Name: "concurrency", Type: connect.TypeInt, Default: "8", Min: "1",
 			Description: "Most requests in flight. Records of one key are always sent one after the other, in log order."},
-		{Name: "rate.limit", Type: connect.TypeFloat, Default: "0",
+		{Name: "rate.limit", Type: connect.TypeFloat, Default: "0", Min: "0",
 			Description: "Most requests per second for the whole sink, retries included; 0 is unlimited."},
-		{Name: "timeout", Type: connect.TypeDuration, Default: "30s",
+		{Name: "timeout", Type: connect.TypeDuration, Default: "30s", Positive: true,
 			Description: "How long one request may take, until the whole answer is read; a request that times out is retried."},
-		{Name: "max.attempts", Type: connect.TypeInt, Default: "10",
+		{Name: "max.attempts", Type: connect.TypeInt, Default: "10", Min: "0",
 			Description: "Most attempts per request before its records fail with the last error (dead-lettered with errors.tolerance: all); 0 is unlimited."},
-		{Name: "max.elapsed", Type: connect.TypeDuration, Default: "5m",
+		{Name: "max.elapsed", Type: connect.TypeDuration, Default: "5m", Min: "0s",
 			Description: "Longest time spent retrying one request before its records fail with the last error; 0 is unlimited."},
-		{Name: "backoff.initial", Type: connect.TypeDuration, Default: "200ms",
+		{Name: "backoff.initial", Type: connect.TypeDuration, Default: "200ms", Min: "0s",
 			Description: "Backoff before the second attempt; it doubles with each attempt, and the wait is drawn at random below it (full jitter)."},
-		{Name: "backoff.max", Type: connect.TypeDuration, Default: "30s",
+		{Name: "backoff.max", Type: connect.TypeDuration, Default: "30s", Min: "0s",
 			Description: "Largest backoff between attempts (a Retry-After may ask for longer, and is honoured)."},
 		{Name: "retry.statuses", Type: connect.TypeList,
 			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED."},
 		{Name: "tls.ca", Type: connect.TypeString,
 			Description: "PEM file of the certificate authorities to trust for https, instead of the system's roots."},
-	}}
+	}, Check: checkSettings}
+}
+
+// checkSettings is the spec's whole-config check: what Open refuses
+// before it touches the network or the disk (templates that do not parse,
+// a URL that is not http or https, header lines, signing secrets), so that
+// pipeline validation reports it where it is written.
+func checkSettings(cfg connect.Config) error {
+	_, err := parseSettings(cfg)
+	return err
 }
 
 // settings are the parsed configuration of a Sink.
@@ -139,7 +148,9 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.body = tmpl("body")
 	s.batchBody = tmpl("batch.body")
 	if s.url == nil {
-		errs = append(errs, connect.FieldError{Param: "url", Message: "required parameter is missing: the URL to send to"})
+		if v, _ := cfg.String("url"); v == "" { // else the template did not parse, reported above
+			errs = append(errs, connect.FieldError{Param: "url", Message: "required parameter is missing: the URL to send to"})
+		}
 	} else if s.url.t == nil {
 		if err := checkURL(s.url.static); err != nil {
 			errs = append(errs, connect.FieldError{Param: "url", Message: err.Error()})
