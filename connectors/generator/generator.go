@@ -58,15 +58,15 @@ func Connector() connect.Connector {
 
 func spec() connect.Spec {
 	return connect.Spec{Params: []connect.Param{
-		{Name: "rate", Type: connect.TypeFloat, Default: "1000",
+		{Name: "rate", Type: connect.TypeFloat, Min: "0", Default: "1000",
 			Description: "Events per second. 0 generates as fast as the worker reads."},
 		{Name: "seed", Type: connect.TypeInt, Default: "42",
 			Description: "Seed of the event contents: the same seed gives the same event for the same seq, also after a restart."},
-		{Name: "users", Type: connect.TypeInt, Default: "1000",
+		{Name: "users", Type: connect.TypeInt, Min: "1", Default: "1000",
 			Description: "Number of distinct users: user_id is user-1 to user-N."},
-		{Name: "batch.size", Type: connect.TypeInt, Default: "500",
+		{Name: "batch.size", Type: connect.TypeInt, Min: "1", Max: "2147483647", Default: "500",
 			Description: "Most events returned by one read."},
-		{Name: "max.events", Type: connect.TypeInt, Default: "0",
+		{Name: "max.events", Type: connect.TypeInt, Min: "0", Default: "0",
 			Description: "Stop after the event whose seq is this number, counted across restarts. 0 never stops."},
 		{Name: "value.size", Type: connect.TypeSize, Default: "0",
 			Description: "Pad each value with a \"pad\" field to exactly this many bytes (e.g. 1KiB for benchmarks); values already as long stay as they are. 0 adds no padding."},

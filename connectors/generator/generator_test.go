@@ -417,3 +417,18 @@ func BenchmarkSource_Read(b *testing.B) {
 		}
 	}
 }
+
+// The bounds Open enforces are declared in the spec, so `tributary validate`
+// and the REST validate endpoint report them before anything runs.
+func TestSpec_DeclaresOpensBounds(t *testing.T) {
+	for key, bad := range map[string]string{"rate": "-1", "users": "0", "batch.size": "0", "max.events": "-3"} {
+		errs := spec().Validate(map[string]string{key: bad})
+		if len(errs) != 1 || errs[0].Param != key {
+			t.Errorf("%s=%s: Validate = %v, want one error for %s", key, bad, errs, key)
+		}
+		src := &Source{}
+		if err := src.Open(t.Context(), connect.Config{Spec: spec(), Values: map[string]string{key: bad}}); err == nil {
+			t.Errorf("%s=%s: Open accepted what the spec should refuse", key, bad)
+		}
+	}
+}
