@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -183,6 +184,7 @@ func (r *runner) supervise(ctx context.Context) {
 		r.mu.Lock()
 		r.softCancel, r.taskRunning = cancel, true
 		r.mu.Unlock()
+		started := time.Now()
 		err := r.runTask(ctx, soft)
 		cancel()
 		r.mu.Lock()
@@ -211,8 +213,13 @@ func (r *runner) supervise(ctx context.Context) {
 			}
 			continue
 		}
+		if time.Since(started) >= bo.max {
+			// It ran well for a while: a new failure, not one more of a
+			// series, so it restarts after the shortest wait again.
+			bo.reset()
+		}
 		wait := bo.next()
-		r.logger.Error("task failed; restarting with backoff", "error", err, "retry_in", wait.Round(time.Millisecond))
+		r.logger.Error("task failed; restarting with backoff", "error", err, "failures_in_a_row", bo.attempt, "retry_in", wait.Round(time.Millisecond))
 		r.setTaskState(StateFailed, trace)
 		r.mu.Lock()
 		ch = r.changed
@@ -400,6 +407,7 @@ func maskValues(cfg map[string]string, secrets []string, spec connect.Spec) map[
 
 func (r *runner) status() ConnectorStatus {
 	report := r.report()
+	topicWarnings := r.w.pipelineTopicWarnings(r.spec.Pipeline)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ConnectorStatus{Name: r.spec.Name, Type: r.spec.Kind, WorkerID: r.w.opts.WorkerID}
@@ -422,6 +430,16 @@ func (r *runner) status() ConnectorStatus {
 	}
 	if ts.State == StateRunning || ts.State == StatePaused {
 		ts.Report = report
+	}
+	if len(topicWarnings) > 0 {
+		// The pipeline's topics differ from its declaration: shown
+		// whatever the task's state, beside the connector's own warnings.
+		rp := connect.Report{}
+		if ts.Report != nil {
+			rp = *ts.Report
+		}
+		rp.Warnings = slices.Concat(rp.Warnings, topicWarnings)
+		ts.Report = &rp
 	}
 	st.Tasks = []TaskStatus{ts}
 	return st

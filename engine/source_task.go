@@ -352,8 +352,10 @@ func (b *readBatch) merge(next readBatch) {
 // commitSourcePositions is the committing half of a source task: for each
 // batch, in order, it waits until the batch is durable; then, with a
 // DurableNotifier n, it tells the source the batch's position at once
-// (Durable), and it stores the newest position reached and acks it, at
-// most every sourcePositionInterval, and once more when window is closed.
+// (Durable), and it stores the newest position reached and acks it: at
+// once when no other batch waits (but for a connect.LazyAcker hearing
+// Durable), else at most every sourcePositionInterval, and once more when
+// window is closed.
 // Durable and Ack are called from this goroutine only, so never
 // concurrently, and each Durable(pos) before the store and Ack of pos.
 // On a failure it calls stopReading and drains the window. With a tail
