@@ -89,8 +89,83 @@ func RetryAfter(d time.Duration, err error) error {
 }
 
 // IsRetryable reports whether err should be retried: it, or an error it
-// wraps, was marked Retryable, and it is not a bad record.
+// wraps, was marked Retryable, and it is neither a bad record nor
+// permanent.
 func IsRetryable(err error) bool {
 	var re *RetryableError
-	return errors.As(err, &re) && !IsBadRecord(err)
+	return errors.As(err, &re) && !IsBadRecord(err) && !IsPermanent(err)
+}
+
+// PermanentError marks an error that retrying cannot cure: a setup or
+// configuration error the user must fix (logical replication is off, the
+// database or role does not exist, a grant is missing). When Open, Read or
+// Write fails with it, the worker marks the task FAILED with the error as
+// its trace and does not restart it until the user restarts or resumes the
+// connector, as Kafka Connect leaves a failed task. A permanent error is
+// never retried, even when it is also marked Retryable; a bad record still
+// wins over it in a sink (the record is dead-lettered). The marker keeps
+// the message of the error it wraps.
+type PermanentError struct {
+	// Err is what went wrong.
+	Err error
+}
+
+// Error returns the message of the wrapped error.
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err as one that retrying cannot cure: the worker stops
+// the task and waits for the user. It returns nil for nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked
+// Permanent, and it is not a bad record.
+func IsPermanent(err error) bool {
+	var pe *PermanentError
+	return errors.As(err, &pe) && !IsBadRecord(err)
+}
+
+// AttemptsError says how many times the connector tried an operation
+// itself before it returned the error it wraps, e.g. a sink that retries
+// HTTP deliveries and gives up after max.attempts. The worker counts those
+// tries in the __connect.errors.attempts header of a dead-lettered record,
+// so the header agrees with the message. The marker keeps the message of
+// the error it wraps, and combines with the other markers in any order.
+type AttemptsError struct {
+	// Attempts is the number of tries made, at least 1.
+	Attempts int
+	// Err is what went wrong.
+	Err error
+}
+
+// Error returns the message of the wrapped error.
+func (e *AttemptsError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
+// WithAttempts records that err came after n tries. It returns nil for
+// nil, and err unchanged for n < 1.
+func WithAttempts(n int, err error) error {
+	if err == nil || n < 1 {
+		return err
+	}
+	return &AttemptsError{Attempts: n, Err: err}
+}
+
+// Attempts returns the number of tries err says were made (the outermost
+// WithAttempts), or 0 when it does not say.
+func Attempts(err error) int {
+	var ae *AttemptsError
+	if errors.As(err, &ae) {
+		return ae.Attempts
+	}
+	return 0
 }

@@ -12,7 +12,8 @@ import (
 // connectors and tasks never know which one runs underneath.
 type Backend interface {
 	// EnsureTopic creates a topic when it does not exist. An existing topic
-	// is left as it is.
+	// is left as it is: the worker compares it with the declaration through
+	// TopicDescriber, when the backend implements it.
 	EnsureTopic(ctx context.Context, name string, partitions int, config map[string]string) error
 	// Produce appends records durably. Each record's Topic must be set;
 	// keyed records are partitioned by murmur2 of the key. It returns once
@@ -40,6 +41,24 @@ type Backend interface {
 	ListTopics(ctx context.Context) ([]string, error)
 	// EndOffsets returns the start and end offset of every partition of a topic.
 	EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error)
+}
+
+// TopicDescriber is an optional Backend capability: how an existing topic
+// is set up, so that the worker can warn when a pipeline declares a topic
+// differently from the one that exists (EnsureTopic leaves an existing
+// topic as it is).
+type TopicDescriber interface {
+	// DescribeTopic returns a topic's partition count and its effective
+	// configs.
+	DescribeTopic(ctx context.Context, name string) (TopicInfo, error)
+}
+
+// TopicInfo is how an existing topic is set up.
+type TopicInfo struct {
+	Partitions int
+	// Config holds the effective value of every config the backend knows
+	// (the topic's own, else the default).
+	Config map[string]string
 }
 
 // PartitionOffset is an offset of one partition.

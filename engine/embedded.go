@@ -19,8 +19,9 @@ type Embedded struct {
 }
 
 var (
-	_ Backend     = (*Embedded)(nil)
-	_ RangeReader = (*Embedded)(nil)
+	_ Backend        = (*Embedded)(nil)
+	_ RangeReader    = (*Embedded)(nil)
+	_ TopicDescriber = (*Embedded)(nil)
 )
 
 // NewEmbedded returns a backend over an open log. The caller closes the log.
@@ -47,6 +48,15 @@ func (e *Embedded) EnsureTopic(ctx context.Context, name string, partitions int,
 		return nil
 	}
 	return err
+}
+
+// DescribeTopic implements TopicDescriber.
+func (e *Embedded) DescribeTopic(ctx context.Context, name string) (TopicInfo, error) {
+	d, err := e.log.DescribeTopic(name)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("describe topic %s: %w", name, err)
+	}
+	return TopicInfo{Partitions: len(d.Partitions), Config: d.Config}, nil
 }
 
 // Produce implements Backend.

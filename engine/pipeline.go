@@ -42,7 +42,10 @@ func transformSpecs(ts []pipelines.Transform) []TransformSpec {
 	return out
 }
 
-// StartPipeline creates the pipeline's topics and starts its connectors.
+// StartPipeline creates the pipeline's topics and starts its connectors. A
+// declared topic that exists is used as it is: where it differs from the
+// declaration (partitions, configs), a warning is logged and shown in the
+// status of the pipeline's connectors.
 func (w *Worker) StartPipeline(ctx context.Context, p *pipelines.Pipeline) error {
 	for _, s := range p.Sources {
 		if s.Tasks > 1 {
@@ -54,11 +57,15 @@ func (w *Worker) StartPipeline(ctx context.Context, p *pipelines.Pipeline) error
 			return fmt.Errorf("pipeline %s: sink %s asks for %d tasks; this worker runs one task per connector (set tasks: 1, or run several workers on the kafka backend)", p.Name, s.Name, s.Tasks)
 		}
 	}
+	var drift []string
 	for _, t := range p.Topics {
-		if err := w.opts.Backend.EnsureTopic(ctx, t.Name, t.Partitions, t.Config); err != nil {
+		d, err := w.ensureDeclaredTopic(ctx, p.Name, t.Name, t.Partitions, t.Config)
+		if err != nil {
 			return fmt.Errorf("pipeline %s: topic %s: %w", p.Name, t.Name, err)
 		}
+		drift = append(drift, d...)
 	}
+	w.setTopicWarnings(p.Name, drift)
 	for _, spec := range SpecsFromPipeline(p) {
 		if spec.Kind == connect.KindSource && !hasPlaceholder(spec.Topic) {
 			if err := w.opts.Backend.EnsureTopic(ctx, spec.Topic, p.Log.Defaults.Partitions, p.Log.Defaults.Config); err != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -182,6 +184,7 @@ func (r *runner) supervise(ctx context.Context) {
 		r.mu.Lock()
 		r.softCancel, r.taskRunning = cancel, true
 		r.mu.Unlock()
+		started := time.Now()
 		err := r.runTask(ctx, soft)
 		cancel()
 		r.mu.Lock()
@@ -197,10 +200,27 @@ func (r *runner) supervise(ctx context.Context) {
 			continue
 		}
 		trace := err.Error()
-		r.logger.Error("task failed; restarting with backoff", "error", err)
 		r.w.metrics.taskFailures.WithLabelValues(r.spec.Name).Inc()
-		r.setTaskState(StateFailed, trace)
+		if connect.IsPermanent(err) {
+			r.logger.Error("task failed with an error that retrying cannot cure; it stays FAILED until the connector is restarted or resumed", "error", err)
+			r.setTaskState(StateFailed, trace)
+			if !r.waitForUser(ctx) {
+				return
+			}
+			bo.reset()
+			if r.targetState() != StateStopped {
+				r.setTaskState(StateRestarting, trace)
+			}
+			continue
+		}
+		if time.Since(started) >= bo.max {
+			// It ran well for a while: a new failure, not one more of a
+			// series, so it restarts after the shortest wait again.
+			bo.reset()
+		}
 		wait := bo.next()
+		r.logger.Error("task failed; restarting with backoff", "error", err, "failures_in_a_row", bo.attempt, "retry_in", wait.Round(time.Millisecond))
+		r.setTaskState(StateFailed, trace)
 		r.mu.Lock()
 		ch = r.changed
 		r.mu.Unlock()
@@ -212,6 +232,28 @@ func (r *runner) supervise(ctx context.Context) {
 		}
 		if r.targetState() != StateStopped {
 			r.setTaskState(StateRestarting, trace)
+		}
+	}
+}
+
+// waitForUser waits, after a task failed with a permanent error, until the
+// user acts: a restart request or a resume (the target turning RUNNING
+// from PAUSED or STOPPED) runs the task again; a stop stops it. A pause
+// alone leaves the task FAILED. It returns false on shutdown.
+func (r *runner) waitForUser(ctx context.Context) bool {
+	prev := r.targetState()
+	for {
+		r.mu.Lock()
+		target, restart, ch := r.target, r.restartReq, r.changed
+		r.mu.Unlock()
+		if restart || target == StateStopped || (target == StateRunning && prev != StateRunning) {
+			return true
+		}
+		prev = target
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
 		}
 	}
 }
@@ -280,11 +322,13 @@ func (r *runner) transforms() (chain, error) {
 	var c chain
 	for i, ts := range r.spec.Transforms {
 		if r.w.opts.Transforms == nil {
-			return nil, fmt.Errorf("connector %s: transforms are not available in this worker", r.spec.Name)
+			return nil, connect.Permanent(fmt.Errorf("connector %s: transforms are not available in this worker", r.spec.Name))
 		}
 		t, err := r.w.opts.Transforms(ts.Type, ts.Config)
 		if err != nil {
-			return nil, fmt.Errorf("connector %s: transform %d (%s): %w", r.spec.Name, i+1, ts.Type, err)
+			// A transform's config does not change until the connector's
+			// does, which replaces the runner: retrying cannot cure it.
+			return nil, connect.Permanent(fmt.Errorf("connector %s: transform %d (%s): %w", r.spec.Name, i+1, ts.Type, err))
 		}
 		c = append(c, namedTransform{name: ts.Type, t: t})
 	}
@@ -363,6 +407,7 @@ func maskValues(cfg map[string]string, secrets []string, spec connect.Spec) map[
 
 func (r *runner) status() ConnectorStatus {
 	report := r.report()
+	topicWarnings := r.w.pipelineTopicWarnings(r.spec.Pipeline)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ConnectorStatus{Name: r.spec.Name, Type: r.spec.Kind, WorkerID: r.w.opts.WorkerID}
@@ -385,6 +430,16 @@ func (r *runner) status() ConnectorStatus {
 	}
 	if ts.State == StateRunning || ts.State == StatePaused {
 		ts.Report = report
+	}
+	if len(topicWarnings) > 0 {
+		// The pipeline's topics differ from its declaration: shown
+		// whatever the task's state, beside the connector's own warnings.
+		rp := connect.Report{}
+		if ts.Report != nil {
+			rp = *ts.Report
+		}
+		rp.Warnings = slices.Concat(rp.Warnings, topicWarnings)
+		ts.Report = &rp
 	}
 	st.Tasks = []TaskStatus{ts}
 	return st

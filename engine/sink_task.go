@@ -240,7 +240,7 @@ func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
 	}
 	re, err := regexp.Compile("^(?:" + r.spec.TopicsRegex + ")$")
 	if err != nil {
-		return nil, fmt.Errorf("sink %s: topics regex: %w", r.spec.Name, err)
+		return nil, connect.Permanent(fmt.Errorf("sink %s: topics regex: %w", r.spec.Name, err))
 	}
 	all, err := r.w.opts.Backend.ListTopics(ctx)
 	if err != nil {
@@ -341,7 +341,7 @@ func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Re
 			}
 			return nil
 		default:
-			return fmt.Errorf("sink %s: write %d records (attempt %d): %w", r.spec.Name, len(recs), attempts, err)
+			return fmt.Errorf("sink %s: write %d records (attempt %d): %w", r.spec.Name, len(recs), tries(attempts, err), err)
 		}
 	}
 	return nil
@@ -355,6 +355,7 @@ func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string
 		return fmt.Errorf("sink %s: record %s/%d@%d: %w", r.spec.Name, rec.Topic, rec.Partition, rec.Offset, cause)
 	}
 	r.w.metrics.deadLettered.WithLabelValues(r.spec.Name).Inc()
+	attempts = tries(attempts, cause)
 	dlq := r.spec.Errors.DeadLetterTopic
 	if dlq == "" {
 		r.logger.Warn("skipping bad record (no dead-letter topic)", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "error", cause)
@@ -378,6 +379,18 @@ func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string
 		return fmt.Errorf("sink %s: dead-letter record to %s: %w", r.spec.Name, dlq, err)
 	}
 	return nil
+}
+
+// tries is the number of tries behind a failed write: the worker's calls
+// of Write for the records, the last one counted as the tries the sink
+// says it made itself (connect.WithAttempts), so that the
+// __connect.errors.attempts header agrees with a message such as "gave up
+// after 3 attempts".
+func tries(calls int, err error) int {
+	if n := connect.Attempts(err); n > 0 {
+		return calls - 1 + n
+	}
+	return calls
 }
 
 func errorClass(err error) string {

@@ -97,6 +97,9 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		}
 	}
 	n := r.durableNotifier(src, recovers, cfg.Position != nil)
+	if la, ok := src.(connect.LazyAcker); ok && n != nil && la.AcksLazily() {
+		n.lazy = true
+	}
 	r.setTaskState(StateRunning, "")
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
@@ -133,6 +136,10 @@ type durableNotice struct {
 	// DurableNotifier contract); a stored position with a tail turns it
 	// on. armed says whether it may be turned on.
 	on, armed bool
+	// lazy says the source (connect.LazyAcker) needs no prompt store
+	// while it hears Durable: positions are stored once per
+	// sourcePositionInterval.
+	lazy bool
 }
 
 // durableNotifier returns how to tell src that records are durable; nil
@@ -345,8 +352,10 @@ func (b *readBatch) merge(next readBatch) {
 // commitSourcePositions is the committing half of a source task: for each
 // batch, in order, it waits until the batch is durable; then, with a
 // DurableNotifier n, it tells the source the batch's position at once
-// (Durable), and it stores the newest position reached and acks it, at
-// most every sourcePositionInterval, and once more when window is closed.
+// (Durable), and it stores the newest position reached and acks it: at
+// once when no other batch waits (but for a connect.LazyAcker hearing
+// Durable), else at most every sourcePositionInterval, and once more when
+// window is closed.
 // Durable and Ack are called from this goroutine only, so never
 // concurrently, and each Durable(pos) before the store and Ack of pos.
 // On a failure it calls stopReading and drains the window. With a tail
@@ -441,10 +450,12 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			if pending == nil {
 				continue
 			}
-			// Store now when nothing else is waiting (a source such as
-			// httptrack answers its clients on Ack), else at least every
-			// sourcePositionInterval while batches keep coming.
-			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || len(window) == 0 {
+			// Store now when nothing else is waiting (a source may answer
+			// its clients on Ack), else at least every
+			// sourcePositionInterval while batches keep coming. A lazy
+			// acker that heard Durable waits for the interval either way.
+			eager := len(window) == 0 && (n == nil || !n.lazy || !n.on)
+			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || eager {
 				flush()
 			} else if fire == nil {
 				if timer == nil {

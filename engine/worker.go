@@ -40,7 +40,11 @@ type Options struct {
 	// WorkerID names this worker in statuses (Kafka Connect uses host:port).
 	WorkerID string
 	Metrics  *Metrics
-	// RestartBackoff bounds the backoff between restarts of a failed task.
+	// RestartBackoff bounds the backoff between restarts of a failed task
+	// (defaults 500 ms and 30 s): it doubles with each failure in a row, and
+	// starts again from the initial wait when the task ran for at least the
+	// max before it failed. A task failed by a connect.Permanent error is
+	// not restarted until the user restarts or resumes it.
 	RestartBackoffInitial, RestartBackoffMax time.Duration
 }
 
@@ -54,6 +58,11 @@ type Worker struct {
 	mu         sync.Mutex // guards connectors and closed
 	connectors map[string]*runner
 	closed     bool
+
+	// topicMu guards topicWarnings; it is taken alone, never with another
+	// lock held.
+	topicMu       sync.Mutex
+	topicWarnings map[string][]string // per pipeline: declared topics that differ from the log's
 }
 
 // NewWorker opens the offsets store and returns a worker with no
@@ -81,7 +90,7 @@ func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{opts: opts, logger: opts.Logger, offsets: offsets, metrics: opts.Metrics, connectors: map[string]*runner{}}
+	w := &Worker{opts: opts, logger: opts.Logger, offsets: offsets, metrics: opts.Metrics, connectors: map[string]*runner{}, topicWarnings: map[string][]string{}}
 	if err := opts.Metrics.Registry.Register(reportCollector{w}); err != nil {
 		return nil, fmt.Errorf("register connector report metrics: %w", err)
 	}

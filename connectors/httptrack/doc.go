@@ -43,7 +43,10 @@
 // so a resend is dropped. With dedup off nothing drops a resend, and
 // requests wait for Ack(N) (durable and stored). Ack(N) releases in both
 // cases what Durable has not (the worker announces durability only when
-// the tail recovery covers it). A request that is not durable within ack.timeout, or
+// the tail recovery covers it). With dedup on nothing waits for Ack, and
+// the source says so (connect.LazyAcker): the worker then stores positions
+// once per position interval, not after each durable batch. A request that
+// is not durable within ack.timeout, or
 // that finds more than max.pending.bytes waiting, is answered 503 with
 // Retry-After; the SDK retries it, and dedup keeps a retry of what did
 // become durable from doubling it.

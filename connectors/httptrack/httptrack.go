@@ -291,6 +291,7 @@ type Source struct {
 var (
 	_ connect.Source          = (*Source)(nil)
 	_ connect.DurableNotifier = (*Source)(nil)
+	_ connect.LazyAcker       = (*Source)(nil)
 )
 
 // position is {"seq":N}: every request up to seq N is durable.
@@ -589,6 +590,12 @@ func (s *Source) Ack(_ context.Context, pos connect.Position) error {
 func (s *Source) Durable(_ context.Context, pos connect.Position) error {
 	return s.advance("durable", pos, false)
 }
+
+// AcksLazily reports whether the worker may store positions lazily: with
+// dedup on, requests are answered on Durable and nothing waits for Ack;
+// with dedup off they are answered on Ack, which must come promptly. It
+// implements connect.LazyAcker.
+func (s *Source) AcksLazily() bool { return s.dedup != nil }
 
 // advance raises durable, and acked when stored, to pos's seq, and wakes
 // the waiting requests when that answers more of them.
