@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,15 @@ func wantErr(t *testing.T, err error, parts ...string) {
 	}
 }
 
+// wantPermanent checks that err is marked connect.Permanent (the worker
+// leaves the task FAILED) exactly when want says so.
+func wantPermanent(t *testing.T, err error, want bool) {
+	t.Helper()
+	if got := connect.IsPermanent(err); got != want {
+		t.Errorf("IsPermanent(%q) = %v, want %v", err, got, want)
+	}
+}
+
 // withGlobal sets a global variable for the test and restores it after.
 func withGlobal(t *testing.T, d *testDB, name, value string) {
 	t.Helper()
@@ -38,6 +48,7 @@ func TestSetup_BinlogFormatNotRow(t *testing.T) {
 	withGlobal(t, d, "binlog_format", "STATEMENT")
 	_, err := tryOpen(t, d.dsn, withTables(d, nil), nil)
 	wantErr(t, err, "binlog_format is STATEMENT", "SET GLOBAL binlog_format = 'ROW'")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_RowImageNotFull(t *testing.T) {
@@ -45,6 +56,7 @@ func TestSetup_RowImageNotFull(t *testing.T) {
 	withGlobal(t, d, "binlog_row_image", "MINIMAL")
 	_, err := tryOpen(t, d.dsn, withTables(d, nil), nil)
 	wantErr(t, err, "binlog_row_image is MINIMAL", "SET GLOBAL binlog_row_image = 'FULL'")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_NoRowMetadataNeedsStateDir(t *testing.T) {
@@ -52,6 +64,7 @@ func TestSetup_NoRowMetadataNeedsStateDir(t *testing.T) {
 	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
 	_, err := tryOpen(t, d.dsn, withTables(d, map[string]string{"snapshot.mode": "never"}), nil)
 	wantErr(t, err, "binlog_row_metadata is not FULL", "state.dir")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_UserWithoutReplication(t *testing.T) {
@@ -62,10 +75,12 @@ func TestSetup_UserWithoutReplication(t *testing.T) {
 	dsn := strings.Replace(d.dsn, "root@", "norepl:s3cret-pw@", 1)
 	_, err := tryOpen(t, dsn, withTables(d, nil), nil)
 	wantErr(t, err, "user norepl@% lacks REPLICATION SLAVE and REPLICATION CLIENT", "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'norepl'@'%';")
+	wantPermanent(t, err, true)
 
 	d.exec(t, "GRANT REPLICATION SLAVE ON *.* TO 'norepl'@'%'")
 	_, err = tryOpen(t, dsn, withTables(d, nil), nil)
 	wantErr(t, err, "lacks REPLICATION CLIENT")
+	wantPermanent(t, err, true)
 	if strings.Contains(err.Error(), "s3cret-pw") {
 		t.Errorf("the error shows the password: %v", err)
 	}
@@ -83,6 +98,7 @@ func TestSetup_WrongPasswordIsMasked(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "wrong-pw") || !strings.Contains(err.Error(), connect.Masked) {
 			t.Errorf("dsn %s: error %v", strings.ReplaceAll(dsn, "wrong-pw", "…"), err)
 		}
+		wantPermanent(t, err, true) // access denied (1045)
 	}
 }
 
@@ -131,10 +147,12 @@ func TestSetup_PurgedBinlog(t *testing.T) {
 	p2.GTIDs = ""
 	_, err = tryOpen(t, d.dsn, withTables(d, nil), p2.encode())
 	wantErr(t, err, "binlog file "+p.File+", which the server no longer has", "snapshot.mode=when_needed")
+	wantPermanent(t, err, true)
 
 	// A GTID position older than the oldest binlog.
 	_, err = tryOpen(t, d.dsn, withTables(d, nil), pos)
 	wantErr(t, err, "needs binlog the server purged", "delete the source's stored offsets")
+	wantPermanent(t, err, true)
 
 	// when_needed takes a new snapshot instead.
 	s2 := openSource(t, d, map[string]string{"snapshot.mode": "when_needed"}, pos)
@@ -163,4 +181,31 @@ func TestSetup_BinlogOff(t *testing.T) {
 	defer srv.stop()
 	_, err = tryOpen(t, srv.dsn(""), nil, nil)
 	wantErr(t, err, "the binary log is off", "log_bin=ON", "restart the server")
+	wantPermanent(t, err, true)
+}
+
+func TestSetup_ConnectErrors(t *testing.T) {
+	d := newDB(t)
+	d.exec(t, "CREATE USER IF NOT EXISTS 'nodbuser'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { d.db.Exec("DROP USER IF EXISTS 'nodbuser'@'%'") })
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dsn, want string
+		permanent       bool
+	}{
+		{"unknown database", testServer.dsn("no_such_db"), "Unknown database 'no_such_db'", true},
+		{"database access denied", strings.Replace(testServer.dsn(d.name), "root@", "nodbuser:pw@", 1), "Access denied for user 'nodbuser'@'%' to database", true},
+		// Nothing listens there: a server that comes up later must be
+		// picked up, so this stays retryable.
+		{"refused", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port), "connection refused", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tryOpen(t, c.dsn, nil, nil)
+			wantErr(t, err, c.want)
+			wantPermanent(t, err, c.permanent)
+		})
+	}
 }
