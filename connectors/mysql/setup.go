@@ -55,18 +55,19 @@ const (
 	erDBAccessDenied = 1044 // access denied for the user to the database
 	erAccessDenied   = 1045 // access denied for the user (wrong password, no such user)
 	erBadDB          = 1049 // unknown database
+	erHostNotAllowed = 1130 // the user may not connect from this host
 )
 
 // loginRefused reports whether the server refused the login for a reason
 // no retry cures: the database does not exist, or the user may not log in
-// (to it).
+// (to it, or from this host).
 func loginRefused(err error) bool {
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) {
 		return false
 	}
 	switch me.Number {
-	case erDBAccessDenied, erAccessDenied, erBadDB:
+	case erDBAccessDenied, erAccessDenied, erBadDB, erHostNotAllowed:
 		return true
 	}
 	return false

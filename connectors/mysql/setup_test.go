@@ -3,12 +3,16 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -207,5 +211,17 @@ func TestSetup_ConnectErrors(t *testing.T) {
 			wantErr(t, err, c.want)
 			wantPermanent(t, err, c.permanent)
 		})
+	}
+}
+
+func TestLoginRefused(t *testing.T) {
+	for n, want := range map[uint16]bool{1044: true, 1045: true, 1049: true, 1130: true, 1040: false, 1053: false} {
+		err := fmt.Errorf("ping: %w", &mysql.MySQLError{Number: n, Message: "x"})
+		if got := loginRefused(err); got != want {
+			t.Errorf("loginRefused(error %d) = %v, want %v", n, got, want)
+		}
+	}
+	if loginRefused(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}) {
+		t.Error("a refused connection counts as a refused login")
 	}
 }
