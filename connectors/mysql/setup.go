@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // server is what Open learned about the server.
@@ -22,10 +24,15 @@ type server struct {
 }
 
 // openDB opens a connection pool with the connector's session settings.
+// When the server refuses the login for a reason no retry cures (an
+// unknown database, access denied), the error is connect.Permanent;
+// network errors and a server that is starting stay retryable, so that a
+// server that comes up later is picked up.
 func openDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %s", redactedDSN(cfg), maskPassword(err.Error(), cfg.Passwd))
+		// The DSN's settings are wrong: only the user can fix them.
+		return nil, connect.Permanent(fmt.Errorf("connect to %s: %s", redactedDSN(cfg), maskPassword(err.Error(), cfg.Passwd)))
 	}
 	db := sql.OpenDB(conn)
 	if err := db.PingContext(ctx); err != nil {
@@ -34,9 +41,36 @@ func openDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 		if strings.Contains(msg, "x509:") {
 			msg += "; the server's certificate was not accepted: tls.mode=verify-full checks the DSN's host name against the certificate's names and its chain against tls.ca, verify-ca only the chain (tls.mode=required encrypts without checking)"
 		}
-		return nil, fmt.Errorf("connect to %s: %s", redactedDSN(cfg), msg)
+		err2 := fmt.Errorf("connect to %s: %s", redactedDSN(cfg), msg)
+		if loginRefused(err) {
+			return nil, connect.Permanent(err2)
+		}
+		return nil, err2
 	}
 	return db, nil
+}
+
+// MySQL and MariaDB error numbers of a refused login.
+const (
+	erDBAccessDenied = 1044 // access denied for the user to the database
+	erAccessDenied   = 1045 // access denied for the user (wrong password, no such user)
+	erBadDB          = 1049 // unknown database
+	erHostNotAllowed = 1130 // the user may not connect from this host
+)
+
+// loginRefused reports whether the server refused the login for a reason
+// no retry cures: the database does not exist, or the user may not log in
+// (to it, or from this host).
+func loginRefused(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case erDBAccessDenied, erAccessDenied, erBadDB, erHostNotAllowed:
+		return true
+	}
+	return false
 }
 
 func maskPassword(msg, pw string) string {
@@ -79,16 +113,16 @@ func checkServer(ctx context.Context, db *sql.DB) (*server, error) {
 	}
 	restart := "in the server's configuration file ([mysqld] section) and restart the server"
 	if v := strings.ToUpper(vars["log_bin"]); v != "ON" && v != "1" {
-		return nil, fmt.Errorf("the binary log is off (log_bin=%s), but change capture reads it; set log_bin=ON (MySQL 8 has it on by default; MariaDB: log_bin=mysql-bin), binlog_format=ROW and binlog_row_image=FULL %s", vars["log_bin"], restart)
+		return nil, connect.Permanent(fmt.Errorf("the binary log is off (log_bin=%s), but change capture reads it; set log_bin=ON (MySQL 8 has it on by default; MariaDB: log_bin=mysql-bin), binlog_format=ROW and binlog_row_image=FULL %s", vars["log_bin"], restart))
 	}
 	if v := strings.ToUpper(vars["binlog_format"]); v != "ROW" {
-		return nil, fmt.Errorf("binlog_format is %s, but change capture needs ROW; run SET GLOBAL binlog_format = 'ROW'; (new sessions only) and set binlog_format=ROW %s", v, restart)
+		return nil, connect.Permanent(fmt.Errorf("binlog_format is %s, but change capture needs ROW; run SET GLOBAL binlog_format = 'ROW'; (new sessions only) and set binlog_format=ROW %s", v, restart))
 	}
 	if v := strings.ToUpper(vars["binlog_row_image"]); v != "FULL" {
-		return nil, fmt.Errorf("binlog_row_image is %s, but change capture needs FULL (whole rows before and after each change); run SET GLOBAL binlog_row_image = 'FULL'; and set binlog_row_image=FULL %s", v, restart)
+		return nil, connect.Permanent(fmt.Errorf("binlog_row_image is %s, but change capture needs FULL (whole rows before and after each change); run SET GLOBAL binlog_row_image = 'FULL'; and set binlog_row_image=FULL %s", v, restart))
 	}
 	if v := strings.ToUpper(vars["binlog_row_value_options"]); strings.Contains(v, "PARTIAL_JSON") {
-		return nil, fmt.Errorf("binlog_row_value_options is %s: partial JSON updates cannot be turned into whole rows; run SET GLOBAL binlog_row_value_options = '';", v)
+		return nil, connect.Permanent(fmt.Errorf("binlog_row_value_options is %s: partial JSON updates cannot be turned into whole rows; run SET GLOBAL binlog_row_value_options = '';", v))
 	}
 	srv.fullMeta = strings.ToUpper(vars["binlog_row_metadata"]) == "FULL"
 	srv.gtidMode = srv.flavor == flavorMariaDB || strings.ToUpper(vars["gtid_mode"]) == "ON"
@@ -163,7 +197,7 @@ func checkGrants(ctx context.Context, db *sql.DB, srv *server) error {
 		missing = append(missing, "REPLICATION CLIENT")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("user %s lacks %s, which reading the binary log needs; run as an administrator: GRANT %s ON *.* TO %s;", user, strings.Join(missing, " and "), strings.Join(missing, ", "), quoted)
+		return connect.Permanent(fmt.Errorf("user %s lacks %s, which reading the binary log needs; run as an administrator: GRANT %s ON *.* TO %s;", user, strings.Join(missing, " and "), strings.Join(missing, ", "), quoted))
 	}
 	return nil
 }

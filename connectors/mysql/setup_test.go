@@ -2,12 +2,17 @@ package mysql
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -25,6 +30,15 @@ func wantErr(t *testing.T, err error, parts ...string) {
 	}
 }
 
+// wantPermanent checks that err is marked connect.Permanent (the worker
+// leaves the task FAILED) exactly when want says so.
+func wantPermanent(t *testing.T, err error, want bool) {
+	t.Helper()
+	if got := connect.IsPermanent(err); got != want {
+		t.Errorf("IsPermanent(%q) = %v, want %v", err, got, want)
+	}
+}
+
 // withGlobal sets a global variable for the test and restores it after.
 func withGlobal(t *testing.T, d *testDB, name, value string) {
 	t.Helper()
@@ -38,6 +52,7 @@ func TestSetup_BinlogFormatNotRow(t *testing.T) {
 	withGlobal(t, d, "binlog_format", "STATEMENT")
 	_, err := tryOpen(t, d.dsn, withTables(d, nil), nil)
 	wantErr(t, err, "binlog_format is STATEMENT", "SET GLOBAL binlog_format = 'ROW'")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_RowImageNotFull(t *testing.T) {
@@ -45,6 +60,7 @@ func TestSetup_RowImageNotFull(t *testing.T) {
 	withGlobal(t, d, "binlog_row_image", "MINIMAL")
 	_, err := tryOpen(t, d.dsn, withTables(d, nil), nil)
 	wantErr(t, err, "binlog_row_image is MINIMAL", "SET GLOBAL binlog_row_image = 'FULL'")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_NoRowMetadataNeedsStateDir(t *testing.T) {
@@ -52,6 +68,7 @@ func TestSetup_NoRowMetadataNeedsStateDir(t *testing.T) {
 	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
 	_, err := tryOpen(t, d.dsn, withTables(d, map[string]string{"snapshot.mode": "never"}), nil)
 	wantErr(t, err, "binlog_row_metadata is not FULL", "state.dir")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_UserWithoutReplication(t *testing.T) {
@@ -62,10 +79,12 @@ func TestSetup_UserWithoutReplication(t *testing.T) {
 	dsn := strings.Replace(d.dsn, "root@", "norepl:s3cret-pw@", 1)
 	_, err := tryOpen(t, dsn, withTables(d, nil), nil)
 	wantErr(t, err, "user norepl@% lacks REPLICATION SLAVE and REPLICATION CLIENT", "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'norepl'@'%';")
+	wantPermanent(t, err, true)
 
 	d.exec(t, "GRANT REPLICATION SLAVE ON *.* TO 'norepl'@'%'")
 	_, err = tryOpen(t, dsn, withTables(d, nil), nil)
 	wantErr(t, err, "lacks REPLICATION CLIENT")
+	wantPermanent(t, err, true)
 	if strings.Contains(err.Error(), "s3cret-pw") {
 		t.Errorf("the error shows the password: %v", err)
 	}
@@ -83,6 +102,7 @@ func TestSetup_WrongPasswordIsMasked(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "wrong-pw") || !strings.Contains(err.Error(), connect.Masked) {
 			t.Errorf("dsn %s: error %v", strings.ReplaceAll(dsn, "wrong-pw", "…"), err)
 		}
+		wantPermanent(t, err, true) // access denied (1045)
 	}
 }
 
@@ -131,10 +151,12 @@ func TestSetup_PurgedBinlog(t *testing.T) {
 	p2.GTIDs = ""
 	_, err = tryOpen(t, d.dsn, withTables(d, nil), p2.encode())
 	wantErr(t, err, "binlog file "+p.File+", which the server no longer has", "snapshot.mode=when_needed")
+	wantPermanent(t, err, true)
 
 	// A GTID position older than the oldest binlog.
 	_, err = tryOpen(t, d.dsn, withTables(d, nil), pos)
 	wantErr(t, err, "needs binlog the server purged", "delete the source's stored offsets")
+	wantPermanent(t, err, true)
 
 	// when_needed takes a new snapshot instead.
 	s2 := openSource(t, d, map[string]string{"snapshot.mode": "when_needed"}, pos)
@@ -163,4 +185,43 @@ func TestSetup_BinlogOff(t *testing.T) {
 	defer srv.stop()
 	_, err = tryOpen(t, srv.dsn(""), nil, nil)
 	wantErr(t, err, "the binary log is off", "log_bin=ON", "restart the server")
+	wantPermanent(t, err, true)
+}
+
+func TestSetup_ConnectErrors(t *testing.T) {
+	d := newDB(t)
+	d.exec(t, "CREATE USER IF NOT EXISTS 'nodbuser'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { d.db.Exec("DROP USER IF EXISTS 'nodbuser'@'%'") })
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dsn, want string
+		permanent       bool
+	}{
+		{"unknown database", testServer.dsn("no_such_db"), "Unknown database 'no_such_db'", true},
+		{"database access denied", strings.Replace(testServer.dsn(d.name), "root@", "nodbuser:pw@", 1), "Access denied for user 'nodbuser'@'%' to database", true},
+		// Nothing listens there: a server that comes up later must be
+		// picked up, so this stays retryable.
+		{"refused", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port), "connection refused", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tryOpen(t, c.dsn, nil, nil)
+			wantErr(t, err, c.want)
+			wantPermanent(t, err, c.permanent)
+		})
+	}
+}
+
+func TestLoginRefused(t *testing.T) {
+	for n, want := range map[uint16]bool{1044: true, 1045: true, 1049: true, 1130: true, 1040: false, 1053: false} {
+		err := fmt.Errorf("ping: %w", &mysql.MySQLError{Number: n, Message: "x"})
+		if got := loginRefused(err); got != want {
+			t.Errorf("loginRefused(error %d) = %v, want %v", n, got, want)
+		}
+	}
+	if loginRefused(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}) {
+		t.Error("a refused connection counts as a refused login")
+	}
 }

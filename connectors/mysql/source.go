@@ -131,7 +131,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 			return err
 		}
 	} else if !s.srv.fullMeta && s.set.snapshotMode != snapshotInitialOnly {
-		return fmt.Errorf("the server does not log column metadata (binlog_row_metadata is not FULL), so the connector needs a schema history to decode rows: set binlog_row_metadata=FULL (SET GLOBAL binlog_row_metadata = 'FULL'; and in the configuration file; MySQL 8.0.1+, MariaDB 10.5+), or give state.dir")
+		return connect.Permanent(errors.New("the server does not log column metadata (binlog_row_metadata is not FULL), so the connector needs a schema history to decode rows: set binlog_row_metadata=FULL (SET GLOBAL binlog_row_metadata = 'FULL'; and in the configuration file; MySQL 8.0.1+, MariaDB 10.5+), or give state.dir"))
 	}
 	if err := s.checkSignalTable(ctx); err != nil {
 		return err
@@ -248,7 +248,7 @@ func (s *Source) checkAvailable(ctx context.Context, pos *position) error {
 			if len(s.srv.binlogFiles) > 0 {
 				oldest = s.srv.binlogFiles[0]
 			}
-			return fmt.Errorf("the stored position is in binlog file %s, which the server no longer has (purged; the oldest is %s): %s", pos.File, oldest, hint)
+			return connect.Permanent(fmt.Errorf("the stored position is in binlog file %s, which the server no longer has (purged; the oldest is %s): %s", pos.File, oldest, hint))
 		}
 		return nil
 	}
@@ -269,7 +269,7 @@ func (s *Source) checkAvailable(ctx context.Context, pos *position) error {
 			return fmt.Errorf("read gtid_purged: %w", err)
 		}
 		if miss := have.missing(purged); miss != "" {
-			return fmt.Errorf("the server purged binlog with transactions the stored position has not seen (%s): %s", miss, hint)
+			return connect.Permanent(fmt.Errorf("the server purged binlog with transactions the stored position has not seen (%s): %s", miss, hint))
 		}
 		return nil
 	}
@@ -285,7 +285,7 @@ func (s *Source) checkAvailable(ctx context.Context, pos *position) error {
 		return fmt.Errorf("read the GTID state of the oldest binlog: %w", err)
 	}
 	if behind := have.behind(oldest); len(behind) > 0 {
-		return fmt.Errorf("the stored GTID position %s needs binlog the server purged (%s): %s", pos.GTIDs, strings.Join(behind, "; "), hint)
+		return connect.Permanent(fmt.Errorf("the stored GTID position %s needs binlog the server purged (%s): %s", pos.GTIDs, strings.Join(behind, "; "), hint))
 	}
 	return nil
 }

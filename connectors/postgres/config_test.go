@@ -38,7 +38,7 @@ func TestSettings(t *testing.T) {
 	}
 	cfg.Values = map[string]string{"dsn": "postgres://u@h/db", "slot": "Bad-Slot", "tables": "nodot", "snapshot.workers": "0"}
 	_, err = parseSettings(cfg)
-	for _, want := range []string{"slot: \"Bad-Slot\"", "tables: \"nodot\"", "snapshot.workers: 0"} {
+	for _, want := range []string{"slot: \"Bad-Slot\"", "tables: \"nodot\"", "snapshot.workers: \"0\""} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %s", err, want)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // connectSQL opens an ordinary connection with the connector's session
@@ -18,7 +20,7 @@ import (
 func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse dsn: %s", redactErr(err, dsn))
+		return nil, connect.Permanent(fmt.Errorf("parse dsn: %s", redactErr(err, dsn)))
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
@@ -29,7 +31,7 @@ func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg.RuntimeParams["synchronous_commit"] = "on"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %s", redactDSN(dsn), redactErr(err, dsn))
+		return nil, connectErr(err, dsn, "connect to %s: %s")
 	}
 	return conn, nil
 }
@@ -39,7 +41,7 @@ func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse dsn: %s", redactErr(err, dsn))
+		return nil, connect.Permanent(fmt.Errorf("parse dsn: %s", redactErr(err, dsn)))
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
@@ -47,9 +49,28 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	cfg.RuntimeParams["replication"] = "database"
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open a replication connection to %s: %s", redactDSN(dsn), redactErr(err, dsn))
+		return nil, connectErr(err, dsn, "open a replication connection to %s: %s")
 	}
 	return conn, nil
+}
+
+// connectErr formats a failed connection attempt with format (given the
+// redacted DSN and the redacted error), and marks it connect.Permanent
+// when the server refused it for a reason no retry cures: the database
+// does not exist (3D000), the role does not exist or pg_hba.conf rejects
+// it (28000), or the password is wrong (28P01). Network errors and a
+// server that is starting or shutting down stay retryable, so that a
+// server that comes up later is picked up.
+func connectErr(err error, dsn, format string) error {
+	e := fmt.Errorf(format, redactDSN(dsn), redactErr(err, dsn))
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000", "28000", "28P01":
+			return connect.Permanent(e)
+		}
+	}
+	return e
 }
 
 // tableRef is a captured table.
@@ -70,7 +91,7 @@ func checkServer(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("read wal_level: %w", err)
 	}
 	if walLevel != "logical" {
-		return fmt.Errorf("wal_level is %q, but logical replication needs %q; run: ALTER SYSTEM SET wal_level = logical; then restart the PostgreSQL server", walLevel, "logical")
+		return connect.Permanent(fmt.Errorf("wal_level is %q, but logical replication needs %q; run: ALTER SYSTEM SET wal_level = logical; then restart the PostgreSQL server", walLevel, "logical"))
 	}
 	var user string
 	var ok bool
@@ -79,7 +100,7 @@ func checkServer(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("read the privileges of the current user: %w", err)
 	}
 	if !ok {
-		return fmt.Errorf("user %q lacks the REPLICATION attribute that logical replication needs; run as a superuser: ALTER ROLE %s WITH REPLICATION;", user, pgx.Identifier{user}.Sanitize())
+		return connect.Permanent(fmt.Errorf("user %q lacks the REPLICATION attribute that logical replication needs; run as a superuser: ALTER ROLE %s WITH REPLICATION;", user, pgx.Identifier{user}.Sanitize()))
 	}
 	return nil
 }
@@ -187,9 +208,13 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 		if _, err := conn.Exec(ctx, create); err != nil {
 			// CREATE PUBLICATION needs the CREATE privilege on the
 			// database as well as owning the tables.
-			return fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s; "+
+			e := fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s; "+
 				"the owner also needs CREATE on the database (GRANT CREATE ON DATABASE %s TO %s;)",
 				name, err, create, pgx.Identifier{conn.Config().Database}.Sanitize(), pgx.Identifier{conn.Config().User}.Sanitize())
+			if refused(err) {
+				return connect.Permanent(e)
+			}
+			return e
 		}
 		slog.Info("postgres: created publication", "publication", name, "tables", len(tables))
 		return nil
@@ -222,7 +247,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("publication %s does not publish %s; run: ALTER PUBLICATION %s ADD TABLE %s;", name, strings.Join(missing, ", "), ident, strings.Join(missing, ", "))
+		return connect.Permanent(fmt.Errorf("publication %s does not publish %s; run: ALTER PUBLICATION %s ADD TABLE %s;", name, strings.Join(missing, ", "), ident, strings.Join(missing, ", ")))
 	}
 	return nil
 }
@@ -266,12 +291,14 @@ FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&plugin, &db, &s.act
 // checkSlot checks that an existing slot can be used by this source.
 func checkSlot(s *slotInfo, name, db string) error {
 	if s.plugin != "pgoutput" {
-		return fmt.Errorf("replication slot %s uses the output plugin %q, not pgoutput; choose another slot name, or drop it: SELECT pg_drop_replication_slot('%s');", name, s.plugin, name)
+		return connect.Permanent(fmt.Errorf("replication slot %s uses the output plugin %q, not pgoutput; choose another slot name, or drop it: SELECT pg_drop_replication_slot('%s');", name, s.plugin, name))
 	}
 	if s.database != db {
-		return fmt.Errorf("replication slot %s belongs to database %q, not %q; choose another slot name", name, s.database, db)
+		return connect.Permanent(fmt.Errorf("replication slot %s belongs to database %q, not %q; choose another slot name", name, s.database, db))
 	}
 	if s.active {
+		// Not permanent: the other consumer may be a previous instance
+		// letting go of the slot, and a retry then succeeds.
 		pid := "another process"
 		if s.activePID != nil {
 			pid = fmt.Sprintf("the process with pid %d", *s.activePID)
@@ -279,7 +306,15 @@ func checkSlot(s *slotInfo, name, db string) error {
 		return fmt.Errorf("replication slot %s is in use by %s; stop the other consumer (is this source running twice?) or end it with: SELECT pg_terminate_backend(%s);", name, pid, strings.TrimPrefix(pid, "the process with pid "))
 	}
 	if s.walStatus != nil && *s.walStatus == "lost" {
-		return fmt.Errorf("replication slot %s has lost WAL it needed (wal_status lost): changes are missing. Drop it (SELECT pg_drop_replication_slot('%s');) and start again with a snapshot (delete the source's stored offsets, or set snapshot.mode=always)", name, name)
+		return connect.Permanent(fmt.Errorf("replication slot %s has lost WAL it needed (wal_status lost): changes are missing. Drop it (SELECT pg_drop_replication_slot('%s');) and start again with a snapshot (delete the source's stored offsets, or set snapshot.mode=always)", name, name))
 	}
 	return nil
+}
+
+// refused reports whether the server refused a statement for a reason no
+// retry cures: an error of class 42 (a missing privilege, such as CREATE
+// on the database or owning a table, or an undefined object).
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "42")
 }

@@ -2,12 +2,18 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -25,6 +31,15 @@ func wantErr(t *testing.T, err error, parts ...string) {
 	}
 }
 
+// wantPermanent checks that err is marked connect.Permanent (the worker
+// leaves the task FAILED) exactly when want says so.
+func wantPermanent(t *testing.T, err error, want bool) {
+	t.Helper()
+	if got := connect.IsPermanent(err); got != want {
+		t.Errorf("IsPermanent(%q) = %v, want %v", err, got, want)
+	}
+}
+
 func TestSetup_UserWithoutReplication(t *testing.T) {
 	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
 	db.exec(t, "DO $$ BEGIN CREATE ROLE norepl LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
@@ -34,6 +49,7 @@ func TestSetup_UserWithoutReplication(t *testing.T) {
 		s.Close(context.Background())
 	}
 	wantErr(t, err, `user "norepl" lacks the REPLICATION attribute`, `ALTER ROLE "norepl" WITH REPLICATION;`)
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_TableWithoutKey(t *testing.T) {
@@ -68,12 +84,14 @@ func TestSetup_SlotInUse(t *testing.T) {
 	}
 	_, err := tryOpen(t, db.dsn, map[string]string{"snapshot.mode": "never"}, nil)
 	wantErr(t, err, "is in use by the process with pid", "SELECT pg_terminate_backend(")
+	wantPermanent(t, err, false) // it clears by itself when the other consumer lets go
 }
 
 func TestSetup_PublicationMissingTable(t *testing.T) {
 	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "CREATE TABLE b (id int PRIMARY KEY)", "CREATE PUBLICATION pub FOR TABLE a")
 	_, err := tryOpen(t, db.dsn, map[string]string{"publication": "pub"}, nil)
 	wantErr(t, err, `publication pub does not publish "public"."b"`, `ALTER PUBLICATION "pub" ADD TABLE "public"."b";`)
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_SlotGoneOrAhead(t *testing.T) {
@@ -82,11 +100,13 @@ func TestSetup_SlotGoneOrAhead(t *testing.T) {
 	// A stored position but no slot: the slot was dropped.
 	_, err := tryOpen(t, db.dsn, map[string]string{"snapshot.mode": "never"}, stored)
 	wantErr(t, err, "does not exist, but a position is stored", "snapshot.mode=always")
+	wantPermanent(t, err, true)
 	// A slot that confirmed beyond the stored position.
 	s := openSource(t, db, map[string]string{"snapshot.mode": "never"}, nil)
 	s.Close(context.Background())
 	_, err = tryOpen(t, db.dsn, map[string]string{"snapshot.mode": "never"}, stored)
 	wantErr(t, err, "beyond the stored position", "are missing here")
+	wantPermanent(t, err, true)
 }
 
 func TestSetup_WalLevelReplica(t *testing.T) {
@@ -110,4 +130,86 @@ func TestSetup_WalLevelReplica(t *testing.T) {
 	defer srv.stop()
 	_, err = tryOpen(t, srv.dsn("postgres"), nil, nil)
 	wantErr(t, err, `wal_level is "replica"`, "ALTER SYSTEM SET wal_level = logical; then restart")
+	wantPermanent(t, err, true)
+}
+
+func TestSetup_PublicationWithoutCreatePrivilege(t *testing.T) {
+	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+	db.exec(t, "DO $$ BEGIN CREATE ROLE repl_nocreate LOGIN REPLICATION; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+	db.exec(t, "GRANT SELECT ON t TO repl_nocreate")
+	t.Cleanup(func() { db.conn.Exec(context.Background(), "REVOKE ALL ON t FROM repl_nocreate") })
+	dsn := strings.Replace(db.dsn, "postgres@", "repl_nocreate@", 1)
+	_, err := tryOpen(t, dsn, nil, nil)
+	wantErr(t, err, "create publication", "GRANT CREATE ON DATABASE", "SQLSTATE 42501")
+	wantPermanent(t, err, true)
+}
+
+func TestSetup_ConnectErrors(t *testing.T) {
+	db := newDB(t)
+	for _, c := range []struct {
+		name, dsn, want string
+		permanent       bool
+	}{
+		{"no such database", server.dsn("no_such_db"), `database "no_such_db" does not exist`, true},
+		{"no such role", strings.Replace(db.dsn, "postgres@", "no_such_role@", 1), `role "no_such_role" does not exist`, true},
+		// Nothing listens there: a server that comes up later must be
+		// picked up, so this stays retryable.
+		{"refused", "postgres://postgres@127.0.0.1:" + strconv.Itoa(closedPort(t)) + "/x?sslmode=disable", "connect", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tryOpen(t, c.dsn, nil, nil)
+			wantErr(t, err, c.want)
+			wantPermanent(t, err, c.permanent)
+		})
+	}
+	// The replication connection classifies the same way.
+	_, err := connectReplication(t.Context(), server.dsn("no_such_db"))
+	wantErr(t, err, "open a replication connection", `database "no_such_db" does not exist`)
+	wantPermanent(t, err, true)
+}
+
+// closedPort returns a local TCP port that nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func TestConnectErr_Classifies(t *testing.T) {
+	dsn := "postgres://u:hunter2@h/db"
+	for code, want := range map[string]bool{"3D000": true, "28000": true, "28P01": true, "57P03": false, "53300": false} {
+		// As pgconn returns it: a *ConnectError around the *PgError.
+		cause := fmt.Errorf("failed to connect to `user=u database=db`: %w", &pgconn.PgError{Severity: "FATAL", Code: code, Message: "password hunter2"})
+		err := connectErr(cause, dsn, "connect to %s: %s")
+		wantPermanent(t, err, want)
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the password: %v", code, err)
+		}
+	}
+	wantPermanent(t, connectErr(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, dsn, "connect to %s: %s"), false)
+}
+
+func TestCheckSlot_Permanent(t *testing.T) {
+	pid := int32(42)
+	lost := "lost"
+	for _, c := range []struct {
+		slot      slotInfo
+		want      string
+		permanent bool
+	}{
+		{slotInfo{plugin: "test_decoding", database: "shop"}, `uses the output plugin "test_decoding"`, true},
+		{slotInfo{plugin: "pgoutput", database: "other"}, `belongs to database "other"`, true},
+		{slotInfo{plugin: "pgoutput", database: "shop", walStatus: &lost}, "has lost WAL", true},
+		{slotInfo{plugin: "pgoutput", database: "shop", active: true, activePID: &pid}, "in use by the process with pid 42", false},
+	} {
+		err := checkSlot(&c.slot, "s", "shop")
+		wantErr(t, err, c.want)
+		wantPermanent(t, err, c.permanent)
+	}
+	if err := checkSlot(&slotInfo{plugin: "pgoutput", database: "shop"}, "s", "shop"); err != nil {
+		t.Errorf("a usable slot: %v", err)
+	}
 }

@@ -184,13 +184,13 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		p.startLSN = slot.confirmed
 		if pos != nil {
 			if pglogrepl.LSN(pos.LSN) < slot.confirmed {
-				return fmt.Errorf("replication slot %s has confirmed up to %s, beyond the stored position %s: the changes in between were consumed by someone else, or the slot was dropped and created again, and are missing here. Start over with a snapshot: delete the source's stored offsets (or set snapshot.mode=always)", s.set.slot, slot.confirmed, pglogrepl.LSN(pos.LSN))
+				return connect.Permanent(fmt.Errorf("replication slot %s has confirmed up to %s, beyond the stored position %s: the changes in between were consumed by someone else, or the slot was dropped and created again, and are missing here. Start over with a snapshot: delete the source's stored offsets (or set snapshot.mode=always)", s.set.slot, slot.confirmed, pglogrepl.LSN(pos.LSN)))
 			}
 			p.startLSN = pglogrepl.LSN(pos.LSN)
 		}
 	} else {
 		if pos != nil && pos.Snapshot == nil && s.set.snapshotMode != snapshotAlways {
-			return fmt.Errorf("replication slot %s does not exist, but a position is stored (lsn %s): the slot was dropped and the changes since are lost. Start over with a snapshot: delete the source's stored offsets (or set snapshot.mode=always)", s.set.slot, pglogrepl.LSN(pos.LSN))
+			return connect.Permanent(fmt.Errorf("replication slot %s does not exist, but a position is stored (lsn %s): the slot was dropped and the changes since are lost. Start over with a snapshot: delete the source's stored offsets (or set snapshot.mode=always)", s.set.slot, pglogrepl.LSN(pos.LSN)))
 		}
 		if pos != nil && pos.Snapshot != nil {
 			// The slot of an unfinished snapshot is gone: the chunks read
