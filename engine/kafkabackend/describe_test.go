@@ -47,7 +47,7 @@ func TestPipeline_WarnsWhenDeclaredTopicDiffers(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &pipelines.Pipeline{Name: "shop",
-			Topics: []pipelines.Topic{{Name: "orders", Partitions: 6, Config: map[string]string{"cleanup.policy": "compact"}}},
+			Topics:  []pipelines.Topic{{Name: "orders", Partitions: 6, Config: map[string]string{"cleanup.policy": "compact"}}},
 			Sources: []pipelines.Source{{Name: "src", Connector: "count", Topic: "orders", Tasks: 1, Config: map[string]string{"max": "10"}}},
 		}
 		if err := wt.w.StartPipeline(ctx, p); err != nil {
@@ -62,7 +62,9 @@ func TestPipeline_WarnsWhenDeclaredTopicDiffers(t *testing.T) {
 		}
 		w := s.Tasks[0].Report.Warnings
 		if !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "has 3 partitions, but the pipeline declares 6") }) ||
-			!slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "has cleanup.policy=delete, but the pipeline declares cleanup.policy=compact") }) {
+			!slices.ContainsFunc(w, func(s string) bool {
+				return strings.Contains(s, "has cleanup.policy=delete, but the pipeline declares cleanup.policy=compact")
+			}) {
 			t.Errorf("status warnings %q, want the partitions and cleanup.policy differences", w)
 		}
 	})
