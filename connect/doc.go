@@ -36,11 +36,16 @@
 //
 // # Errors
 //
-// A connector classifies its errors with two markers: BadRecord (the record
-// itself is at fault; the worker dead-letters it or fails the task, as the
-// pipeline's error tolerance says) and Retryable (a transient failure; the
-// worker backs off and retries). Any other error fails the task, which the
-// worker restarts with backoff.
+// A connector classifies its errors with three markers: BadRecord (the
+// record itself is at fault; the worker dead-letters it or fails the task,
+// as the pipeline's error tolerance says), Retryable (a transient failure;
+// the worker backs off and retries) and Permanent (a setup error only the
+// user can fix, such as a missing grant: the task stays FAILED, with the
+// error as its trace, until the user restarts or resumes the connector;
+// it is never retried). Any other error fails the task, which the worker
+// restarts with backoff. A connector that retries by itself says how many
+// tries it made with WithAttempts; the worker counts them in the
+// __connect.errors.attempts header of a dead-lettered record.
 //
 // # Change events
 //

@@ -32,8 +32,14 @@ import "context"
 // A Retryable error makes the worker back off and call Write again with the
 // same records. A bad record (BadRecord, BadRecordAt) is not retried: the
 // worker sends it to the dead-letter topic or fails the task, as the
-// pipeline's error tolerance says. Any other error fails the task, which
-// the worker restarts from the last committed offsets with backoff. On
+// pipeline's error tolerance says. A sink that retries a record itself
+// (an HTTP delivery up to max.attempts) wraps the error it gives up with
+// in WithAttempts, so that the dead letter's __connect.errors.attempts
+// header counts those tries too. An Open or Write error marked Permanent
+// (a setup error the user must fix) leaves the task FAILED, with the error
+// as its trace, until the user restarts or resumes the connector; a bad
+// record still wins over it. Any other error fails the task, which the
+// worker restarts from the last committed offsets with backoff. On
 // context cancellation, return ctx.Err().
 type Sink interface {
 	// Open connects to the outside.

@@ -37,9 +37,12 @@ import "context"
 // # Errors
 //
 // A Read or Ack error marked Retryable makes the worker back off and call it
-// again; any other error fails the task, which the worker restarts (Close,
-// then a new instance, Open from the last stored position) with backoff.
-// On context cancellation, return ctx.Err().
+// again. An Open, Read or Ack error marked Permanent (a setup error the
+// user must fix: logical replication is off, a grant is missing) leaves the
+// task FAILED, with the error as its trace, until the user restarts or
+// resumes the connector. Any other error fails the task, which the worker
+// restarts (Close, then a new instance, Open from the last stored
+// position) with backoff. On context cancellation, return ctx.Err().
 type Source interface {
 	// Open connects to the outside and prepares to read from
 	// cfg.Position, or from the beginning (as the source defines it) when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/pipelines"
@@ -34,10 +35,13 @@ func SpecsFromPipeline(p *pipelines.Pipeline) []ConnectorSpec {
 	return out
 }
 
+// transformSpecs turns a pipeline's transform chain into specs, with the
+// loader's secrets (the keys of secret parameters and of values from the
+// environment), so that they are masked wherever the spec is shown.
 func transformSpecs(ts []pipelines.Transform) []TransformSpec {
 	var out []TransformSpec
 	for _, t := range ts {
-		out = append(out, TransformSpec{Type: t.Type, Config: maps.Clone(t.Config)})
+		out = append(out, TransformSpec{Type: t.Type, Config: maps.Clone(t.Config), Secrets: slices.Clone(t.Secrets)})
 	}
 	return out
 }

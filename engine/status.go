@@ -51,8 +51,17 @@ type ConnectorInfo struct {
 
 // TransformSpec is one transform of a connector's chain.
 type TransformSpec struct {
+	// Name is the alias the user gave the transform (Kafka Connect's
+	// transforms=<alias>,…), kept so that the config reads back as it was
+	// written; empty when none was given (a pipeline file), and the REST
+	// API then names it after its type.
+	Name   string
 	Type   string
 	Config map[string]string
+	// Secrets names the Config keys whose values are never shown, as
+	// ConnectorSpec.Secrets: those of secret parameters and those that
+	// came from the environment.
+	Secrets []string
 }
 
 // ErrorPolicy says how a sink handles failing records.

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -121,13 +122,15 @@ func toPBError(err error) *pluginpb.Error {
 	if err == nil {
 		return nil
 	}
-	e := &pluginpb.Error{Message: err.Error(), Index: -1}
+	e := &pluginpb.Error{Message: err.Error(), Index: -1, Attempts: int64(connect.Attempts(err))}
 	var bre *connect.BadRecordError
 	var re *connect.RetryableError
 	switch {
 	case errors.As(err, &bre):
 		e.Kind = pluginpb.Error_BAD_RECORD
 		e.Index = int64(bre.Index)
+	case connect.IsPermanent(err): // before Retryable: permanent wins
+		e.Kind = pluginpb.Error_PERMANENT
 	case errors.As(err, &re):
 		e.Kind = pluginpb.Error_RETRYABLE
 		e.RetryAfterNs = int64(re.After)
@@ -140,23 +143,30 @@ func toPBError(err error) *pluginpb.Error {
 }
 
 // fromPBError rebuilds a connector's error with the markers the worker
-// branches on (BadRecord, Retryable, context errors); nil for nil.
+// branches on (BadRecord, Permanent, Retryable, WithAttempts, context
+// errors); nil for nil.
 func fromPBError(e *pluginpb.Error) error {
 	if e == nil {
 		return nil
 	}
 	base := &remoteError{msg: e.Message}
+	var err error = base
+	if e.Attempts > 0 && e.Attempts <= math.MaxInt32 {
+		err = connect.WithAttempts(int(e.Attempts), base)
+	}
 	switch e.Kind {
 	case pluginpb.Error_BAD_RECORD:
-		return connect.BadRecordAt(int(e.Index), base)
+		return connect.BadRecordAt(int(e.Index), err)
+	case pluginpb.Error_PERMANENT:
+		return connect.Permanent(err)
 	case pluginpb.Error_RETRYABLE:
-		return connect.RetryAfter(time.Duration(e.RetryAfterNs), base)
+		return connect.RetryAfter(time.Duration(e.RetryAfterNs), err)
 	case pluginpb.Error_CANCELED:
 		base.wrapped = context.Canceled
 	case pluginpb.Error_DEADLINE:
 		base.wrapped = context.DeadlineExceeded
 	}
-	return base
+	return err
 }
 
 // remoteError is an error returned by the connector in the plugin process:

@@ -35,7 +35,10 @@
 // Durable and RecoverTail (version 2). Batches cross the boundary, never
 // single records; nil and empty keys, values and positions stay distinct.
 // A connector's error keeps its class (connect.BadRecordAt with its index,
-// connect.Retryable with its delay, context errors).
+// connect.Permanent, connect.Retryable with its delay, context errors) and
+// the tries it counts (connect.WithAttempts). Permanent and the tries
+// cross with any protocol version: a host older than them reads a
+// permanent error as a plain one and ignores the tries.
 //
 // # Optional interfaces
 //

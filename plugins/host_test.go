@@ -347,6 +347,26 @@ func TestSink_CrashShowsPanic(t *testing.T) {
 	}
 }
 
+// TestSink_PermanentAndAttemptsCrossTheBoundary checks that the markers
+// Permanent and WithAttempts of a plugin's error reach the host: the worker
+// leaves a permanent failure FAILED and counts the plugin's tries in the
+// dead-letter header.
+func TestSink_PermanentAndAttemptsCrossTheBoundary(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	perm := openSink(t, h, bin.misbehave, map[string]string{"mode": "permanent"})
+	err := perm.Write(t.Context(), make([]connect.Record, 1))
+	if !connect.IsPermanent(err) || connect.IsRetryable(err) || connect.Attempts(err) != 2 || err.Error() != "role tributary lacks the grant" {
+		t.Errorf("permanent: %v (permanent %v, retryable %v, attempts %d), want permanent, not retryable, 2 attempts",
+			err, connect.IsPermanent(err), connect.IsRetryable(err), connect.Attempts(err))
+	}
+	gaveUp := openSink(t, h, bin.misbehave, map[string]string{"mode": "gaveup"})
+	err = gaveUp.Write(t.Context(), make([]connect.Record, 2))
+	var bre *connect.BadRecordError
+	if !errors.As(err, &bre) || bre.Index != 0 || connect.IsPermanent(err) || connect.Attempts(err) != 4 {
+		t.Errorf("gave up: %v (attempts %d), want BadRecordAt(0) with 4 attempts", err, connect.Attempts(err))
+	}
+}
+
 func TestProtocolMismatch(t *testing.T) {
 	h, _ := newTestHost(t, Options{})
 	t.Setenv("TRIBUTARY_TEST_PROTOCOL", "7")

@@ -15,7 +15,9 @@ import (
 // package speaks, sent in go-plugin's handshake. It is raised when a change
 // to the messages or calls (internal/pluginpb/plugin.proto) would break an
 // older host or plugin, or adds a call; plugin.proto lists what each
-// version added.
+// version added. A field that an older side may ignore, and that an older
+// side never sends, is added without raising it (Error.Kind PERMANENT and
+// Error.attempts; plugin.proto lists these too).
 //
 // A host and a plugin each offer every version from MinProtocolVersion to
 // their ProtocolVersion, and go-plugin picks the highest both speak: a host

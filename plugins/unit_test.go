@@ -67,7 +67,20 @@ func TestErrors_RoundTrip(t *testing.T) {
 		}},
 		{fmt.Errorf("read: %w", context.Canceled), func(e error) bool { return errors.Is(e, context.Canceled) }},
 		{context.DeadlineExceeded, func(e error) bool { return errors.Is(e, context.DeadlineExceeded) }},
-		{base, func(e error) bool { return !connect.IsRetryable(e) && !connect.IsBadRecord(e) }},
+		{base, func(e error) bool {
+			return !connect.IsRetryable(e) && !connect.IsBadRecord(e) && !connect.IsPermanent(e) && connect.Attempts(e) == 0
+		}},
+		{connect.Permanent(base), func(e error) bool { return connect.IsPermanent(e) && !connect.IsRetryable(e) }},
+		// Permanent wins over Retryable, in either order of marking.
+		{connect.Permanent(connect.RetryAfter(time.Second, base)), func(e error) bool { return connect.IsPermanent(e) && !connect.IsRetryable(e) }},
+		{connect.RetryAfter(time.Second, connect.Permanent(base)), func(e error) bool { return connect.IsPermanent(e) && !connect.IsRetryable(e) }},
+		{connect.WithAttempts(5, connect.Permanent(base)), func(e error) bool { return connect.IsPermanent(e) && connect.Attempts(e) == 5 }},
+		{connect.BadRecordAt(1, connect.WithAttempts(3, base)), func(e error) bool {
+			var bre *connect.BadRecordError
+			return errors.As(e, &bre) && bre.Index == 1 && connect.Attempts(e) == 3
+		}},
+		{connect.RetryAfter(time.Second, connect.WithAttempts(2, base)), func(e error) bool { return connect.IsRetryable(e) && connect.Attempts(e) == 2 }},
+		{connect.WithAttempts(7, base), func(e error) bool { return connect.Attempts(e) == 7 && !connect.IsRetryable(e) }},
 	} {
 		got := fromPBError(toPBError(tc.err))
 		if got == nil || got.Error() != tc.err.Error() || !tc.check(got) {
@@ -76,6 +89,21 @@ func TestErrors_RoundTrip(t *testing.T) {
 	}
 	if fromPBError(toPBError(nil)) != nil {
 		t.Error("nil did not come back nil")
+	}
+}
+
+// TestErrors_FromAnOlderOrNewerPeer: an Error from a version-1/2 plugin
+// has no attempts (0 says nothing) and a known kind; a kind this host does
+// not know (from a newer plugin) is a plain error, as an older host reads
+// PERMANENT.
+func TestErrors_FromAnOlderOrNewerPeer(t *testing.T) {
+	old := fromPBError(&pluginpb.Error{Message: "busy", Kind: pluginpb.Error_RETRYABLE, Index: -1})
+	if !connect.IsRetryable(old) || connect.Attempts(old) != 0 {
+		t.Errorf("a version-2 retryable error came back as %#v", old)
+	}
+	unknown := fromPBError(&pluginpb.Error{Message: "new", Kind: pluginpb.Error_Kind(99), Index: -1, Attempts: 2})
+	if unknown.Error() != "new" || connect.IsRetryable(unknown) || connect.IsPermanent(unknown) || connect.IsBadRecord(unknown) || connect.Attempts(unknown) != 2 {
+		t.Errorf("an unknown kind came back as %#v", unknown)
 	}
 }
 

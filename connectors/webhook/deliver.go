@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // excerptBytes is how much of an error answer's body goes into the error.
@@ -154,17 +156,19 @@ func (s *Sink) send(ctx context.Context, req *request) result {
 		case classFatal:
 			return result{req: req, fatal: s.mask.Error(fmt.Errorf("webhook sink: %w", a.err))}
 		case classPermanent:
-			return result{req: req, err: s.mask.Error(a.err)}
+			// The tries are counted outside the masker: it returns a new
+			// error that no longer unwraps to a marker.
+			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(a.err))}
 		}
 		if s.set.maxAttempts > 0 && attempt >= s.set.maxAttempts {
-			return result{req: req, err: s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.attempts): %w", attempt, since(start), a.err))}
+			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.attempts): %w", attempt, since(start), a.err)))}
 		}
 		wait := s.backoff(attempt)
 		if a.retryAfter > wait {
 			wait = a.retryAfter
 		}
 		if s.set.maxElapsed > 0 && time.Since(start)+wait > s.set.maxElapsed {
-			return result{req: req, err: s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.elapsed %s): %w", attempt, since(start), s.set.maxElapsed, a.err))}
+			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.elapsed %s): %w", attempt, since(start), s.set.maxElapsed, a.err)))}
 		}
 		s.stats.retries.Add(1)
 		slog.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))

@@ -34,9 +34,11 @@
 // Retry-After says; a 429 or 503 with Retry-After holds back every request
 // of the sink until then. Any other answer (3xx, which is not followed, and
 // 4xx) fails the record at once. After max.attempts attempts or max.elapsed
-// time the record fails with the last error. A 410 Gone, or a TLS
-// certificate the sink does not trust, fails the task instead: nothing
-// would get through.
+// time the record fails with the last error. A failed record's error says
+// how many requests were made for it (connect.WithAttempts), so that the
+// __connect.errors.attempts header of its dead letter counts them. A 410
+// Gone, or a TLS certificate the sink does not trust, fails the task
+// instead: nothing would get through.
 //
 // # Failed records and the ack contract
 //

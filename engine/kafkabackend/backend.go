@@ -82,7 +82,10 @@ type Backend struct {
 	known sync.Map // topic name → struct{}: topics Append made sure exist
 }
 
-var _ engine.Backend = (*Backend)(nil)
+var (
+	_ engine.Backend        = (*Backend)(nil)
+	_ engine.TopicDescriber = (*Backend)(nil)
+)
 
 // New connects to the cluster and checks it answers.
 func New(ctx context.Context, opts Options) (*Backend, error) {
@@ -183,6 +186,41 @@ func (b *Backend) EnsureTopic(ctx context.Context, name string, partitions int, 
 	}
 	b.known.Store(name, struct{}{})
 	return nil
+}
+
+// DescribeTopic implements engine.TopicDescriber: the topic's partition
+// count, and every config the cluster reports a value for (its own or the
+// default; sensitive configs come without one and are left out).
+func (b *Backend) DescribeTopic(ctx context.Context, name string) (engine.TopicInfo, error) {
+	td, err := b.adm.ListTopics(ctx, name)
+	if err != nil {
+		return engine.TopicInfo{}, fmt.Errorf("describe topic %s: %w", name, err)
+	}
+	d, ok := td[name]
+	if !ok {
+		return engine.TopicInfo{}, fmt.Errorf("describe topic %s: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	if d.Err != nil {
+		return engine.TopicInfo{}, fmt.Errorf("describe topic %s: %w", name, d.Err)
+	}
+	rcs, err := b.adm.DescribeTopicConfigs(ctx, name)
+	if err != nil {
+		return engine.TopicInfo{}, fmt.Errorf("describe configs of topic %s: %w", name, err)
+	}
+	rc, err := rcs.On(name, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return engine.TopicInfo{}, fmt.Errorf("describe configs of topic %s: %w", name, err)
+	}
+	info := engine.TopicInfo{Partitions: len(d.Partitions), Config: make(map[string]string, len(rc.Configs))}
+	for _, c := range rc.Configs {
+		if c.Value != nil {
+			info.Config[c.Key] = *c.Value
+		}
+	}
+	return info, nil
 }
 
 // ensureProduced creates the topics of records that the backend has not

@@ -183,7 +183,7 @@ func (s *Server) transformsFromConfig(cfg map[string]string) ([]engine.Transform
 		if typ == "" {
 			return nil, fmt.Errorf("%w: transform %s has no type: set %s.%s.type", engine.ErrBadRequest, a, keyTransforms, a)
 		}
-		out = append(out, engine.TransformSpec{Type: typ, Config: map[string]string{}})
+		out = append(out, engine.TransformSpec{Name: a, Type: typ, Config: map[string]string{}})
 	}
 	for k, v := range cfg {
 		rest, ok := strings.CutPrefix(k, keyTransforms+".")
@@ -218,18 +218,62 @@ func (s *Server) transformsFromConfig(cfg map[string]string) ([]engine.Transform
 }
 
 // transformAliases names a chain's transforms for the flat config: each by
-// its type, the second of a type <type>_2, and so on. The names depend only
-// on the chain, so a config read back and written again is the same chain.
+// the alias the user gave it (TransformSpec.Name), else by its type, the
+// second of a type <type>_2, and so on, avoiding the given aliases. The
+// names depend only on the chain, so a config read back and written again
+// is the same chain.
 func transformAliases(ts []engine.TransformSpec) []string {
 	used := map[string]bool{}
 	out := make([]string, len(ts))
 	for i, t := range ts {
+		if t.Name != "" && !used[t.Name] {
+			used[t.Name] = true
+			out[i] = t.Name
+		}
+	}
+	for i, t := range ts {
+		if out[i] != "" {
+			continue
+		}
 		name := t.Type
 		for n := 2; used[name] || name == ""; n++ {
 			name = fmt.Sprintf("%s_%d", t.Type, n)
 		}
 		used[name] = true
 		out[i] = name
+	}
+	return out
+}
+
+// keepTransformSecrets carries the secrets of a connector's transforms
+// (TransformSpec.Secrets: values from the environment, say) over to the
+// chain a PUT or PATCH makes of the flat config, as the connector's own
+// Secrets are carried: a transform that keeps its alias and type keeps
+// its secret keys, so that they stay masked.
+func keepTransformSecrets(old, next []engine.TransformSpec) {
+	if len(old) == 0 || len(next) == 0 {
+		return
+	}
+	oldAliases := transformAliases(old)
+	nextAliases := transformAliases(next)
+	for i := range next {
+		j := slices.Index(oldAliases, nextAliases[i])
+		if j < 0 || old[j].Type != next[i].Type || len(old[j].Secrets) == 0 {
+			continue
+		}
+		next[i].Secrets = slices.Clone(old[j].Secrets)
+	}
+}
+
+// maskTransformConfig returns a transform's config with the values of its
+// secret parameters and of its Secrets masked.
+func (s *Server) maskTransformConfig(t engine.TransformSpec) map[string]string {
+	ts, _ := s.transforms.Spec(t.Type)
+	out := ts.Mask(t.Config)
+	for _, k := range t.Secrets {
+		if v, ok := out[k]; ok && v != "" {
+			out[k] = connect.Masked
+		}
 	}
 	return out
 }
@@ -273,8 +317,7 @@ func (s *Server) flatConfig(info engine.ConnectorInfo, spec engine.ConnectorSpec
 			out[p+"type"] = t.Type
 			cfg := t.Config
 			if !clear {
-				ts, _ := s.transforms.Spec(t.Type)
-				cfg = ts.Mask(cfg)
+				cfg = s.maskTransformConfig(t)
 			}
 			for k, v := range cfg {
 				out[p+k] = v

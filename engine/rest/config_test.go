@@ -12,6 +12,8 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/pipelines"
 )
 
 const hashKey = "hmac-key-never-shown"
@@ -48,12 +50,15 @@ func TestREST_Config_TransformsRoundTrip(t *testing.T) {
 	golden(t, "config_transforms", body)
 
 	// PUT of GET's answer is a no-op: same transforms (the secret kept),
-	// same error policy.
+	// same error policy; the aliases the answer gave are kept as names.
 	code, put := call(t, srv, "PUT", "/connectors/snk/config", body)
 	if code != 200 || strings.Contains(put, hashKey) {
 		t.Fatalf("PUT config = %d %s", code, put)
 	}
 	got, _ := w.Spec("snk")
+	for i, name := range []string{"mask_fields", "filter", "mask_fields_2"} {
+		want.Transforms[i].Name = name
+	}
 	if !reflect.DeepEqual(got.Transforms, want.Transforms) {
 		t.Errorf("transforms after PUT:\n got %+v\nwant %+v", got.Transforms, want.Transforms)
 	}
@@ -94,10 +99,12 @@ func TestREST_Config_TransformsOnCreate(t *testing.T) {
 	cfg := map[string]string{"connector.class": "null", "topics": "t", "transforms": "pii",
 		"transforms.pii.type": "mask_fields", "transforms.pii.fields": "email"}
 	b, _ := json.Marshal(map[string]any{"name": "snk", "config": cfg})
-	if code, body := call(t, srv, "POST", "/connectors", string(b)); code != 201 || !strings.Contains(body, `"transforms.mask_fields.fields":"email"`) {
+	// The alias given is kept: the config reads back as it was written.
+	if code, body := call(t, srv, "POST", "/connectors", string(b)); code != 201 || !strings.Contains(body, `"transforms":"pii"`) ||
+		!strings.Contains(body, `"transforms.pii.fields":"email"`) || !strings.Contains(body, `"transforms.pii.type":"mask_fields"`) {
 		t.Fatalf("create = %d %s", code, body)
 	}
-	if got, _ := w.Spec("snk"); len(got.Transforms) != 1 || got.Transforms[0].Config["fields"] != "email" {
+	if got, _ := w.Spec("snk"); len(got.Transforms) != 1 || got.Transforms[0].Name != "pii" || got.Transforms[0].Config["fields"] != "email" {
 		t.Fatalf("spec transforms: %+v", got.Transforms)
 	}
 	for _, c := range []struct{ name, patch, want string }{
@@ -182,5 +189,75 @@ func TestREST_RootReportsTheCommit(t *testing.T) {
 	code, body = call(t, srv, "GET", "/topics", "")
 	if code != 404 || !strings.Contains(body, "embedded backend") || !strings.Contains(body, "kcat -b") {
 		t.Fatalf("GET /topics without a log = %d %s", code, body)
+	}
+}
+
+// A transform setting filled from the environment is a secret: a pipeline
+// whose mask transform takes its replacement from ${SALT} never shows it
+// over REST, not in GET …/config, nor after a PUT of that answer or a
+// PATCH (which keep the secret), and the transform still has the value.
+func TestREST_Config_TransformSecretsFromTheEnvironment(t *testing.T) {
+	const salt = "salt-from-the-environment"
+	srv, w, logs := newTestServer(t)
+	catalog := pipelines.Specs{pipelines.KindSink: {"null": connect.Spec{}}, pipelines.KindTransform: {}}
+	reg := transform.Builtin()
+	for _, name := range reg.Names() {
+		spec, _ := reg.Spec(name)
+		catalog[pipelines.KindTransform][name] = spec
+	}
+	file := `version: 1
+name: p
+topics:
+  - {name: t}
+  - {name: u}
+sinks:
+  - name: snk
+    connector: "null"
+    topics: [t]
+    transforms:
+      - {type: mask_fields, fields: [email], replacement: "${SALT}"}
+      - {type: mask_fields, fields: [phone], replacement: "x"}
+`
+	env := func(name string) (string, bool) { return salt, name == "SALT" }
+	p, err := pipelines.Parse("p.yaml", []byte(file), pipelines.Options{Catalog: catalog, LookupEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.StartPipeline(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		code, body := call(t, srv, "GET", "/connectors/snk/config", "")
+		if code != 200 || strings.Contains(body, salt) {
+			t.Fatalf("%s: GET config = %d %s, want the salt masked", step, code, body)
+		}
+		var cfg map[string]string
+		if err := json.Unmarshal([]byte(body), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg["transforms.mask_fields.replacement"] != connect.Masked || cfg["transforms.mask_fields_2.replacement"] != "x" {
+			t.Fatalf("%s: config %v, want only the replacement from the environment masked", step, cfg)
+		}
+		spec, _ := w.Spec("snk")
+		if spec.Transforms[0].Config["replacement"] != salt {
+			t.Fatalf("%s: the transform's replacement is %q, want the salt", step, spec.Transforms[0].Config["replacement"])
+		}
+	}
+	check("pipeline")
+	_, body := call(t, srv, "GET", "/connectors/snk/config", "")
+	if code, put := call(t, srv, "PUT", "/connectors/snk/config", body); code != 200 || strings.Contains(put, salt) {
+		t.Fatalf("PUT config = %d %s", code, put)
+	}
+	check("after PUT")
+	if code, patched := call(t, srv, "PATCH", "/connectors/snk/config", `{"topics":"t,u"}`); code != 200 || strings.Contains(patched, salt) {
+		t.Fatalf("PATCH config = %d %s", code, patched)
+	}
+	check("after PATCH")
+	if code, info := call(t, srv, "GET", "/connectors/snk", ""); code != 200 || strings.Contains(info, salt) {
+		t.Fatalf("GET connector = %d %s", code, info)
+	}
+	if strings.Contains(logs.String(), salt) {
+		t.Fatal("the salt shows in the log")
 	}
 }

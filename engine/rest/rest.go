@@ -362,6 +362,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	if old, err := s.worker.Spec(name); err == nil {
 		spec.Pipeline, spec.Secrets = old.Pipeline, old.Secrets
+		keepTransformSecrets(old.Transforms, spec.Transforms)
 	}
 	created, err := s.worker.Replace(r.Context(), spec)
 	if err != nil {
@@ -427,6 +428,7 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec.Pipeline, spec.Secrets = old.Pipeline, old.Secrets
+	keepTransformSecrets(old.Transforms, spec.Transforms)
 	if _, err := s.worker.Replace(r.Context(), spec); err != nil {
 		s.fail(w, err)
 		return

@@ -23,6 +23,18 @@
 //      host calls them only on a plugin that announced the capability; a
 //      version-1 plugin announces none.
 //
+// Additions that every version may carry, so they need no new version: an
+// older side ignores them, and a peer that does not know them never sends
+// them. A field is added this way only when ignoring it leaves the call
+// correct, merely less precise.
+//   - Error.Kind PERMANENT (connect.Permanent: the task stays FAILED until
+//     the user restarts or resumes it). An older host reads the unknown
+//     kind as OTHER: the task fails and is restarted, as any error did
+//     before Permanent existed.
+//   - Error.attempts (connect.WithAttempts: the tries the connector made).
+//     An older host ignores it and counts its own calls; an older plugin
+//     leaves it 0, which says nothing.
+//
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
 // needs none of them).
@@ -58,6 +70,7 @@ const (
 	Error_RETRYABLE  Error_Kind = 2
 	Error_CANCELED   Error_Kind = 3 // the connector returned context.Canceled
 	Error_DEADLINE   Error_Kind = 4 // the connector returned context.DeadlineExceeded
+	Error_PERMANENT  Error_Kind = 5 // connect.Permanent: not retried, the task stays FAILED (any version; see the header)
 )
 
 // Enum value maps for Error_Kind.
@@ -68,6 +81,7 @@ var (
 		2: "RETRYABLE",
 		3: "CANCELED",
 		4: "DEADLINE",
+		5: "PERMANENT",
 	}
 	Error_Kind_value = map[string]int32{
 		"OTHER":      0,
@@ -75,6 +89,7 @@ var (
 		"RETRYABLE":  2,
 		"CANCELED":   3,
 		"DEADLINE":   4,
+		"PERMANENT":  5,
 	}
 )
 
@@ -589,11 +604,14 @@ func (x *Record) GetPosition() []byte {
 
 // Error is a connector's error, classified as connect classifies it.
 type Error struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	Kind          Error_Kind             `protobuf:"varint,2,opt,name=kind,proto3,enum=tributary.plugin.v1.Error_Kind" json:"kind,omitempty"`
-	Index         int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`                                     // BAD_RECORD: the record's index in the batch, -1 unknown
-	RetryAfterNs  int64                  `protobuf:"varint,4,opt,name=retry_after_ns,json=retryAfterNs,proto3" json:"retry_after_ns,omitempty"` // RETRYABLE: wait at least this long
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Message      string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Kind         Error_Kind             `protobuf:"varint,2,opt,name=kind,proto3,enum=tributary.plugin.v1.Error_Kind" json:"kind,omitempty"`
+	Index        int64                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`                                     // BAD_RECORD: the record's index in the batch, -1 unknown
+	RetryAfterNs int64                  `protobuf:"varint,4,opt,name=retry_after_ns,json=retryAfterNs,proto3" json:"retry_after_ns,omitempty"` // RETRYABLE: wait at least this long
+	// connect.WithAttempts: how many tries the connector made itself; 0 does
+	// not say (any version; see the header).
+	Attempts      int64 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -652,6 +670,13 @@ func (x *Error) GetIndex() int64 {
 func (x *Error) GetRetryAfterNs() int64 {
 	if x != nil {
 		return x.RetryAfterNs
+	}
+	return 0
+}
+
+func (x *Error) GetAttempts() int64 {
+	if x != nil {
+		return x.Attempts
 	}
 	return 0
 }
@@ -1515,19 +1540,21 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04_keyB\b\n" +
 	"\x06_valueB\r\n" +
 	"\v_ts_secondsB\v\n" +
-	"\t_position\"\xe0\x01\n" +
+	"\t_position\"\x8b\x02\n" +
 	"\x05Error\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.tributary.plugin.v1.Error.KindR\x04kind\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x03R\x05index\x12$\n" +
-	"\x0eretry_after_ns\x18\x04 \x01(\x03R\fretryAfterNs\"L\n" +
+	"\x0eretry_after_ns\x18\x04 \x01(\x03R\fretryAfterNs\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\x03R\battempts\"[\n" +
 	"\x04Kind\x12\t\n" +
 	"\x05OTHER\x10\x00\x12\x0e\n" +
 	"\n" +
 	"BAD_RECORD\x10\x01\x12\r\n" +
 	"\tRETRYABLE\x10\x02\x12\f\n" +
 	"\bCANCELED\x10\x03\x12\f\n" +
-	"\bDEADLINE\x10\x04\"w\n" +
+	"\bDEADLINE\x10\x04\x12\r\n" +
+	"\tPERMANENT\x10\x05\"w\n" +
 	"\vOpenRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x123\n" +
 	"\x06config\x18\x02 \x01(\v2\x1b.tributary.plugin.v1.ConfigR\x06config\x12\x1f\n" +

@@ -23,6 +23,18 @@
 //      host calls them only on a plugin that announced the capability; a
 //      version-1 plugin announces none.
 //
+// Additions that every version may carry, so they need no new version: an
+// older side ignores them, and a peer that does not know them never sends
+// them. A field is added this way only when ignoring it leaves the call
+// correct, merely less precise.
+//   - Error.Kind PERMANENT (connect.Permanent: the task stays FAILED until
+//     the user restarts or resumes it). An older host reads the unknown
+//     kind as OTHER: the task fails and is restarted, as any error did
+//     before Permanent existed.
+//   - Error.attempts (connect.WithAttempts: the tries the connector made).
+//     An older host ignores it and counts its own calls; an older plugin
+//     leaves it 0, which says nothing.
+//
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
 // needs none of them).

@@ -1,11 +1,12 @@
 // Command misbehave is a plugin for the plugins package's tests: a sink
-// whose Write hangs, crashes or works, as its "mode" setting says. With
+// whose Write hangs, crashes, fails or works, as its "mode" setting says. With
 // TRIBUTARY_TEST_PROTOCOL set, it completes the handshake with that
 // protocol version instead, as a plugin built for another version would.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,8 +34,8 @@ func main() {
 		Name: "misbehave", Kind: connect.KindSink, Version: "0.0.1",
 		Description: "A sink that hangs or crashes on demand.",
 		Spec: connect.Spec{Params: []connect.Param{
-			{Name: "mode", Type: connect.TypeString, Enum: []string{"ok", "hang", "crash"}, Default: "ok",
-				Description: "What Write does."},
+			{Name: "mode", Type: connect.TypeString, Enum: []string{"ok", "hang", "crash", "permanent", "gaveup"}, Default: "ok",
+				Description: "What Write does: permanent fails with an error marked Permanent (and Retryable, which Permanent overrides) after 2 tries; gaveup fails the first record after 4 tries."},
 		}},
 		NewSink: func() connect.Sink { return &sink{} },
 	})
@@ -70,6 +71,10 @@ func (s *sink) Write(_ context.Context, recs []connect.Record) error {
 		select {}
 	case "crash":
 		panic(fmt.Sprintf("boom after %d records", len(recs)))
+	case "permanent":
+		return connect.Permanent(connect.WithAttempts(2, connect.Retryable(errors.New("role tributary lacks the grant"))))
+	case "gaveup":
+		return connect.BadRecordAt(0, connect.WithAttempts(4, errors.New("gave up after 4 attempts")))
 	}
 	return nil
 }
