@@ -18,7 +18,8 @@ import (
 )
 
 // partition is one ordered, append-only sequence of record batches: a
-// directory of segments. One writer at a time appends (under mu); a single
+// directory of segments. One writer at a time appends (under wmu; mu only
+// while it assigns offsets and publishes what it wrote); a single
 // syncer goroutine makes appends durable, one fsync for every append that
 // waits (group commit); readers see offsets below visible.
 type partition struct {
@@ -383,8 +384,8 @@ type plannedBatch struct {
 
 // writeRun writes a planned run of batches to s, which only the caller
 // (holding wmu) writes to, and with Options.StartWriteback starts the
-// kernel's writeback of them. It
-// returns how many were written whole before an error.
+// kernel's writeback of them. It returns how many were written whole
+// before an error.
 func (p *partition) writeRun(s *segment, run []plannedBatch) (int, error) {
 	for k, r := range run {
 		if err := s.writeAt(r.b, r.pos); err != nil {
