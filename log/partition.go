@@ -18,7 +18,8 @@ import (
 )
 
 // partition is one ordered, append-only sequence of record batches: a
-// directory of segments. One writer at a time appends (under mu); a single
+// directory of segments. One writer at a time appends (under wmu; mu only
+// while it assigns offsets and publishes what it wrote); a single
 // syncer goroutine makes appends durable, one fsync for every append that
 // waits (group commit); readers see offsets below visible.
 type partition struct {
@@ -35,6 +36,12 @@ type partition struct {
 	// cleanMu serializes compaction passes of this partition (compact.go).
 	// It guards no field; it is taken before mu, never while holding it.
 	cleanMu sync.Mutex
+
+	// wmu makes one write call at a time the partition's writer: it plans
+	// under mu, writes the file without mu, then publishes under mu. Taken
+	// before mu. Close takes it too, so no write is in flight when the
+	// segments close.
+	wmu sync.Mutex
 
 	// mu guards every field below. Lock order: Log.mu before partition.mu.
 	mu        sync.Mutex
@@ -250,76 +257,146 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 	bases = make([]int64, len(batches))
 	now := p.l.now()
 
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, -1, ErrClosed
-	}
-	if p.failed != nil {
-		p.mu.Unlock()
-		return nil, -1, fmt.Errorf("partition %s is read-only after an I/O failure: %w", p, p.failed)
-	}
+	// Two locks: wmu makes this the partition's only writer for the whole
+	// call; mu is held only to plan a run of batches (offsets, positions,
+	// producer checks, rolls) and to publish it once written, so readers
+	// and the syncer never wait for the write itself. Published state
+	// (segment size and indexes, next, producer state) moves only in file
+	// order and only over bytes already written.
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	var records, bytes int64
-	for i, b := range batches {
-		meta := metas[i]
-		if base, dup, err := p.producers.check(meta.Producer, meta.NumRecords); err != nil {
-			end := p.next
+	run := make([]plannedBatch, 0, len(batches))
+	for i := 0; i < len(batches); {
+		p.mu.Lock()
+		if p.closed {
 			p.mu.Unlock()
-			p.kickSyncer()
-			return nil, end, err
-		} else if dup {
-			// A retry of a batch already appended: its offsets may not be
-			// durable yet, so the caller still waits for the end.
-			bases[i] = base
-			p.l.metrics.DuplicateBatches.Add(1)
-			continue
+			return nil, -1, ErrClosed
+		}
+		if p.failed != nil {
+			p.mu.Unlock()
+			return nil, -1, fmt.Errorf("partition %s is read-only after an I/O failure: %w", p, p.failed)
 		}
 		active := p.segments[len(p.segments)-1]
-		if active.size > 0 && (active.size+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond ||
-			p.next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32) { // indexes hold offsets relative to the base
-			if err := p.rollLocked(now); err != nil {
-				p.failed = err
-				p.mu.Unlock()
-				return nil, -1, err
+		next, pos := p.next, active.size
+		run = run[:0]
+		var refused error
+	plan:
+		for ; i < len(batches); i++ {
+			b, meta := batches[i], metas[i]
+			if meta.Producer.ID >= 0 {
+				for _, r := range run {
+					if r.meta.Producer.ID == meta.Producer.ID {
+						// Its check needs the state after r: publish the run first.
+						break plan
+					}
+				}
 			}
-			active = p.segments[len(p.segments)-1]
+			if base, dup, err := p.producers.check(meta.Producer, meta.NumRecords); err != nil {
+				refused = err
+				break
+			} else if dup {
+				// A retry of a batch already appended: its offsets may not be
+				// durable yet, so the caller still waits for the end.
+				bases[i] = base
+				p.l.metrics.DuplicateBatches.Add(1)
+				continue
+			}
+			if pos > 0 && (pos+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond ||
+				next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32) { // indexes hold offsets relative to the base
+				if len(run) > 0 {
+					break // the run goes to this segment; the next one rolls
+				}
+				if err := p.rollLocked(now); err != nil {
+					p.failed = err
+					p.mu.Unlock()
+					return nil, -1, err
+				}
+				active = p.segments[len(p.segments)-1]
+				pos = active.size
+			}
+			setBaseOffset(b, next)
+			if cfg.LogAppendTime {
+				b = withLogAppendTime(b, now)
+				meta.MaxTimestamp = now.UnixMilli() // indexes and retention go by the append time
+			}
+			meta.BaseOffset, meta.LastOffset = next, next+int64(meta.LastOffset-meta.BaseOffset)
+			run = append(run, plannedBatch{b: b, meta: meta, pos: pos})
+			bases[i] = next
+			next = meta.LastOffset + 1
+			pos += int64(len(b))
 		}
-		base := p.next
-		setBaseOffset(b, base)
-		if cfg.LogAppendTime {
-			b = withLogAppendTime(b, now)
-			meta.MaxTimestamp = now.UnixMilli() // indexes and retention go by the append time
+		p.mu.Unlock()
+
+		written, werr := p.writeRun(active, run)
+
+		p.mu.Lock()
+		fromIdx, fromTime := len(active.index), len(active.timeIndex)
+		for _, r := range run[:written] {
+			active.commit(r.meta, r.pos, int64(len(r.b)))
+			if owned {
+				active.cache.Load().put(active, r.pos, r.b)
+			}
+			p.producers.update(r.meta)
+			p.next = r.meta.LastOffset + 1
+			records += int64(r.meta.NumRecords)
+			bytes += int64(len(r.b))
 		}
-		meta.BaseOffset, meta.LastOffset = base, base+int64(meta.LastOffset-meta.BaseOffset)
-		pos := active.size
-		if err := active.append(b, meta); err != nil {
+		if werr != nil {
+			p.failed = werr
+			p.mu.Unlock()
+			return nil, -1, werr
+		}
+		if p.l.opts.FlushInterval > 0 {
+			p.advanceVisibleLocked(p.next)
+		}
+		end = p.next
+		p.mu.Unlock()
+
+		if err := active.writeIndexTail(fromIdx, fromTime); err != nil {
+			p.mu.Lock()
 			p.failed = err
 			p.mu.Unlock()
 			return nil, -1, err
 		}
-		if owned {
-			active.cache.Load().put(active, pos, b)
+		if refused != nil {
+			p.kickSyncer()
+			return nil, end, refused
 		}
-		p.producers.update(meta)
-		p.next = meta.LastOffset + 1
-		bases[i] = base
-		records += int64(meta.NumRecords)
-		bytes += int64(len(b))
 	}
-	end = p.next
-	interval := p.l.opts.FlushInterval > 0
-	if interval {
-		p.advanceVisibleLocked(end)
-	}
-	p.mu.Unlock()
 	p.l.metrics.RecordsAppended.Add(records)
 	p.l.metrics.BytesAppended.Add(bytes)
 	p.l.metrics.Batches.Add(int64(len(batches)))
-	if interval {
+	if p.l.opts.FlushInterval > 0 {
 		return bases, -1, nil
 	}
 	p.kickSyncer()
 	return bases, end, nil
+}
+
+// plannedBatch is a batch of a write with its offsets assigned (meta) and
+// its position in the active segment.
+type plannedBatch struct {
+	b    []byte
+	meta batchMeta
+	pos  int64
+}
+
+// writeRun writes a planned run of batches to s, which only the caller
+// (holding wmu) writes to, and with Options.StartWriteback starts the
+// kernel's writeback of them. It returns how many were written whole
+// before an error.
+func (p *partition) writeRun(s *segment, run []plannedBatch) (int, error) {
+	for k, r := range run {
+		if err := s.writeAt(r.b, r.pos); err != nil {
+			return k, err
+		}
+	}
+	if n := len(run); n > 0 && p.l.opts.StartWriteback {
+		first, last := run[0], run[n-1]
+		startWriteback(s.f, first.pos, last.pos+int64(len(last.b))-first.pos)
+	}
+	return len(run), nil
 }
 
 // writeKind says what write may assume of the batches it is given.

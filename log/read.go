@@ -241,6 +241,8 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 // close stops the syncer after a last fsync, seals the active segment and
 // writes the producer snapshot, so the next open has nothing to recover.
 func (p *partition) close() error {
+	p.wmu.Lock() // wait for a write in flight
+	defer p.wmu.Unlock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

@@ -380,27 +380,47 @@ func (s *segment) writeIndexFiles() error {
 	return nil
 }
 
-// append writes one batch (its base offset already set) at the end of the
-// segment. It does not sync. On a short write the segment is cut back so it
-// never holds half a batch it reports.
-func (s *segment) append(b []byte, meta batchMeta) error {
-	pos := s.size
+// writeAt writes one batch (its base offset already set) at pos, the end
+// of the segment's written bytes. It does not sync and changes no field:
+// the partition's single writer calls it without the partition lock, and
+// commit makes the batch part of the segment afterwards. On a short write
+// the file is cut back to pos, so it never holds half a batch.
+func (s *segment) writeAt(b []byte, pos int64) error {
 	if _, err := s.f.WriteAt(b, pos); err != nil {
 		_ = s.f.Truncate(pos)
 		return fmt.Errorf("write segment %s at %d: %w", s.path(".log"), pos, err)
 	}
-	s.size += int64(len(b))
+	return nil
+}
+
+// commit adds the batch writeAt wrote at pos (n bytes, described by meta)
+// to the segment: size, verified watermark and in-memory indexes. It is
+// called under the partition lock, in file order.
+func (s *segment) commit(meta batchMeta, pos, n int64) {
+	s.size = pos + n
 	s.markVerified(pos, s.size) // every append checked its batch (or built it)
-	newIdx, newTime := s.track(meta, pos)
-	if newIdx {
-		n := len(s.index)
-		if _, err := s.idxF.WriteAt(encodeOffsetEntry(s.index[n-1]), int64(n-1)*indexEntrySize); err != nil {
+	s.track(meta, pos)
+}
+
+// writeIndexTail writes the index entries from the given lengths of the
+// in-memory indexes on to their ends. Only the partition's writer calls
+// it, so it may read the indexes without the partition lock.
+func (s *segment) writeIndexTail(fromIdx, fromTime int) error {
+	if n := len(s.index); n > fromIdx {
+		buf := make([]byte, 0, (n-fromIdx)*indexEntrySize)
+		for _, e := range s.index[fromIdx:] {
+			buf = append(buf, encodeOffsetEntry(e)...)
+		}
+		if _, err := s.idxF.WriteAt(buf, int64(fromIdx)*indexEntrySize); err != nil {
 			return fmt.Errorf("write index %s: %w", s.path(".index"), err)
 		}
 	}
-	if newTime {
-		n := len(s.timeIndex)
-		if _, err := s.tidx.WriteAt(encodeTimeEntry(s.timeIndex[n-1]), int64(n-1)*timeIndexEntrySize); err != nil {
+	if n := len(s.timeIndex); n > fromTime {
+		buf := make([]byte, 0, (n-fromTime)*timeIndexEntrySize)
+		for _, e := range s.timeIndex[fromTime:] {
+			buf = append(buf, encodeTimeEntry(e)...)
+		}
+		if _, err := s.tidx.WriteAt(buf, int64(fromTime)*timeIndexEntrySize); err != nil {
 			return fmt.Errorf("write time index %s: %w", s.path(".timeindex"), err)
 		}
 	}

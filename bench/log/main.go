@@ -47,6 +47,7 @@ type config struct {
 	batch         int
 	inflight      int
 	flushInterval time.Duration
+	writeback     bool
 	url           string
 	window        int
 	out           string
@@ -64,6 +65,7 @@ type result struct {
 	Batch         int     `json:"batch,omitempty"`
 	Inflight      int     `json:"inflight,omitempty"`
 	FlushInterval string  `json:"flush_interval,omitempty"`
+	Writeback     bool    `json:"start_writeback,omitempty"`
 	Fsyncs        int64   `json:"fsyncs,omitempty"`
 	FsyncAvgUs    float64 `json:"fsync_avg_us,omitempty"`
 	RecordsPerFsy float64 `json:"records_per_fsync,omitempty"`
@@ -85,6 +87,7 @@ func main() {
 	flag.IntVar(&c.batch, "batch", 1000, "records per Append call")
 	flag.IntVar(&c.inflight, "inflight", 8, "concurrent appenders")
 	flag.DurationVar(&c.flushInterval, "flush-interval", 0, "log FlushInterval; 0 fsyncs before every acknowledgement")
+	flag.BoolVar(&c.writeback, "start-writeback", false, "log StartWriteback: start writeback of each append before its fsync")
 	flag.StringVar(&c.url, "url", nats.DefaultURL, "NATS server (jetstream)")
 	flag.IntVar(&c.window, "window", 1024, "unacknowledged JetStream publishes in flight")
 	flag.StringVar(&c.out, "out", "", "file to write (lines)")
@@ -173,9 +176,10 @@ func openLog(c config) (*tlog.Log, error) {
 		return nil, errors.New("-dir is required")
 	}
 	return tlog.Open(tlog.Options{
-		Dir:           c.dir,
-		FlushInterval: c.flushInterval,
-		Logger:        slog.New(slog.DiscardHandler),
+		Dir:            c.dir,
+		FlushInterval:  c.flushInterval,
+		StartWriteback: c.writeback,
+		Logger:         slog.New(slog.DiscardHandler),
 	})
 }
 
@@ -234,7 +238,7 @@ func runAppend(ctx context.Context, c config) (result, error) {
 	m := l.Metrics()
 	res := result{
 		Records: c.records, Bytes: c.records * int64(c.size), Seconds: elapsed.Seconds(),
-		Batch: c.batch, Inflight: c.inflight,
+		Batch: c.batch, Inflight: c.inflight, Writeback: c.writeback,
 		Fsyncs: m.Fsyncs.Load(), DiskBytes: m.BytesAppended.Load(),
 	}
 	if c.flushInterval > 0 {
