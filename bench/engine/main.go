@@ -84,7 +84,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "directory for the logs and files (the disk under test); required")
 	flag.StringVar(&c.phases, "phases", "append,e2e,latency", "phases to run, comma-separated")
-	flag.Int64Var(&c.records, "records", 200000, "records for the append and end-to-end phases")
+	flag.Int64Var(&c.records, "records", 1000000, "records for the append and end-to-end phases")
 	flag.IntVar(&c.size, "size", 1024, "record value size in bytes")
 	flag.IntVar(&c.batch, "batch", 500, "records per Append call in the append phase")
 	flag.IntVar(&c.genBatch, "gen-batch", 500, "the generator's batch.size (its default is 500)")
