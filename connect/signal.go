@@ -1,6 +1,15 @@
 package connect
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrBadSignal is wrapped by a Snapshotter's error when a signal cannot be
+// taken as sent: it names no table the source captures, or a name is not
+// valid. The worker answers it as the client's mistake (HTTP 400), not as
+// a failure of the source.
+var ErrBadSignal = errors.New("bad signal")
 
 // Snapshotter is implemented by a CDC source that can re-read tables on
 // demand while it keeps streaming (Debezium's incremental snapshots). The

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tributary-io/tributary/connect"
@@ -42,9 +43,9 @@ func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string)
 		if len(tables) == 0 {
 			return fmt.Errorf("%w: execute-snapshot needs data-collections, e.g. [\"public.orders\"]", ErrBadRequest)
 		}
-		return snap.ExecuteSnapshot(ctx, tables)
+		return badSignal(snap.ExecuteSnapshot(ctx, tables))
 	case SignalStopSnapshot:
-		return snap.StopSnapshot(ctx, tables)
+		return badSignal(snap.StopSnapshot(ctx, tables))
 	case SignalPauseSnapshot, SignalResumeSnapshot:
 		p, ok := snap.(connect.SnapshotPauser)
 		if !ok {
@@ -57,4 +58,12 @@ func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string)
 	}
 	return fmt.Errorf("%w: signal type %q: use %s, %s, %s or %s", ErrBadRequest, kind,
 		SignalExecuteSnapshot, SignalStopSnapshot, SignalPauseSnapshot, SignalResumeSnapshot)
+}
+
+// badSignal marks a source's connect.ErrBadSignal as the client's mistake.
+func badSignal(err error) error {
+	if errors.Is(err, connect.ErrBadSignal) && !errors.Is(err, ErrBadRequest) {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -94,9 +95,36 @@ type signalReq struct {
 // an execute-snapshot row in the signal table does the same.
 func (s *Source) ExecuteSnapshot(ctx context.Context, tables []string) error {
 	if len(tables) == 0 {
-		return fmt.Errorf("execute snapshot: name at least one table")
+		return fmt.Errorf("execute snapshot: name at least one table: %w", connect.ErrBadSignal)
+	}
+	if err := s.checkCaptured(tables); err != nil {
+		return err
 	}
 	return s.signal(ctx, signalReq{tables: tables})
+}
+
+// checkCaptured refuses data-collections that are not valid patterns or
+// match no captured table, so that the one who sent the signal learns it
+// (a signal-table row that names nothing is only logged: nobody waits for
+// its answer).
+func (s *Source) checkCaptured(tables []string) error {
+	var errs []error
+	for _, p := range tables {
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("execute snapshot: %q is not a table name nor a regular expression: %v: %w", p, err, connect.ErrBadSignal))
+			continue
+		}
+		if !slices.ContainsFunc(s.plan.tables, func(t tableRef) bool { return re.MatchString(t.String()) }) {
+			names := make([]string, len(s.plan.tables))
+			for i, t := range s.plan.tables {
+				names[i] = t.String()
+			}
+			errs = append(errs, fmt.Errorf("execute snapshot: %q matches no captured table (this source captures %s): %w",
+				p, strings.Join(names, ", "), connect.ErrBadSignal))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // StopSnapshot stops the incremental snapshot of the tables, of every

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -93,6 +94,14 @@ func TestIncrementalSnapshot_MethodStopAndResume(t *testing.T) {
 	)
 	values := map[string]string{"snapshot.mode": "never", "snapshot.chunk.size": "50"}
 	s := openSource(t, db, values, nil)
+	// A name that matches nothing captured, or is no pattern, is refused
+	// to the sender (REST answers 400), not only logged.
+	for _, bad := range []string{"public.nope", "public.(a"} {
+		err := s.ExecuteSnapshot(t.Context(), []string{`public\.(a|b)`, bad})
+		if !errors.Is(err, connect.ErrBadSignal) || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("ExecuteSnapshot(%s) = %v, want ErrBadSignal naming it", bad, err)
+		}
+	}
 	if err := s.ExecuteSnapshot(t.Context(), []string{`public\.(a|b)`}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package rest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,9 @@ type snapSource struct {
 
 func (s snapSource) Report() connect.Report { return connect.Report{Phase: "streaming"} }
 func (s snapSource) ExecuteSnapshot(ctx context.Context, tables []string) error {
+	if slices.Contains(tables, "public.nope") {
+		return fmt.Errorf("execute snapshot: %q matches no captured table: %w", "public.nope", connect.ErrBadSignal)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	*s.tables = append(*s.tables, tables...)
@@ -51,6 +56,10 @@ func TestREST_SnapshotSignal(t *testing.T) {
 		t.Fatalf("source got tables %v", got)
 	}
 	mu.Unlock()
+	// A table the source does not capture is the sender's mistake.
+	if code, body := call(t, srv, "POST", "/connectors/cdc/signals", `{"type":"execute-snapshot","data":{"data-collections":["public.nope"]}}`); code != 400 || !strings.Contains(body, "matches no captured table") {
+		t.Fatalf("signal naming no captured table = %d %s", code, body)
+	}
 	if code, body := call(t, srv, "POST", "/connectors/cdc/signals", `{"type":"pause-snapshot"}`); code != 400 || !strings.Contains(body, "cannot pause") {
 		t.Fatalf("pause to a source that cannot pause = %d %s", code, body)
 	}
