@@ -115,7 +115,17 @@ func main() {
 			fmt.Fprintln(os.Stderr, "httptrackbench:", err)
 			os.Exit(1)
 		}
-		defer trace.Stop()
+		defer func() {
+			trace.Stop()
+			f.Close()
+			// How much the scheduler left the Ps without work to run
+			// while work waited (see schedShares).
+			if sh, err := readSchedShares(c.trace); err != nil {
+				fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+			} else {
+				fmt.Printf("scheduler (GOMAXPROCS %d, from the trace): %s\n", runtime.GOMAXPROCS(0), sh)
+			}
+		}()
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if c.memprofile != "" {
