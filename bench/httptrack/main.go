@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,7 @@ type config struct {
 	phases     string
 	rounds     int
 	cpuprofile string
+	trace      string
 	memprofile string
 }
 
@@ -92,6 +94,7 @@ func main() {
 	flag.StringVar(&c.phases, "phases", "bare,single,batch", "phases to run")
 	flag.IntVar(&c.rounds, "rounds", 1, "run the phases this many times, interleaved, and add up each phase's rounds: on a loaded machine the phases then share its ups and downs")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (load generator included) to this file")
+	flag.StringVar(&c.trace, "trace", "", "write an execution trace of the whole run (load generator included) to this file (go tool trace); use with -phases single -duration 2s, as traces grow fast")
 	flag.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile of the whole run (load generator included) to this file")
 	flag.Parse()
 	if c.cpuprofile != "" {
@@ -103,12 +106,34 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	if c.trace != "" {
+		f, err := os.Create(c.trace)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			trace.Stop()
+			f.Close()
+			// How much the scheduler left the Ps without work to run
+			// while work waited (see schedShares).
+			if sh, err := readSchedShares(c.trace); err != nil {
+				fmt.Fprintln(os.Stderr, "httptrackbench:", err)
+			} else {
+				fmt.Printf("scheduler (GOMAXPROCS %d, from the trace): %s\n", runtime.GOMAXPROCS(0), sh)
+			}
+		}()
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if c.memprofile != "" {
 		runtime.MemProfileRate = 4096
 	}
 	if err := run(c); err != nil {
 		pprof.StopCPUProfile()
+		trace.Stop()
 		fmt.Fprintln(os.Stderr, "httptrackbench:", err)
 		os.Exit(1)
 	}

@@ -285,8 +285,8 @@ func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 			return http.StatusOK, nil
 		}
 		if timeout == nil {
-			timer := time.NewTimer(s.set.ackTimeout)
-			defer timer.Stop()
+			timer := getTimer(s.set.ackTimeout)
+			defer putTimer(timer)
 			timeout = timer.C
 		}
 		select {
@@ -297,6 +297,27 @@ func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "stopping", Message: "the source is stopping: retry later"}
 		}
 	}
+}
+
+// timerPool holds stopped timers for awaitDurable: nearly every request
+// waits, and a pooled timer saves its allocations (the timer and its
+// channel). Since Go 1.23 a stopped timer's channel holds no stale value,
+// so a timer from the pool fires only after its own Reset.
+var timerPool sync.Pool
+
+// getTimer returns a timer that fires after d.
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timerPool.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and pools it.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timerPool.Put(t)
 }
 
 // answerProblems answers 400 listing the rejected messages; accepted says
