@@ -898,39 +898,13 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 		}
 	}
 	if busy > 1 && len(recs) >= parallelProduceRecords {
-		// The partitions' shares are taken in turn by this goroutine and
-		// by helpers: the call waits only for shares being produced, never
-		// for a helper still queued behind other runnable goroutines (on
-		// a busy machine that is most of a scheduler time slice). A
-		// helper that starts late finds nothing left and returns.
-		work := make([]int, 0, busy)
+		var wg sync.WaitGroup
 		for p, idx := range byPart {
 			if len(idx) > 0 {
-				work = append(work, p)
+				wg.Go(func() { produce(p, idx) })
 			}
 		}
-		var next atomic.Int64
-		done := make(chan struct{}, len(work))
-		take := func() bool {
-			k := int(next.Add(1)) - 1
-			if k >= len(work) {
-				return false
-			}
-			produce(work[k], byPart[work[k]])
-			done <- struct{}{}
-			return true
-		}
-		for range len(work) - 1 {
-			go func() {
-				for take() {
-				}
-			}()
-		}
-		for take() {
-		}
-		for range work {
-			<-done
-		}
+		wg.Wait()
 	} else {
 		for p, idx := range byPart {
 			if len(idx) == 0 {
