@@ -60,6 +60,25 @@ func (r *rng) appendText(b []byte, n int) []byte {
 	b = slices.Grow(b, n)[:start+n]
 	out := b[start:]
 	st := r.state // a local: the loop then keeps it in a register
+	for len(out) >= 20 {
+		// Two draws per turn: their multiplications and lookups overlap.
+		st += gamma
+		x := mix(st)
+		st += gamma
+		y := mix(st)
+		o := (*[20]byte)(out)
+		binary.LittleEndian.PutUint64(o[:8], uint64(padPairs[x&4095])|
+			uint64(padPairs[x>>12&4095])<<16|
+			uint64(padPairs[x>>24&4095])<<32|
+			uint64(padPairs[x>>36&4095])<<48)
+		binary.LittleEndian.PutUint64(o[8:16], uint64(padPairs[x>>48&4095])|
+			uint64(padPairs[y&4095])<<16|
+			uint64(padPairs[y>>12&4095])<<32|
+			uint64(padPairs[y>>24&4095])<<48)
+		binary.LittleEndian.PutUint32(o[16:], uint32(padPairs[y>>36&4095])|
+			uint32(padPairs[y>>48&4095])<<16)
+		out = out[20:]
+	}
 	for len(out) >= 10 {
 		st += gamma
 		x := mix(st)
