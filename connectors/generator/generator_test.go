@@ -438,7 +438,7 @@ func TestSpec_DeclaresOpensBounds(t *testing.T) {
 // each draw of the stream gives ten characters, six bits each from the
 // lowest up, and a short tail takes the low bits of one more draw.
 func TestAppendText_MatchesOneCharacterPerSixBits(t *testing.T) {
-	for n := 0; n <= 65; n++ {
+	for n := 0; n <= 130; n++ {
 		r := newRNG(7, uint64(n))
 		ref := newRNG(7, uint64(n))
 		got := r.appendText([]byte("x"), n)
