@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Run with: go test -run XXX -bench . -benchtime 2x ./log/
@@ -231,4 +233,26 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	for b.Loop() {
 		encodeBatch(recs, now, "none", noProducer)
 	}
+}
+
+// BenchmarkDecodeRecords decodes a batch of 1000 records of 1 KiB, as a
+// read does for every batch it returns (the embedded consumer's path).
+func BenchmarkDecodeRecords(b *testing.B) {
+	recs := benchValues(1000, 1024)
+	for i := range recs {
+		recs[i].Key = fmt.Appendf(nil, "key-%d", i)
+	}
+	var kb kmsg.RecordBatch
+	if err := kb.ReadFrom(encodeBatch(recs, time.Now(), "none", noProducer)); err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]Record, 0, len(recs))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if dst, err = decodeRecords(dst[:0], &kb, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
 }

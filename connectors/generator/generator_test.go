@@ -432,3 +432,40 @@ func TestSpec_DeclaresOpensBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendText_MatchesOneCharacterPerSixBits checks the unrolled padding
+// loops against the plain definition at every length around their steps:
+// each draw of the stream gives ten characters, six bits each from the
+// lowest up, and a short tail takes the low bits of one more draw.
+func TestAppendText_MatchesOneCharacterPerSixBits(t *testing.T) {
+	for n := 0; n <= 130; n++ {
+		r := newRNG(7, uint64(n))
+		ref := newRNG(7, uint64(n))
+		got := r.appendText([]byte("x"), n)
+		want := []byte("x")
+		for len(want)-1 < n {
+			x := ref.next()
+			for k := 0; k < 10 && len(want)-1 < n; k++ {
+				want = append(want, padAlphabet[x&63])
+				x >>= 6
+			}
+		}
+		if string(got) != string(want) {
+			t.Fatalf("appendText(%d) = %q, want %q", n, got, want)
+		}
+		if r.state != ref.state {
+			t.Fatalf("appendText(%d) left the stream at %x, want %x", n, r.state, ref.state)
+		}
+	}
+}
+
+// BenchmarkAppendText makes the padding of a 1 KiB event, most of the
+// generator's work per event.
+func BenchmarkAppendText(b *testing.B) {
+	r := newRNG(1, 1)
+	buf := make([]byte, 0, 1024)
+	b.SetBytes(900)
+	for b.Loop() {
+		buf = r.appendText(buf[:0], 900)
+	}
+}
