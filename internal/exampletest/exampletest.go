@@ -1,0 +1,186 @@
+// Package exampletest holds what the tests of the example pipelines under
+// examples/ share: loading an example's pipeline file against the real
+// connector and transform specs with a chosen environment, running it in
+// process in a worker of its own (on the built-in log, or on another
+// backend), and waiting, with a deadline, until its sinks have caught up.
+// It runs the real engine, log and connectors: never a mock.
+package exampletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/engine/transform"
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/tributary-io/tributary/pipelines"
+)
+
+// ShutdownTimeout bounds how long Shutdown waits for the worker to drain.
+const ShutdownTimeout = 30 * time.Second
+
+// Catalog returns the config specs of the connectors, each under its kind,
+// and of every built-in transform.
+func Catalog(connectors ...connect.Connector) pipelines.Specs {
+	specs := pipelines.Specs{pipelines.KindSource: {}, pipelines.KindSink: {}, pipelines.KindTransform: {}}
+	for _, c := range connectors {
+		specs[pipelines.Kind(c.Kind)][c.Name] = c.Spec
+	}
+	transforms := transform.Builtin()
+	for _, name := range transforms.Names() {
+		specs[pipelines.KindTransform][name], _ = transforms.Spec(name)
+	}
+	return specs
+}
+
+// Load reads and validates the pipeline file at path against
+// Catalog(connectors...), resolving ${VAR} references from env only (nil
+// sets none), and fails t on any problem.
+func Load(t testing.TB, path string, env map[string]string, connectors ...connect.Connector) *pipelines.Pipeline {
+	t.Helper()
+	p, err := pipelines.LoadFile(path, pipelines.Options{Catalog: Catalog(connectors...), LookupEnv: func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	return p
+}
+
+// Running is a pipeline started by Run or Start.
+type Running struct {
+	// Log is the built-in log the pipeline runs on; nil after Start.
+	Log *tlog.Log
+	// Worker runs the pipeline.
+	Worker *engine.Worker
+
+	t    testing.TB
+	once sync.Once
+}
+
+// Run opens the built-in log at the pipeline's log dir with its default
+// partition count and starts p on it (see Start). The log is closed when
+// the test ends, after the worker has shut down, so that a test can read
+// it after Shutdown.
+func Run(t testing.TB, p *pipelines.Pipeline, connectors ...connect.Connector) *Running {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	l, err := tlog.Open(tlog.Options{Dir: p.Log.Dir, NumPartitions: p.Log.Defaults.Partitions, Logger: quiet})
+	if err != nil {
+		t.Fatalf("open log %s: %v", p.Log.Dir, err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("close log %s: %v", p.Log.Dir, err)
+		}
+	})
+	r := Start(t, engine.NewEmbedded(l, quiet), p, connectors...)
+	r.Log = l
+	return r
+}
+
+// Start starts p in a new worker on backend b, with a registry of the
+// connectors and the built-in transforms, and logs discarded. The worker
+// is shut down when the test ends, unless the test has called Shutdown.
+func Start(t testing.TB, b engine.Backend, p *pipelines.Pipeline, connectors ...connect.Connector) *Running {
+	t.Helper()
+	reg := connect.NewRegistry()
+	for _, c := range connectors {
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("register connector %s: %v", c.Name, err)
+		}
+	}
+	transforms := transform.Builtin()
+	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: b, Connectors: reg, Logger: slog.New(slog.DiscardHandler),
+		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
+	if err != nil {
+		t.Fatalf("new worker: %v", err)
+	}
+	r := &Running{Worker: w, t: t}
+	t.Cleanup(r.Shutdown)
+	if err := w.StartPipeline(t.Context(), p); err != nil {
+		t.Fatalf("start pipeline %s: %v", p.Name, err)
+	}
+	return r
+}
+
+// Shutdown stops the worker, draining its connectors, and fails the test
+// when it does not within ShutdownTimeout. Only the first call does
+// anything.
+func (r *Running) Shutdown() {
+	r.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+		defer cancel()
+		if err := r.Worker.Shutdown(ctx); err != nil {
+			r.t.Errorf("shutdown: %v", err)
+		}
+	})
+}
+
+// Committed returns how many records the consumer group has committed over
+// all partitions of the built-in log, 0 while it is unknown.
+func (r *Running) Committed(group string) int64 {
+	lags, err := r.Log.Groups().Describe(group)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, lag := range lags {
+		n += max(lag.CurrentOffset, 0)
+	}
+	return n
+}
+
+// CaughtUp returns nil once the consumer group has committed every record
+// of its topics' non-empty partitions in the built-in log and those hold
+// at least n records; otherwise an error that shows the group's lags.
+func (r *Running) CaughtUp(group string, n int64) error {
+	lags, err := r.Log.Groups().Describe(group)
+	if err != nil {
+		return err
+	}
+	if len(lags) == 0 {
+		return fmt.Errorf("group %s reads no partition yet", group)
+	}
+	var end int64
+	behind := false
+	for _, lag := range lags {
+		if lag.LogEndOffset <= 0 {
+			continue // an empty partition has nothing to commit
+		}
+		end += lag.LogEndOffset
+		behind = behind || lag.Lag != 0
+	}
+	if behind || end < n {
+		return fmt.Errorf("group %s has committed %d of %d records (want %d): %+v", group, r.Committed(group), end, n, lags)
+	}
+	return nil
+}
+
+// WaitFor polls cond every 50 ms until it returns nil, and fails the test
+// with what and cond's last error when it does not within timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("%s: %v", what, errors.Join(err, t.Context().Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
