@@ -6,17 +6,12 @@
 package icebergappend_test
 
 import (
-	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/array"
-	ib "github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 
 	"github.com/tributary-io/tributary/connectors/generator"
 	"github.com/tributary-io/tributary/connectors/iceberg"
@@ -49,44 +44,20 @@ func TestExample_Runs(t *testing.T) {
 	exampletest.WaitFor(t, 30*time.Second, "the sink commits all events", func() error { return run.CaughtUp("tracking-lake", events) })
 	run.Shutdown()
 
-	db, err := sql.Open("sqlite", filepath.Join(dir, "iceberg", "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier("lake", "tracking"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := exampletest.IcebergTable(t, exampletest.IcebergCatalog(t, filepath.Join(dir, "iceberg", "catalog.db")), "lake.tracking")
 	if got := tbl.Spec().String(); !strings.Contains(got, "timestamp_day") || !strings.Contains(got, "day") {
 		t.Errorf("partition spec %s, want day(timestamp)", got)
 	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatal(err)
+	if f, ok := tbl.Schema().FindFieldByName("seq"); !ok || f.Type.String() != "long" {
+		t.Fatalf("column seq %+v, want a long: %s", f, tbl.Schema())
 	}
-	defer at.Release()
-	seen := map[int64]int{}
-	tr := array.NewTableReader(at, 4096)
-	defer tr.Release()
-	for tr.Next() {
-		rb := tr.RecordBatch()
-		idx := rb.Schema().FieldIndices("seq")
-		if len(idx) != 1 {
-			t.Fatalf("no seq column in %s", rb.Schema())
-		}
-		seqs := rb.Column(idx[0]).(*array.Int64)
-		for i := range seqs.Len() {
-			seen[seqs.Value(i)]++
-		}
+	seen := map[string]int{}
+	for _, r := range exampletest.IcebergRows(t, tbl, "seq") {
+		seen[r[0]]++
 	}
 	for seq := int64(1); seq <= events; seq++ {
-		if seen[seq] != 1 {
-			t.Fatalf("seq %d is %d times in the table, want once", seq, seen[seq])
+		if n := seen[strconv.FormatInt(seq, 10)]; n != 1 {
+			t.Fatalf("seq %d is %d times in the table, want once", seq, n)
 		}
 	}
 	if len(seen) != events {

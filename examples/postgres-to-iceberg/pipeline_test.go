@@ -8,7 +8,6 @@ package postgrestoiceberg_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -16,11 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	ib "github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tributary-io/tributary/connectors/iceberg"
@@ -110,7 +104,7 @@ func TestExample_Runs(t *testing.T) {
 	}
 	run.Shutdown()
 
-	cat := openCatalog(t, filepath.Join(dir, "iceberg", "catalog.db"))
+	cat := exampletest.IcebergCatalog(t, filepath.Join(dir, "iceberg", "catalog.db"))
 	// The mirror equals the source tables, column by column.
 	for _, tc := range []struct{ table, query string }{
 		{"customers", `SELECT id::text, email, coalesce(name, '<null>'), (extract(epoch FROM created_at) * 1000000)::bigint::text FROM customers ORDER BY id`},
@@ -121,13 +115,10 @@ func TestExample_Runs(t *testing.T) {
 		if tc.table == "orders" {
 			cols = []string{"id", "customer_id", "total", "status", "created_at"}
 		}
-		got := scanRows(t, cat, "shop."+tc.table, cols)
+		tbl := exampletest.IcebergTable(t, cat, "shop."+tc.table)
+		got := exampletest.IcebergRows(t, tbl, cols...)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("mirror shop.%s\n got %v\nwant %v", tc.table, got, want)
-		}
-		tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier("shop", tc.table))
-		if err != nil {
-			t.Fatal(err)
 		}
 		t.Logf("mirror shop.%s: %v; schema %s", tc.table, got, tbl.Schema())
 	}
@@ -139,7 +130,7 @@ func TestExample_Runs(t *testing.T) {
 		{"customers", []string{"1 r false", "1 u false", "2 d true", "2 r false", "3 r false"}},
 		{"orders", []string{"1 r false", "1 u false", "1 u false", "2 d true", "2 r false", "3 c false"}},
 	} {
-		got := scanRows(t, cat, "shop_history."+tc.table, []string{"id", "__op", "__deleted"})
+		got := exampletest.IcebergRows(t, exampletest.IcebergTable(t, cat, "shop_history."+tc.table), "id", "__op", "__deleted")
 		var flat []string
 		for _, r := range got {
 			flat = append(flat, strings.Join(r, " "))
@@ -174,20 +165,6 @@ func waitRecords(t *testing.T, l *tlog.Log, n int64) {
 	})
 }
 
-func openCatalog(t *testing.T, path string) *sqlcat.Catalog {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
-}
-
 func queryRows(t *testing.T, db *pgx.Conn, q string) [][]string {
 	t.Helper()
 	rows, err := db.Query(t.Context(), q)
@@ -210,53 +187,5 @@ func queryRows(t *testing.T, db *pgx.Conn, q string) [][]string {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
-}
-
-// scanRows reads a table with iceberg-go (applying equality deletes) and
-// returns the given columns of each row as text (timestamps as epoch
-// microseconds, nulls as <null>), sorted.
-func scanRows(t *testing.T, cat *sqlcat.Catalog, name string, cols []string) [][]string {
-	t.Helper()
-	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier(strings.Split(name, ".")...))
-	if err != nil {
-		t.Fatalf("load table %s: %v", name, err)
-	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatalf("scan %s: %v", name, err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, 1024)
-	defer tr.Release()
-	var out [][]string
-	for tr.Next() {
-		rb := tr.RecordBatch()
-		for i := range int(rb.NumRows()) {
-			r := make([]string, len(cols))
-			for c, col := range cols {
-				idx := rb.Schema().FieldIndices(col)
-				if len(idx) != 1 {
-					t.Fatalf("table %s has no column %s: %s", name, col, rb.Schema())
-				}
-				a := rb.Column(idx[0])
-				switch {
-				case a.IsNull(i):
-					r[c] = "<null>"
-				case a.DataType().ID() == arrow.TIMESTAMP:
-					r[c] = fmt.Sprint(int64(a.(*array.Timestamp).Value(i)))
-				default:
-					r[c] = a.ValueStr(i)
-				}
-			}
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b []string) int {
-		if len(a[0]) != len(b[0]) {
-			return len(a[0]) - len(b[0])
-		}
-		return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00"))
-	})
 	return out
 }

@@ -6,7 +6,6 @@ package webtracking_test
 
 import (
 	"bytes"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/array"
-	ib "github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/file"
@@ -95,47 +89,15 @@ func TestExample_Runs(t *testing.T) {
 		t.Error("the file shows an email in clear")
 	}
 
-	db, err := sql.Open("sqlite", filepath.Join(dir, "iceberg", "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier("web", "tracking"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := exampletest.IcebergTable(t, exampletest.IcebergCatalog(t, filepath.Join(dir, "iceberg", "catalog.db")), "web.tracking")
 	if got := tbl.Spec().String(); !strings.Contains(got, "timestamp_day") {
 		t.Errorf("partition spec %s, want day(timestamp)", got)
 	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
 	seen := map[string]int{}
-	tr := array.NewTableReader(at, 4096)
-	defer tr.Release()
-	for tr.Next() {
-		rb := tr.RecordBatch()
-		idx := rb.Schema().FieldIndices("messageId")
-		if len(idx) != 1 {
-			t.Fatalf("no messageId column in %s", rb.Schema())
-		}
-		ids := rb.Column(idx[0]).(*array.String)
-		for i := range ids.Len() {
-			seen[ids.Value(i)]++
-		}
-		if tr := rb.Schema().FieldIndices("traits"); len(tr) == 1 {
-			col := rb.Column(tr[0]).(*array.String)
-			for i := range col.Len() {
-				if strings.Contains(col.Value(i), "ann@example.com") {
-					t.Error("the table shows an email in clear")
-				}
-			}
+	for _, r := range exampletest.IcebergRows(t, tbl, "messageId", "traits") {
+		seen[r[0]]++
+		if strings.Contains(r[1], "ann@example.com") {
+			t.Error("the table shows an email in clear")
 		}
 	}
 	if len(seen) != want {

@@ -2,18 +2,30 @@
 // examples/ share: loading an example's pipeline file against the real
 // connector and transform specs with a chosen environment, running it in
 // process in a worker of its own (on the built-in log, or on another
-// backend), and waiting, with a deadline, until its sinks have caught up.
+// backend), waiting, with a deadline, until its sinks have caught up, and
+// reading back the Iceberg tables they wrote.
 // It runs the real engine, log and connectors: never a mock.
 package exampletest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	ib "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite" for IcebergCatalog
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
@@ -183,4 +195,84 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// IcebergCatalog opens the SQLite Iceberg catalog at path, as the iceberg
+// sink's embedded catalog (catalog.uri sqlite://path) writes it; its
+// database is closed when the test ends.
+func IcebergCatalog(t testing.TB, path string) *sqlcat.Catalog {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatalf("open catalog %s: %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
+	if err != nil {
+		t.Fatalf("open catalog %s: %v", path, err)
+	}
+	return cat
+}
+
+// IcebergTable loads the table named "namespace.table" from cat.
+func IcebergTable(t testing.TB, cat catalog.Catalog, name string) *table.Table {
+	t.Helper()
+	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier(strings.Split(name, ".")...))
+	if err != nil {
+		t.Fatalf("load table %s: %v", name, err)
+	}
+	return tbl
+}
+
+// IcebergRows reads tbl with iceberg-go (applying equality deletes) and
+// returns the given columns of each row as text (timestamps as epoch
+// microseconds, nulls as <null>), sorted by the first column as a number
+// when it holds one and then by the whole row. It fails the test when tbl
+// has no such column.
+func IcebergRows(t testing.TB, tbl *table.Table, cols ...string) [][]string {
+	t.Helper()
+	name := strings.Join(tbl.Identifier(), ".")
+	at, err := tbl.Scan().ToArrowTable(t.Context())
+	if err != nil {
+		t.Fatalf("scan %s: %v", name, err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	var out [][]string
+	for tr.Next() {
+		rb := tr.RecordBatch()
+		arrays := make([]arrow.Array, len(cols))
+		for c, col := range cols {
+			idx := rb.Schema().FieldIndices(col)
+			if len(idx) != 1 {
+				t.Fatalf("table %s has no column %s: %s", name, col, rb.Schema())
+			}
+			arrays[c] = rb.Column(idx[0])
+		}
+		for i := range int(rb.NumRows()) {
+			r := make([]string, len(cols))
+			for c, a := range arrays {
+				switch {
+				case a.IsNull(i):
+					r[c] = "<null>"
+				case a.DataType().ID() == arrow.TIMESTAMP:
+					r[c] = fmt.Sprint(int64(a.(*array.Timestamp).Value(i)))
+				default:
+					r[c] = a.ValueStr(i)
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	if err := tr.Err(); err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	slices.SortFunc(out, func(a, b []string) int {
+		if len(a[0]) != len(b[0]) {
+			return len(a[0]) - len(b[0])
+		}
+		return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00"))
+	})
+	return out
 }

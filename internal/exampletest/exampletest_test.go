@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/file"
 	"github.com/tributary-io/tributary/connectors/generator"
+	"github.com/tributary-io/tributary/connectors/iceberg"
 	"github.com/tributary-io/tributary/engine/transform"
 	"github.com/tributary-io/tributary/pipelines"
 )
@@ -168,5 +170,39 @@ func TestWaitFor(t *testing.T) {
 	}
 	if d := time.Since(start); d < 200*time.Millisecond || d > 5*time.Second {
 		t.Errorf("failed after %s, want after the 200ms timeout", d)
+	}
+}
+
+// TestIceberg reads back a table the iceberg sink wrote: every generated
+// event once, sorted by seq as a number. It runs in parallel: the engine
+// flushes the sink, and so the table commits, every 5 s.
+func TestIceberg(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pipeline.yaml")
+	yaml := strings.NewReplacer("connector: file", "connector: iceberg",
+		`config: {path: "${DIR}/out.jsonl"}`,
+		`config: {mode: append, catalog.uri: "sqlite://${DIR}/catalog.db", warehouse: "${DIR}/warehouse", table: t.events, schema: [seq long not null]}`).Replace(pipeline)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const events = 120
+	conns := []connect.Connector{generator.Connector(), iceberg.Connector()}
+	run := Run(t, Load(t, path, map[string]string{"DIR": dir, "EVENTS": "120"}, conns...), conns...)
+	WaitFor(t, 30*time.Second, "the sink commits every event", func() error { return run.CaughtUp("out", events) })
+	run.Shutdown()
+
+	tbl := IcebergTable(t, IcebergCatalog(t, filepath.Join(dir, "catalog.db")), "t.events")
+	rows := IcebergRows(t, tbl, "seq", "user_id")
+	if len(rows) != events {
+		t.Fatalf("%d rows, want %d", len(rows), events)
+	}
+	for i, r := range rows {
+		if want := strconv.Itoa(i + 1); r[0] != want || r[1] == "" || r[1] == "<null>" {
+			t.Fatalf("row %d is %v, want seq %s and a user_id", i, r, want)
+		}
+	}
+	if msg := failure(t, func(tb testing.TB) { IcebergRows(tb, tbl, "seq", "nosuchcolumn") }); !strings.Contains(msg, "no column nosuchcolumn") {
+		t.Errorf("a missing column: failure %q", msg)
 	}
 }
