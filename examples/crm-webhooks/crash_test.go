@@ -23,6 +23,7 @@ import (
 	_ "github.com/tributary-io/tributary/connectors/generator"
 	_ "github.com/tributary-io/tributary/connectors/webhook"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -160,17 +161,12 @@ func TestWebhook_SIGKILL_DeliversEveryEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		first, n, _ := rc.missing()
-		if n == 0 {
-			break
+	exampletest.WaitFor(t, 45*time.Second, "every event reaches the receiver", func() error {
+		if first, n, _ := rc.missing(); n > 0 {
+			return fmt.Errorf("%d of %d events never did, the first seq %d", n, crashEvents, first)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events never reached the receiver, the first seq %d", n, crashEvents, first)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	rc.mu.Lock()
 	t.Logf("all %d events delivered; %d accepted in all (%d redeliveries)", crashEvents, rc.accepted, rc.accepted-crashEvents)
 	rc.mu.Unlock()

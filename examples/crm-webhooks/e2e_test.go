@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,14 +16,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/postgres"
 	"github.com/tributary-io/tributary/connectors/webhook"
-	"github.com/tributary-io/tributary/engine"
-	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	"github.com/tributary-io/tributary/internal/pgtest"
-	tlog "github.com/tributary-io/tributary/log"
-	"github.com/tributary-io/tributary/pipelines"
 )
 
 // fakeCRM stands in for HubSpot's and Salesforce's APIs: it applies the
@@ -212,79 +206,31 @@ func TestExamples_EndToEnd(t *testing.T) {
 // returned function stops the worker, draining it, and may be called twice.
 func runExample(t *testing.T, file string, env map[string]string) (stop func()) {
 	t.Helper()
-	p, err := pipelines.LoadFile(file, pipelines.Options{Catalog: catalog(), LookupEnv: func(name string) (string, bool) {
-		v, ok := env[name]
-		return v, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := exampletest.Load(t, file, env, postgres.Connector(), webhook.Connector())
 	if want := env["TRIBUTARY_DATA_DIR"]; p.Log.Dir != want {
 		t.Fatalf("log dir %s, want %s", p.Log.Dir, want)
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	l, err := tlog.Open(tlog.Options{Dir: filepath.Clean(p.Log.Dir), NumPartitions: p.Log.Defaults.Partitions, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := connect.NewRegistry()
-	reg.MustRegister(postgres.Connector())
-	reg.MustRegister(webhook.Connector())
-	transforms := transform.Builtin()
-	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, quiet), Connectors: reg, Logger: quiet,
-		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
-	if err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := l.Close(); err != nil {
-			t.Errorf("close log: %v", err)
-		}
-	}
-	if err := w.StartPipeline(t.Context(), p); err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	return stop
+	return exampletest.Run(t, p, postgres.Connector(), webhook.Connector()).Shutdown
 }
 
 // waitFor waits until the CRM holds want, failing the test with what it
 // holds when it does not within 15 s.
 func waitFor(t *testing.T, crm *fakeCRM, what, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for crm.state() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s the CRM holds\n%s\nwant\n%s", what, crm.state(), want)
+	exampletest.WaitFor(t, 15*time.Second, what+" reaches the CRM", func() error {
+		if got := crm.state(); got != want {
+			return fmt.Errorf("the CRM holds\n%s\nwant\n%s", got, want)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // dropSlot drops a replication slot once the stopped worker's connection
 // has let go of it.
 func dropSlot(t *testing.T, conn *pgx.Conn, slot string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	exampletest.WaitFor(t, 10*time.Second, "drop slot "+slot, func() error {
 		_, err := conn.Exec(t.Context(), `SELECT pg_drop_replication_slot($1)`, slot)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("drop slot %s: %v", slot, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,30 +21,14 @@ import (
 	"github.com/tributary-io/tributary/connectors/postgres"
 	"github.com/tributary-io/tributary/connectors/webhook"
 	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	"github.com/tributary-io/tributary/pipelines"
 )
-
-func catalog() pipelines.Specs {
-	transforms := transform.Builtin()
-	specs := pipelines.Specs{
-		pipelines.KindSource:    {"postgres": postgres.Connector().Spec},
-		pipelines.KindSink:      {"webhook": webhook.Connector().Spec},
-		pipelines.KindTransform: {},
-	}
-	for _, name := range transforms.Names() {
-		specs[pipelines.KindTransform][name], _ = transforms.Spec(name)
-	}
-	return specs
-}
 
 // load parses an example with the environment variables it needs set,
 // the CRM's base URL pointing at api.
 func load(t *testing.T, file, api string) *pipelines.Pipeline {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := map[string]string{
 		"PG_DSN":          "postgres://tributary:secret@localhost:5432/shop",
 		"HUBSPOT_TOKEN":   "pat-test-hubspot-token",
@@ -53,14 +36,7 @@ func load(t *testing.T, file, api string) *pipelines.Pipeline {
 		"SF_INSTANCE_URL": api,
 		"SF_ACCESS_TOKEN": "00Dtest!salesforce-token",
 	}
-	p, err := pipelines.Parse(file, data, pipelines.Options{Catalog: catalog(), LookupEnv: func(name string) (string, bool) {
-		v, ok := env[name]
-		return v, ok
-	}})
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return p
+	return exampletest.Load(t, file, env, postgres.Connector(), webhook.Connector())
 }
 
 // customerEvents are Debezium change events of public.customers: two

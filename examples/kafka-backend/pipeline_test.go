@@ -5,7 +5,7 @@ package kafkabackend_test
 
 import (
 	"bufio"
-	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/file"
 	"github.com/tributary-io/tributary/connectors/generator"
-	"github.com/tributary-io/tributary/engine"
 	"github.com/tributary-io/tributary/engine/kafkabackend"
-	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/log/kafka"
 	"github.com/tributary-io/tributary/pipelines"
@@ -59,26 +57,7 @@ func runExample(t *testing.T, brokers []string) {
 	out := t.TempDir()
 	// One seed broker, as the file takes it; the client finds the others.
 	env := map[string]string{"KAFKA_BROKERS": brokers[0], "OUT_DIR": out, "MAX_EVENTS": "500"}
-	reg := connect.NewRegistry()
-	reg.MustRegister(generator.Connector())
-	reg.MustRegister(file.Connector())
-	transforms := transform.Builtin()
-	specs := pipelines.Specs{
-		pipelines.KindSource:    {"generator": generator.Connector().Spec},
-		pipelines.KindSink:      {"file": file.Connector().Spec},
-		pipelines.KindTransform: {},
-	}
-	data, err := os.ReadFile("pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipelines.Parse("pipeline.yaml", data, pipelines.Options{Catalog: specs, LookupEnv: func(n string) (string, bool) {
-		v, ok := env[n]
-		return v, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := exampletest.Load(t, "pipeline.yaml", env, generator.Connector(), file.Connector())
 	if p.Log.Backend != pipelines.BackendKafka {
 		t.Fatalf("backend %q", p.Log.Backend)
 	}
@@ -87,29 +66,17 @@ func runExample(t *testing.T, brokers []string) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: b, Connectors: reg, Logger: quiet,
-		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w.Shutdown(ctx)
-	}()
-	if err := w.StartPipeline(t.Context(), p); err != nil {
-		t.Fatal(err)
-	}
+	run := exampletest.Start(t, b, p, generator.Connector(), file.Connector())
+	defer run.Shutdown() // before the backend and the cluster close
 	if bounds, err := b.EndOffsets(t.Context(), "web.tracking"); err != nil || len(bounds) != 6 {
 		t.Fatalf("topic web.tracking: %d partitions, %v", len(bounds), err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for lines(filepath.Join(out, "events.jsonl")) < 500 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 500 events in the file", lines(filepath.Join(out, "events.jsonl")))
+	exampletest.WaitFor(t, 20*time.Second, "500 events in the file", func() error {
+		if n := lines(filepath.Join(out, "events.jsonl")); n < 500 {
+			return fmt.Errorf("%d of 500", n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func lines(path string) int {

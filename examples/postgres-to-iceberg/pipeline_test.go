@@ -8,28 +8,18 @@ package postgrestoiceberg_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	ib "github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/iceberg"
 	"github.com/tributary-io/tributary/connectors/postgres"
-	"github.com/tributary-io/tributary/engine"
-	"github.com/tributary-io/tributary/engine/transform"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	"github.com/tributary-io/tributary/internal/pgtest"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/pipelines"
@@ -37,27 +27,7 @@ import (
 
 func load(t *testing.T, env map[string]string) *pipelines.Pipeline {
 	t.Helper()
-	transforms := transform.Builtin()
-	specs := pipelines.Specs{
-		pipelines.KindSource:    {"postgres": postgres.Connector().Spec},
-		pipelines.KindSink:      {"iceberg": iceberg.Connector().Spec},
-		pipelines.KindTransform: {},
-	}
-	for _, name := range transforms.Names() {
-		specs[pipelines.KindTransform][name], _ = transforms.Spec(name)
-	}
-	data, err := os.ReadFile("pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipelines.Parse("pipeline.yaml", data, pipelines.Options{Catalog: specs, LookupEnv: func(n string) (string, bool) {
-		v, ok := env[n]
-		return v, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exampletest.Load(t, "pipeline.yaml", env, postgres.Connector(), iceberg.Connector())
 }
 
 func TestExample_Validate(t *testing.T) {
@@ -119,58 +89,22 @@ func TestExample_Runs(t *testing.T) {
 
 	dir := t.TempDir()
 	p := load(t, map[string]string{"TRIBUTARY_DATA_DIR": dir, "PG_DSN": dsn("shop")})
-	quiet := slog.New(slog.DiscardHandler)
-	l, err := tlog.Open(tlog.Options{Dir: p.Log.Dir, NumPartitions: p.Log.Defaults.Partitions, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	reg := connect.NewRegistry()
-	reg.MustRegister(postgres.Connector())
-	reg.MustRegister(iceberg.Connector())
-	transforms := transform.Builtin()
-	w, err := engine.NewWorker(ctx, engine.Options{Backend: engine.NewEmbedded(l, quiet), Connectors: reg, Logger: quiet,
-		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	shutdown := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := w.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}
-	defer shutdown()
-	if err := w.StartPipeline(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	run := exampletest.Run(t, p, postgres.Connector(), iceberg.Connector())
 	// The snapshot's 5 rows first, so that the changes are streamed.
-	waitRecords(t, l, 5)
+	waitRecords(t, run.Log, 5)
 	for _, q := range changes {
 		if _, err := db.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	// 11 change events and 2 tombstones, all committed by both sinks.
-	waitRecords(t, l, 13)
+	waitRecords(t, run.Log, 13)
 	for _, group := range []string{"shop-mirror", "shop-history"} {
-		deadline := time.Now().Add(30 * time.Second)
-		for lag(l, group) != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("sink %s did not catch up within 30s", group)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		exampletest.WaitFor(t, 30*time.Second, "sink "+group+" catches up", func() error { return run.CaughtUp(group, 13) })
 	}
-	shutdown()
+	run.Shutdown()
 
-	cat := openCatalog(t, filepath.Join(dir, "iceberg", "catalog.db"))
+	cat := exampletest.IcebergCatalog(t, filepath.Join(dir, "iceberg", "catalog.db"))
 	// The mirror equals the source tables, column by column.
 	for _, tc := range []struct{ table, query string }{
 		{"customers", `SELECT id::text, email, coalesce(name, '<null>'), (extract(epoch FROM created_at) * 1000000)::bigint::text FROM customers ORDER BY id`},
@@ -181,13 +115,10 @@ func TestExample_Runs(t *testing.T) {
 		if tc.table == "orders" {
 			cols = []string{"id", "customer_id", "total", "status", "created_at"}
 		}
-		got := scanRows(t, cat, "shop."+tc.table, cols)
+		tbl := exampletest.IcebergTable(t, cat, "shop."+tc.table)
+		got := exampletest.IcebergRows(t, tbl, cols...)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("mirror shop.%s\n got %v\nwant %v", tc.table, got, want)
-		}
-		tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier("shop", tc.table))
-		if err != nil {
-			t.Fatal(err)
 		}
 		t.Logf("mirror shop.%s: %v; schema %s", tc.table, got, tbl.Schema())
 	}
@@ -199,7 +130,7 @@ func TestExample_Runs(t *testing.T) {
 		{"customers", []string{"1 r false", "1 u false", "2 d true", "2 r false", "3 r false"}},
 		{"orders", []string{"1 r false", "1 u false", "1 u false", "2 d true", "2 r false", "3 c false"}},
 	} {
-		got := scanRows(t, cat, "shop_history."+tc.table, []string{"id", "__op", "__deleted"})
+		got := exampletest.IcebergRows(t, exampletest.IcebergTable(t, cat, "shop_history."+tc.table), "id", "__op", "__deleted")
 		var flat []string
 		for _, r := range got {
 			flat = append(flat, strings.Join(r, " "))
@@ -214,8 +145,7 @@ func TestExample_Runs(t *testing.T) {
 // waitRecords waits until the two topics hold n records.
 func waitRecords(t *testing.T, l *tlog.Log, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	exampletest.WaitFor(t, 30*time.Second, fmt.Sprintf("the topics hold %d records", n), func() error {
 		var total int64
 		for _, topic := range []string{"shop.public.customers", "shop.public.orders"} {
 			parts, err := l.Partitions(topic)
@@ -228,48 +158,11 @@ func waitRecords(t *testing.T, l *tlog.Log, n int64) {
 				}
 			}
 		}
-		if total >= n {
-			return
+		if total < n {
+			return fmt.Errorf("they hold %d", total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the topics hold %d records after 30s, want %d", total, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// lag returns the group's total lag over its non-empty partitions, or -1
-// while it is unknown.
-func lag(l *tlog.Log, group string) int64 {
-	lags, err := l.Groups().Describe(group)
-	if err != nil || len(lags) == 0 {
-		return -1
-	}
-	var sum int64
-	for _, x := range lags {
-		if x.LogEndOffset == 0 {
-			continue // an empty partition: nothing to commit
-		}
-		if x.Lag < 0 {
-			return -1
-		}
-		sum += x.Lag
-	}
-	return sum
-}
-
-func openCatalog(t *testing.T, path string) *sqlcat.Catalog {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("tributary", db, sqlcat.SQLite, ib.Properties{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
+		return nil
+	})
 }
 
 func queryRows(t *testing.T, db *pgx.Conn, q string) [][]string {
@@ -294,53 +187,5 @@ func queryRows(t *testing.T, db *pgx.Conn, q string) [][]string {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
-}
-
-// scanRows reads a table with iceberg-go (applying equality deletes) and
-// returns the given columns of each row as text (timestamps as epoch
-// microseconds, nulls as <null>), sorted.
-func scanRows(t *testing.T, cat *sqlcat.Catalog, name string, cols []string) [][]string {
-	t.Helper()
-	tbl, err := cat.LoadTable(t.Context(), catalog.ToIdentifier(strings.Split(name, ".")...))
-	if err != nil {
-		t.Fatalf("load table %s: %v", name, err)
-	}
-	at, err := tbl.Scan().ToArrowTable(t.Context())
-	if err != nil {
-		t.Fatalf("scan %s: %v", name, err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, 1024)
-	defer tr.Release()
-	var out [][]string
-	for tr.Next() {
-		rb := tr.RecordBatch()
-		for i := range int(rb.NumRows()) {
-			r := make([]string, len(cols))
-			for c, col := range cols {
-				idx := rb.Schema().FieldIndices(col)
-				if len(idx) != 1 {
-					t.Fatalf("table %s has no column %s: %s", name, col, rb.Schema())
-				}
-				a := rb.Column(idx[0])
-				switch {
-				case a.IsNull(i):
-					r[c] = "<null>"
-				case a.DataType().ID() == arrow.TIMESTAMP:
-					r[c] = fmt.Sprint(int64(a.(*array.Timestamp).Value(i)))
-				default:
-					r[c] = a.ValueStr(i)
-				}
-			}
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b []string) int {
-		if len(a[0]) != len(b[0]) {
-			return len(a[0]) - len(b[0])
-		}
-		return strings.Compare(strings.Join(a, "\x00"), strings.Join(b, "\x00"))
-	})
 	return out
 }

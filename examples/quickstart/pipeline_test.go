@@ -5,9 +5,8 @@ package quickstart_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"log/slog"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,31 +17,16 @@ import (
 	"github.com/tributary-io/tributary/connectors/generator"
 	"github.com/tributary-io/tributary/connectors/httptrack"
 	"github.com/tributary-io/tributary/connectors/iceberg"
-	"github.com/tributary-io/tributary/engine"
-	"github.com/tributary-io/tributary/engine/transform"
-	tlog "github.com/tributary-io/tributary/log"
+	"github.com/tributary-io/tributary/internal/exampletest"
 	"github.com/tributary-io/tributary/pipelines"
 )
 
+// connectors are those the quickstart and the web-tracking example use.
+var connectors = []connect.Connector{generator.Connector(), httptrack.Connector(), file.Connector(), iceberg.Connector()}
+
 func load(t *testing.T, path string, env map[string]string) *pipelines.Pipeline {
 	t.Helper()
-	transforms := transform.Builtin()
-	specs := pipelines.Specs{
-		pipelines.KindSource:    {"generator": generator.Connector().Spec, "httptrack": httptrack.Connector().Spec},
-		pipelines.KindSink:      {"file": file.Connector().Spec, "iceberg": iceberg.Connector().Spec},
-		pipelines.KindTransform: {},
-	}
-	for _, name := range transforms.Names() {
-		specs[pipelines.KindTransform][name], _ = transforms.Spec(name)
-	}
-	p, err := pipelines.LoadFile(path, pipelines.Options{Catalog: specs, LookupEnv: func(n string) (string, bool) {
-		v, ok := env[n]
-		return v, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exampletest.Load(t, path, env, connectors...)
 }
 
 // The quickstart keeps its log and its output apart from the other
@@ -75,51 +59,20 @@ func TestExample_OwnDataDir(t *testing.T) {
 func TestExample_Runs(t *testing.T) {
 	dir := t.TempDir()
 	p := load(t, "pipeline.yaml", map[string]string{"TRIBUTARY_DATA_DIR": dir})
-	quiet := slog.New(slog.DiscardHandler)
-	l, err := tlog.Open(tlog.Options{Dir: p.Log.Dir, NumPartitions: p.Log.Defaults.Partitions, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	reg := connect.NewRegistry()
-	reg.MustRegister(generator.Connector())
-	reg.MustRegister(file.Connector())
-	transforms := transform.Builtin()
-	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, quiet), Connectors: reg, Logger: quiet,
-		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) { return transforms.New(typ, cfg) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	shutdown := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}
-	defer shutdown()
-	if err := w.StartPipeline(t.Context(), p); err != nil {
-		t.Fatal(err)
-	}
+	run := exampletest.Run(t, p, generator.Connector(), file.Connector())
 
 	// The generator runs at 1000 events/s: wait until the file sink has
 	// committed a few hundred of them.
 	const want = 300
-	deadline := time.Now().Add(30 * time.Second)
-	for committed(l, "events-file") < want {
-		if time.Now().After(deadline) {
-			lags, err := l.Groups().Describe("events-file")
-			t.Fatalf("the file sink did not commit %d events within 30s: %+v %v", want, lags, err)
+	exampletest.WaitFor(t, 30*time.Second, "the file sink commits 300 events", func() error {
+		if n := run.Committed("events-file"); n < want {
+			lags, err := run.Log.Groups().Describe("events-file")
+			return fmt.Errorf("%d committed: %+v %v", n, lags, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	shutdown()
-	n := committed(l, "events-file")
+		return nil
+	})
+	run.Shutdown()
+	n := run.Committed("events-file")
 
 	f, err := os.Open(filepath.Join(dir, "out", "events.jsonl"))
 	if err != nil {
@@ -156,18 +109,4 @@ func TestExample_Runs(t *testing.T) {
 	if referrers == 0 {
 		t.Error("no event with a referrer: the mask was not exercised")
 	}
-}
-
-// committed is the number of records group has committed over all
-// partitions.
-func committed(l *tlog.Log, group string) int64 {
-	lags, err := l.Groups().Describe(group)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, lag := range lags {
-		n += max(lag.CurrentOffset, 0)
-	}
-	return n
 }
