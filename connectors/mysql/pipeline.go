@@ -32,11 +32,15 @@ const smallBatch = 16
 
 // item is one entry of a batch: a record, or a change to encode into one
 // or more records (a delete and its tombstone; a key change's delete,
-// tombstone and create).
+// tombstone and create). It holds pointers only: batches of items are
+// appended to and copied for every change, and most items are changes.
 type item struct {
-	rec connect.Record // used when ch is nil
+	rec *connect.Record // used when ch is nil
 	ch  *change
 }
+
+// recordItem is an item of a record encoded already.
+func recordItem(rec connect.Record) item { return item{rec: &rec} }
 
 // change is a row change as it left the binlog, with everything that
 // depends on the stream's order already decided.
@@ -173,7 +177,7 @@ func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, err
 	for i := range items {
 		it := &items[i]
 		if it.ch == nil {
-			out = append(out, it.rec)
+			out = append(out, *it.rec)
 			continue
 		}
 		var err error

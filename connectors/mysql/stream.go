@@ -534,7 +534,7 @@ func (st *streamer) maybeHeartbeat(ctx context.Context) error {
 		return nil
 	}
 	st.nextBeat = time.Now().Add(st.src.set.heartbeat)
-	st.pending = append(st.pending, item{rec: st.enc.heartbeat(time.Now(), st.lastPosition())})
+	st.pending = append(st.pending, recordItem(st.enc.heartbeat(time.Now(), st.lastPosition())))
 	return st.flush(ctx, false)
 }
 
@@ -707,7 +707,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 	chunkRecs := st.emitChunk()
 	emitted := st.txBegun || st.total > 0 || chunkRecs > 0
 	if st.src.set.txMetadata && st.txBegun {
-		st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)})
+		st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)))
 	}
 	st.inTx = false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
@@ -939,7 +939,7 @@ func (st *streamer) change(c *change) {
 	if st.src.set.txMetadata {
 		if !st.txBegun {
 			st.txBegun = true
-			st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)})
+			st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)))
 		}
 		c.tx = st.txOrder(c.t)
 		if c.keyChange {
