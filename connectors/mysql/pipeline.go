@@ -173,7 +173,7 @@ type scratch struct {
 // encodeItems turns a batch into records. It runs on encoder goroutines:
 // it reads the streamer's settings and tables, never its state.
 func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, error) {
-	out := make([]connect.Record, 0, len(items)+len(items)/4)
+	out := make([]connect.Record, 0, st.recordCount(items))
 	for i := range items {
 		it := &items[i]
 		if it.ch == nil {
@@ -186,6 +186,26 @@ func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, err
 		}
 	}
 	return out, nil
+}
+
+// recordCount returns the most records items encode to (a slice of
+// records is 176 bytes a record: sized to fit, not grown or padded).
+func (st *streamer) recordCount(items []item) int {
+	n := len(items)
+	tomb := 0
+	if st.src.set.tombstones {
+		tomb = 1
+	}
+	for i := range items {
+		switch c := items[i].ch; {
+		case c == nil:
+		case c.keyChange:
+			n += 1 + tomb
+		case c.op == connect.OpDelete:
+			n += tomb
+		}
+	}
+	return n
 }
 
 // encodeChange appends the records of one change.

@@ -142,7 +142,9 @@ func (st *streamer) tableMap(ctx context.Context, ev *replication.BinlogEvent) e
 	}
 	id := leUint(body[:size])
 	if m := st.maps[id]; m != nil && bytes.Equal(m.body, body) {
-		st.tables[id] = m.t
+		if t, ok := st.tables[id]; !ok || t != m.t {
+			st.tables[id] = m.t // a read costs less than a write: most are repeats
+		}
 		return nil
 	}
 	pe, err := st.meta.Parse(ev.RawData)
