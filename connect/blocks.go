@@ -8,7 +8,8 @@ package connect
 // Blocks belongs to one goroutine.
 type Blocks struct {
 	buf  []byte
-	last int // the size of the last record
+	last int         // the size of the last record
+	src  sourceCache // the opening of the last record's source block
 }
 
 // blockSize is the size of the blocks Blocks allocates; larger records get
@@ -31,8 +32,9 @@ func (blk *Blocks) reserve(e *ChangeEvent, schemas bool) []byte {
 // bytes), into blk's blocks.
 func (c DebeziumJSON) RecordIn(blk *Blocks, topic string, e *ChangeEvent) (Record, error) {
 	buf := blk.reserve(e, c.Schemas)
-	key, value, out, err := c.AppendRecord(buf, e)
+	key, value, out, err := c.appendRecord(buf, e, &blk.src)
 	if err != nil {
+		blk.src.valid = false
 		return Record{}, err
 	}
 	blk.last = len(out) - len(buf)
@@ -43,4 +45,36 @@ func (c DebeziumJSON) RecordIn(blk *Blocks, topic string, e *ChangeEvent) (Recor
 	}
 	blk.buf = out
 	return Record{Topic: topic, Key: key, Value: value}, nil
+}
+
+// sourceCache is the opening of the last source block a Blocks wrote
+// without a schema: its common members (version to ts_ns), which are the
+// same for the events of a connector's transaction, and often of many
+// transactions (ts_ms and the like have whole seconds in MySQL's binlog).
+// appendSource copies them from here when they have not changed, and
+// encodes the connector's own members (positions, ids) as ever.
+//
+// enc aliases the block of the record that holds it, which is never
+// written again (see Blocks); RecordIn drops the cache when encoding
+// fails, as the failed record's bytes are written over then.
+type sourceCache struct {
+	valid bool
+	src   SourceInfo // the common fields enc was encoded from (no Extra)
+	enc   []byte
+}
+
+// same reports whether src's common fields are the cached ones.
+func (sc *sourceCache) same(src *SourceInfo) bool {
+	p := &sc.src
+	return src.TsMs == p.TsMs && src.TsUs == p.TsUs && src.TsNs == p.TsNs &&
+		src.Version == p.Version && src.Connector == p.Connector && src.Name == p.Name &&
+		src.Snapshot == p.Snapshot && src.DB == p.DB && src.Sequence == p.Sequence
+}
+
+// keep makes src's common fields, encoded as enc, the cached opening.
+func (sc *sourceCache) keep(src *SourceInfo, enc []byte) {
+	sc.src = SourceInfo{Version: src.Version, Connector: src.Connector, Name: src.Name, TsMs: src.TsMs,
+		Snapshot: src.Snapshot, DB: src.DB, Sequence: src.Sequence, TsUs: src.TsUs, TsNs: src.TsNs}
+	sc.enc = enc
+	sc.valid = true
 }

@@ -58,6 +58,12 @@ func (c DebeziumJSON) Encode(e *ChangeEvent) (key, value []byte, err error) {
 // one large buffer (see Blocks) instead of two allocations each. On error
 // dst comes back unchanged (at its original length).
 func (c DebeziumJSON) AppendRecord(dst []byte, e *ChangeEvent) (key, value, out []byte, err error) {
+	return c.appendRecord(dst, e, nil)
+}
+
+// appendRecord is AppendRecord, with the source block written through sc
+// when sc is not nil (see sourceCache).
+func (c DebeziumJSON) appendRecord(dst []byte, e *ChangeEvent, sc *sourceCache) (key, value, out []byte, err error) {
 	start := len(dst)
 	b := dst
 	if e.Key != nil {
@@ -66,7 +72,7 @@ func (c DebeziumJSON) AppendRecord(dst []byte, e *ChangeEvent) (key, value, out 
 		}
 	}
 	mid := len(b)
-	if b, err = c.appendValue(b, e); err != nil {
+	if b, err = c.appendValue(b, e, sc); err != nil {
 		return nil, nil, dst[:start], err
 	}
 	if e.Key != nil {
@@ -125,11 +131,12 @@ func (c DebeziumJSON) appendKey(b []byte, e *ChangeEvent) ([]byte, error) {
 
 // EncodeValue encodes the envelope of e.
 func (c DebeziumJSON) EncodeValue(e *ChangeEvent) ([]byte, error) {
-	return c.appendValue(make([]byte, 0, encodedSize(e, c.Schemas)-rowSize(e.Key)), e)
+	return c.appendValue(make([]byte, 0, encodedSize(e, c.Schemas)-rowSize(e.Key)), e, nil)
 }
 
-// appendValue appends the envelope of e.
-func (c DebeziumJSON) appendValue(b []byte, e *ChangeEvent) ([]byte, error) {
+// appendValue appends the envelope of e, its source block through sc when
+// sc is not nil.
+func (c DebeziumJSON) appendValue(b []byte, e *ChangeEvent, sc *sourceCache) ([]byte, error) {
 	if !e.Op.Valid() {
 		return nil, fmt.Errorf("encode change event value: unknown op %q", e.Op)
 	}
@@ -148,7 +155,7 @@ func (c DebeziumJSON) appendValue(b []byte, e *ChangeEvent) ([]byte, error) {
 		}
 		b = append(b, `,"payload":`...)
 	}
-	if b, err = appendEnvelope(b, e, rowS, srcS); err != nil {
+	if b, err = appendEnvelope(b, e, rowS, srcS, sc); err != nil {
 		return nil, fmt.Errorf("encode change event value: %w", err)
 	}
 	if c.Schemas {
@@ -274,14 +281,14 @@ func envelopeSchema(e *ChangeEvent, rowS, srcS *Schema) Schema {
 }
 
 // appendEnvelope appends the payload of e's value.
-func appendEnvelope(b []byte, e *ChangeEvent, rowS, srcS *Schema) ([]byte, error) {
+func appendEnvelope(b []byte, e *ChangeEvent, rowS, srcS *Schema, sc *sourceCache) ([]byte, error) {
 	var err error
 	if e.Op == OpMessage {
 		b = append(b, `{"op":`...)
 		b = appendString(b, string(e.Op))
 		b = appendOptInt(append(b, `,"ts_ms":`...), e.TsMs)
 		b = append(b, `,"source":`...)
-		if b, err = appendSource(b, &e.Source, srcS); err != nil {
+		if b, err = appendSource(b, &e.Source, srcS, sc); err != nil {
 			return b, inField("source", err)
 		}
 		b = appendTransaction(append(b, `,"transaction":`...), e.Transaction)
@@ -310,7 +317,7 @@ func appendEnvelope(b []byte, e *ChangeEvent, rowS, srcS *Schema) ([]byte, error
 		return b, inField("after", err)
 	}
 	b = append(b, `,"source":`...)
-	if b, err = appendSource(b, &e.Source, srcS); err != nil {
+	if b, err = appendSource(b, &e.Source, srcS, sc); err != nil {
 		return b, inField("source", err)
 	}
 	b = append(b, `,"op":`...)
@@ -335,8 +342,9 @@ func appendRow(b []byte, r Row, s *Schema) ([]byte, error) {
 
 // appendSource appends the source block. With a schema it goes through
 // the generic struct writer; without one (the common case) it is written
-// straight from the struct, the same bytes as the row that row returns.
-func appendSource(b []byte, src *SourceInfo, s *Schema) ([]byte, error) {
+// straight from the struct, the same bytes as the row that row returns,
+// its common members copied from sc when they are those sc holds.
+func appendSource(b []byte, src *SourceInfo, s *Schema, sc *sourceCache) ([]byte, error) {
 	if s != nil {
 		return appendValue(b, src.row(s), s)
 	}
@@ -351,6 +359,39 @@ func appendSource(b []byte, src *SourceInfo, s *Schema) ([]byte, error) {
 		}
 		mask |= bit
 	}
+	switch {
+	case sc == nil:
+		b = appendSourceCommon(b, src)
+	case sc.valid && sc.same(src):
+		b = append(b, sc.enc...)
+	default:
+		start := len(b)
+		b = appendSourceCommon(b, src)
+		sc.keep(src, b[start:len(b):len(b)])
+	}
+	var err error
+	for i := range src.Extra {
+		f := &src.Extra[i]
+		b = appendMember(b, ',', f.Name)
+		switch v := f.Value.(type) {
+		case nil:
+			b = append(b, "null"...)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case string:
+			b = appendString(b, v)
+		default:
+			if b, err = appendPlain(b, v); err != nil {
+				return b, inField(f.Name, err)
+			}
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendSourceCommon appends the opening of a source block: its common
+// members, up to ts_ns.
+func appendSourceCommon(b []byte, src *SourceInfo) []byte {
 	b = append(b, `{"version":`...)
 	b = appendString(b, src.Version)
 	b = append(b, `,"connector":`...)
@@ -374,24 +415,7 @@ func appendSource(b []byte, src *SourceInfo, s *Schema) ([]byte, error) {
 	}
 	b = appendOptInt(append(b, `,"ts_us":`...), src.TsUs)
 	b = appendOptInt(append(b, `,"ts_ns":`...), src.TsNs)
-	var err error
-	for i := range src.Extra {
-		f := &src.Extra[i]
-		b = appendMember(b, ',', f.Name)
-		switch v := f.Value.(type) {
-		case nil:
-			b = append(b, "null"...)
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case string:
-			b = appendString(b, v)
-		default:
-			if b, err = appendPlain(b, v); err != nil {
-				return b, inField(f.Name, err)
-			}
-		}
-	}
-	return append(b, '}'), nil
+	return b
 }
 
 func appendOptInt(b []byte, v int64) []byte {

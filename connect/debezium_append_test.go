@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -281,6 +282,131 @@ func TestBlocks_LargeRecords(t *testing.T) {
 	for i := range recs {
 		if !bytes.Equal(recs[i].Value, want[i]) {
 			t.Fatalf("record %d: value differs from Encode's (%d bytes, want %d)", i, len(recs[i].Value), len(want[i]))
+		}
+	}
+}
+
+// TestBlocks_SourceCache encodes runs of events whose source blocks differ
+// from the last one in a few fields at a time, changed in place as the
+// connectors do (a new member value, a new type, a renamed, added or
+// repeated member, a value outside the model), through one Blocks, and
+// holds every record to Encode's bytes, also after later records.
+func TestBlocks_SourceCache(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	strs := []string{"", "a", "mariadb-bin.000001", `q"uote`, "é", "0-1-7", "\x01"}
+	str := func() string { return strs[rng.IntN(len(strs))] }
+	scalar := func() any {
+		switch rng.IntN(7) {
+		case 0:
+			return nil
+		case 1, 2:
+			return rng.Int64N(4) - 1
+		case 3, 4:
+			return str()
+		case 5:
+			return []any{true, int32(7), 1.5, []byte("b")}[rng.IntN(4)]
+		}
+		if rng.IntN(40) == 0 {
+			return struct{}{} // outside the value model: an error
+		}
+		return int64(rng.IntN(2))
+	}
+	names := []string{"table", "server_id", "gtid", "file", "pos", "row", "thread", "query"}
+	e := &ChangeEvent{Op: OpCreate, Key: Row{{Name: "id", Value: int64(1)}}, After: Row{{Name: "id", Value: int64(1)}}}
+	for _, n := range names {
+		e.Source.Extra = append(e.Source.Extra, Field{Name: n, Value: scalar()})
+	}
+	var blk Blocks
+	type kept struct{ rec, want []byte }
+	var keep []kept
+	for i := range 5000 {
+		for range 1 + rng.IntN(3) {
+			src := &e.Source
+			switch rng.IntN(14) {
+			case 0:
+				src.Version = str()
+			case 1:
+				src.Connector = str()
+			case 2:
+				src.Name = str()
+			case 3:
+				src.TsMs = rng.Int64N(3)
+			case 4:
+				src.Snapshot = []string{"", SnapshotFalse, SnapshotTrue, str()}[rng.IntN(4)]
+			case 5:
+				src.DB = str()
+			case 6:
+				src.Sequence = []string{"", `["1","2"]`}[rng.IntN(2)]
+			case 7:
+				src.TsUs = rng.Int64N(3)
+			case 8:
+				src.TsNs = rng.Int64N(3)
+			case 9:
+				if i := rng.IntN(len(names)); i < len(src.Extra) {
+					// Mostly back to its own name; now and then another,
+					// which may repeat one.
+					src.Extra[i].Name = names[i]
+					if rng.IntN(4) == 0 {
+						src.Extra[i].Name = []string{"x", "db", "table", "pos"}[rng.IntN(4)]
+					}
+				}
+			case 10:
+				if rng.IntN(2) == 0 && len(src.Extra) > 0 {
+					src.Extra = src.Extra[:len(src.Extra)-1]
+				} else if len(src.Extra) < len(names) {
+					src.Extra = append(src.Extra, Field{Name: names[len(src.Extra)], Value: scalar()})
+				}
+			default:
+				if len(src.Extra) > 0 {
+					src.Extra[rng.IntN(len(src.Extra))].Value = scalar()
+				}
+			}
+		}
+		_, want, wantErr := (DebeziumJSON{}).Encode(e)
+		rec, err := (DebeziumJSON{}).RecordIn(&blk, "t", e)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("event %d: RecordIn error %v, Encode error %v", i, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		if !bytes.Equal(rec.Value, want) {
+			t.Fatalf("event %d:\nvalue %s\nwant  %s", i, rec.Value, want)
+		}
+		keep = append(keep, kept{rec.Value, want})
+	}
+	for i, k := range keep {
+		if !bytes.Equal(k.rec, k.want) {
+			t.Fatalf("record %d changed after later records:\n got %s\nwant %s", i, k.rec, k.want)
+		}
+	}
+	t.Logf("%d of 5000 encoded", len(keep))
+	if len(keep) < 1000 {
+		t.Fatalf("only %d of 5000 events encoded", len(keep))
+	}
+}
+
+// BenchmarkDebeziumJSON_RecordInMySQLStream is RecordInMySQL with the
+// members that change from one single-row transaction to the next (gtid,
+// pos, the event's times) changed at every record, in place.
+func BenchmarkDebeziumJSON_RecordInMySQLStream(b *testing.B) {
+	e := mysqlEvent()
+	gtids := make([]string, 64)
+	for i := range gtids {
+		gtids[i] = "0-1-" + strconv.Itoa(4242+i)
+	}
+	var blk Blocks
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		e.Source.Extra[2].Value = gtids[i%len(gtids)]
+		e.Source.Extra[4].Value = int64(1234567 + 300*i)
+		e.TsMs, e.TsUs, e.TsNs = e.TsMs+1, e.TsUs+1000, e.TsNs+1000000
+		if _, err := (DebeziumJSON{}).RecordIn(&blk, "bench.shop.orders", e); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,7 @@ func main() {
 	out := flag.String("out", "", "internal: the writer's output file")
 	cpuProfile := flag.String("cpuprofile", "", "write CPU profiles of the source in the snapshot and stream phases to this path + .snapshot and .stream")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the run to this file")
+	traceFile := flag.String("trace", "", "write execution traces of the source in the snapshot and stream phases to this path + .snapshot and .stream (go tool trace)")
 	flag.Parse()
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int(time.Millisecond))
@@ -74,7 +76,7 @@ func main() {
 			}
 		}()
 	}
-	profilePath = *cpuProfile
+	profilePath, tracePath = *cpuProfile, *traceFile
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	var err error
 	if *writer != "" {
@@ -88,24 +90,39 @@ func main() {
 	}
 }
 
-// profilePath is -cpuprofile.
-var profilePath string
+// profilePath is -cpuprofile, tracePath -trace.
+var profilePath, tracePath string
 
-// startProfile starts a CPU profile of a phase when -cpuprofile is given;
-// the function it returns stops it.
+// startProfile starts a CPU profile and an execution trace of a phase when
+// -cpuprofile or -trace is given; the function it returns stops them.
 func startProfile(phase string) (func(), error) {
-	if profilePath == "" {
-		return func() {}, nil
+	stop := func() {}
+	if profilePath != "" {
+		f, err := os.Create(profilePath + "." + phase)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		stop = func() { pprof.StopCPUProfile(); f.Close() }
 	}
-	f, err := os.Create(profilePath + "." + phase)
-	if err != nil {
-		return nil, err
+	if tracePath != "" {
+		f, err := os.Create(tracePath + "." + phase)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return nil, err
+		}
+		stopProfile := stop
+		stop = func() { trace.Stop(); f.Close(); stopProfile() }
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return stop, nil
 }
 
 func run(rows, txns, clients, latRate, seconds, runs int) error {

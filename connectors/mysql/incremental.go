@@ -165,7 +165,7 @@ func (st *streamer) incremental(ctx context.Context) error {
 	}
 	if st.incChanged {
 		st.incChanged = false
-		st.pending = append(st.pending, item{rec: st.enc.heartbeat(time.Now(), st.lastPosition())})
+		st.pending = append(st.pending, recordItem(st.enc.heartbeat(time.Now(), st.lastPosition())))
 		if err := st.flush(ctx, false); err != nil {
 			return err
 		}
@@ -475,7 +475,7 @@ func (st *streamer) emitChunk() int {
 	n := 0
 	for _, k := range c.keys {
 		if rec, ok := c.recs[k]; ok {
-			st.pending = append(st.pending, item{rec: rec})
+			st.pending = append(st.pending, recordItem(rec))
 			n++
 		}
 	}

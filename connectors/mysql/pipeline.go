@@ -32,11 +32,15 @@ const smallBatch = 16
 
 // item is one entry of a batch: a record, or a change to encode into one
 // or more records (a delete and its tombstone; a key change's delete,
-// tombstone and create).
+// tombstone and create). It holds pointers only: batches of items are
+// appended to and copied for every change, and most items are changes.
 type item struct {
-	rec connect.Record // used when ch is nil
+	rec *connect.Record // used when ch is nil
 	ch  *change
 }
+
+// recordItem is an item of a record encoded already.
+func recordItem(rec connect.Record) item { return item{rec: &rec} }
 
 // change is a row change as it left the binlog, with everything that
 // depends on the stream's order already decided.
@@ -169,11 +173,11 @@ type scratch struct {
 // encodeItems turns a batch into records. It runs on encoder goroutines:
 // it reads the streamer's settings and tables, never its state.
 func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, error) {
-	out := make([]connect.Record, 0, len(items)+len(items)/4)
+	out := make([]connect.Record, 0, st.recordCount(items))
 	for i := range items {
 		it := &items[i]
 		if it.ch == nil {
-			out = append(out, it.rec)
+			out = append(out, *it.rec)
 			continue
 		}
 		var err error
@@ -182,6 +186,26 @@ func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, err
 		}
 	}
 	return out, nil
+}
+
+// recordCount returns the most records items encode to (a slice of
+// records is 176 bytes a record: sized to fit, not grown or padded).
+func (st *streamer) recordCount(items []item) int {
+	n := len(items)
+	tomb := 0
+	if st.src.set.tombstones {
+		tomb = 1
+	}
+	for i := range items {
+		switch c := items[i].ch; {
+		case c == nil:
+		case c.keyChange:
+			n += 1 + tomb
+		case c.op == connect.OpDelete:
+			n += tomb
+		}
+	}
+	return n
 }
 
 // encodeChange appends the records of one change.

@@ -142,7 +142,9 @@ func (st *streamer) tableMap(ctx context.Context, ev *replication.BinlogEvent) e
 	}
 	id := leUint(body[:size])
 	if m := st.maps[id]; m != nil && bytes.Equal(m.body, body) {
-		st.tables[id] = m.t
+		if t, ok := st.tables[id]; !ok || t != m.t {
+			st.tables[id] = m.t // a read costs less than a write: most are repeats
+		}
 		return nil
 	}
 	pe, err := st.meta.Parse(ev.RawData)
@@ -232,9 +234,12 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		step = 2
 	}
 	for i := range len(imgs) / step {
+		// Fields set one by one into the slab's zeroed memory: a whole
+		// change assigned is a copy with a write barrier on each of its
+		// pointer words while the GC runs, which is often.
 		c := st.newChange()
 		si.row = i
-		*c = change{t: t, spec: m.spec, si: si, now: now}
+		c.t, c.spec, c.si, c.now = t, m.spec, si, now
 		switch e.kind {
 		case rowsInsert:
 			c.op, c.rawAfter = connect.OpCreate, imgs[i]

@@ -27,6 +27,11 @@ import (
 // looks at heartbeats and pending records.
 const idleWait = 200 * time.Millisecond
 
+// heldWait is the longest records that a commit held back (the stage was
+// busy: see flush) wait when no event follows, as at the end of a burst:
+// the stream loop looks at them that often.
+const heldWait = 10 * time.Millisecond
+
 // streamer reads the binlog and turns row events into records. It runs on
 // the runner goroutine, and handles events on the binlog client's reading
 // goroutine (see session).
@@ -45,6 +50,7 @@ type streamer struct {
 	gtids *gtidSet // executed up to the last commit; nil without GTIDs
 
 	pending []item       // records and changes not yet handed to the stage
+	held    bool         // a commit left records in pending (flush)
 	stage   *encodeStage // encodes batches on other goroutines
 	scratch scratch      // for the small batches flush encodes itself
 	// meta decodes table maps with their optional metadata, which the
@@ -306,7 +312,8 @@ func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerCon
 	// Events are handled on the binlog client's reading goroutine
 	// (SynchronousEventHandler): handing each over through its channel
 	// cost a quarter of the streaming CPU. This goroutine waits for the
-	// client's errors and runs the idle work every idleWait; st.mu keeps
+	// client's errors, hands over records held back by a commit every
+	// heldWait and runs the idle work every idleWait; st.mu keeps
 	// the two apart. sctx ends before Close, which waits for the reading
 	// goroutine, so that a handler waiting for Read gives up.
 	sctx, cancel := context.WithCancel(ctx)
@@ -346,6 +353,7 @@ func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerCon
 	w := &waiter{}
 	defer w.stop()
 	wctx := w.next(ctx)
+	lastIdle := time.Now()
 	for {
 		_, err := bs.GetEvent(wctx) // only errors: events go to h
 		if ctx.Err() != nil {
@@ -357,7 +365,14 @@ func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerCon
 		if errors.Is(err, context.DeadlineExceeded) {
 			wctx = w.next(ctx)
 			st.mu.Lock()
-			err := st.idle(sctx)
+			if now := time.Now(); now.Sub(lastIdle) >= idleWait {
+				lastIdle = now
+				err = st.idle(sctx)
+			} else if st.held {
+				err = st.flush(sctx, false)
+			} else {
+				err = nil
+			}
 			st.mu.Unlock()
 			if err != nil {
 				return err
@@ -446,12 +461,12 @@ func (b *backoff) next() time.Duration {
 
 func (b *backoff) reset() { b.attempt = 0 }
 
-// waiter hands out contexts that end idleWait after they are made.
+// waiter hands out contexts that end heldWait after they are made.
 type waiter struct{ cancel context.CancelFunc }
 
 func (w *waiter) next(ctx context.Context) context.Context {
 	w.stop()
-	wctx, cancel := context.WithTimeout(ctx, idleWait)
+	wctx, cancel := context.WithTimeout(ctx, heldWait)
 	w.cancel = cancel
 	return wctx
 }
@@ -534,7 +549,7 @@ func (st *streamer) maybeHeartbeat(ctx context.Context) error {
 		return nil
 	}
 	st.nextBeat = time.Now().Add(st.src.set.heartbeat)
-	st.pending = append(st.pending, item{rec: st.enc.heartbeat(time.Now(), st.lastPosition())})
+	st.pending = append(st.pending, recordItem(st.enc.heartbeat(time.Now(), st.lastPosition())))
 	return st.flush(ctx, false)
 }
 
@@ -553,8 +568,10 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	}
 	full := n >= st.src.set.batchSize
 	if atCommit && !full && st.stage.busy() {
+		st.held = true
 		return nil
 	}
+	st.held = false
 	if st.lastRec >= 0 && st.lastRec < n {
 		// Outside a transaction st.last is its end; inside one, the
 		// end of the last commit (the transaction began after it).
@@ -707,7 +724,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 	chunkRecs := st.emitChunk()
 	emitted := st.txBegun || st.total > 0 || chunkRecs > 0
 	if st.src.set.txMetadata && st.txBegun {
-		st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)})
+		st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)))
 	}
 	st.inTx = false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
@@ -939,7 +956,7 @@ func (st *streamer) change(c *change) {
 	if st.src.set.txMetadata {
 		if !st.txBegun {
 			st.txBegun = true
-			st.pending = append(st.pending, item{rec: st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)})
+			st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)))
 		}
 		c.tx = st.txOrder(c.t)
 		if c.keyChange {
