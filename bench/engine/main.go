@@ -48,6 +48,7 @@ import (
 	"github.com/tributary-io/tributary/connectors/file"
 	"github.com/tributary-io/tributary/connectors/generator"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/procs"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -81,6 +82,7 @@ type config struct {
 }
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "directory for the logs and files (the disk under test); required")
 	flag.StringVar(&c.phases, "phases", "append,e2e,latency", "phases to run, comma-separated")

@@ -53,6 +53,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/httptrack"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/procs"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -83,6 +84,7 @@ type config struct {
 }
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "directory for the log (the disk under test); default a temp dir in /var/tmp")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each phase runs")

@@ -40,9 +40,11 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/iceberg"
+	"github.com/tributary-io/tributary/internal/procs"
 )
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	dir := flag.String("dir", "", "work directory (required)")
 	n := flag.Int("records", 200000, "change events per phase")
 	batch := flag.Int("batch", 1000, "records per Write")

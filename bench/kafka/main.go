@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tributary-io/tributary/internal/procs"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/tributary-io/tributary/log/kafka"
 )
@@ -75,6 +76,7 @@ func (r result) mbps() float64 { return float64(r.bytes) / 1e6 / r.seconds }
 func (r result) rps() float64  { return float64(r.records) / r.seconds }
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "work directory (the logs go under it; required)")
 	flag.Int64Var(&c.records, "records", 256*1024, "records per step")

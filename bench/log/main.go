@@ -35,6 +35,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tributary-io/tributary/internal/procs"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -78,6 +79,7 @@ type result struct {
 }
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	var c config
 	flag.StringVar(&c.mode, "mode", "append", "append, read, jetstream or lines")
 	flag.StringVar(&c.dir, "dir", "", "log data directory (append, read)")

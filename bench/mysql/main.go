@@ -52,9 +52,11 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/mysql"
+	"github.com/tributary-io/tributary/internal/procs"
 )
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	rows := flag.Int("rows", 200000, "rows of the snapshot table")
 	txns := flag.Int("txns", 50000, "small transactions of the streaming workload")
 	clients := flag.Int("clients", 4, "connections writing the workloads")

@@ -46,9 +46,11 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/postgres"
+	"github.com/tributary-io/tributary/internal/procs"
 )
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	rows := flag.Int("rows", 1000000, "rows of the snapshot table")
 	txns := flag.Int("txns", 100000, "small transactions of the streaming workload")
 	clients := flag.Int("clients", 4, "connections writing the streaming workload")

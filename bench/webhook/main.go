@@ -46,6 +46,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/connectors/webhook"
+	"github.com/tributary-io/tributary/internal/procs"
 )
 
 // targetSingleRatio is issue 8's target for single deliveries.
@@ -70,6 +71,7 @@ type config struct {
 }
 
 func main() {
+	procs.Tune() // as the tributary binary does (see internal/procs)
 	var c config
 	flag.IntVar(&c.records, "records", 100000, "records per phase")
 	flag.IntVar(&c.batch, "batch", 500, "records per Write (the worker's poll batch)")

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tributary-io/tributary/internal/procs"
 )
 
 // Exit codes, decided here and nowhere else.
@@ -25,6 +27,7 @@ const (
 )
 
 func main() {
+	procs.Tune()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
