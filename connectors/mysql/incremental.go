@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 var (
@@ -109,7 +110,10 @@ type signalReq struct {
 // once the request is queued.
 func (s *Source) ExecuteSnapshot(ctx context.Context, tables []string) error {
 	if len(tables) == 0 {
-		return fmt.Errorf("execute snapshot: name at least one table")
+		return fmt.Errorf("execute snapshot: name at least one table: %w", connect.ErrBadSignal)
+	}
+	if err := cdc.CheckCollections(tables, s.plan.names()); err != nil {
+		return err
 	}
 	if s.set.signalTable == "" {
 		return fmt.Errorf("execute snapshot: incremental snapshots write their watermarks into the signal table: create one (CREATE TABLE db.debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data text)) and set signal.data.collection to it")
@@ -199,7 +203,7 @@ func (st *streamer) applySignal(r signalReq) {
 	}
 	var add []string
 	for _, p := range r.tables {
-		re, err := regexp.Compile("^(?:" + p + ")$")
+		re, err := cdc.MatchCollection(p)
 		if err != nil {
 			log.Warn("mysql: execute-snapshot: not a table name nor a regular expression, ignored", "data-collection", p, "err", err)
 			continue
@@ -493,4 +497,13 @@ func (st *streamer) emitChunk() int {
 		st.incChanged = true // no record carries the new state
 	}
 	return n
+}
+
+// names returns the captured tables' names, as signals name them.
+func (p *plan) names() []string {
+	out := make([]string, len(p.tables))
+	for i, t := range p.tables {
+		out[i] = t.String()
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -226,6 +227,14 @@ func TestIncremental_Schemas(t *testing.T) {
 		"INSERT INTO k SELECT seq, CONCAT('b', seq % 3), seq FROM seq_1_to_90")
 	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "schemas": "true", "tables": d.name + ".k",
 		"signal.data.collection": d.name + ".debezium_signal", "snapshot.chunk.size": "7"}, nil)
+	// A name that matches nothing captured, or is no pattern, is refused
+	// to the sender (REST answers 400), not only logged.
+	for _, bad := range []string{d.name + ".nope", d.name + ".(k"} {
+		err := s.ExecuteSnapshot(t.Context(), []string{d.name + ".k", bad})
+		if !errors.Is(err, connect.ErrBadSignal) || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("ExecuteSnapshot(%s) = %v, want ErrBadSignal naming it", bad, err)
+		}
+	}
 	if err := s.ExecuteSnapshot(t.Context(), []string{d.name + ".k"}); err != nil {
 		t.Fatal(err)
 	}

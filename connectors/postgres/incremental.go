@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // Incremental snapshots re-read chosen tables while streaming goes on, in
@@ -97,34 +97,10 @@ func (s *Source) ExecuteSnapshot(ctx context.Context, tables []string) error {
 	if len(tables) == 0 {
 		return fmt.Errorf("execute snapshot: name at least one table: %w", connect.ErrBadSignal)
 	}
-	if err := s.checkCaptured(tables); err != nil {
+	if err := cdc.CheckCollections(tables, s.plan.names()); err != nil {
 		return err
 	}
 	return s.signal(ctx, signalReq{tables: tables})
-}
-
-// checkCaptured refuses data-collections that are not valid patterns or
-// match no captured table, so that the one who sent the signal learns it
-// (a signal-table row that names nothing is only logged: nobody waits for
-// its answer).
-func (s *Source) checkCaptured(tables []string) error {
-	var errs []error
-	for _, p := range tables {
-		re, err := regexp.Compile("^(?:" + p + ")$")
-		if err != nil {
-			errs = append(errs, fmt.Errorf("execute snapshot: %q is not a table name nor a regular expression: %v: %w", p, err, connect.ErrBadSignal))
-			continue
-		}
-		if !slices.ContainsFunc(s.plan.tables, func(t tableRef) bool { return re.MatchString(t.String()) }) {
-			names := make([]string, len(s.plan.tables))
-			for i, t := range s.plan.tables {
-				names[i] = t.String()
-			}
-			errs = append(errs, fmt.Errorf("execute snapshot: %q matches no captured table (this source captures %s): %w",
-				p, strings.Join(names, ", "), connect.ErrBadSignal))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // StopSnapshot stops the incremental snapshot of the tables, of every
@@ -185,7 +161,7 @@ func (st *streamer) applySignal(r signalReq) {
 	}
 	var add []string
 	for _, p := range r.tables {
-		re, err := regexp.Compile("^(?:" + p + ")$")
+		re, err := cdc.MatchCollection(p)
 		if err != nil {
 			st.src.log.Warn("postgres: execute-snapshot: not a table name nor a regular expression, ignored", "data-collection", p, "err", err)
 			continue
@@ -505,4 +481,13 @@ func (st *streamer) position(lsn uint64, xid uint32, commit time.Time) connect.P
 		p.Incremental = &cp
 	}
 	return p.encode()
+}
+
+// names returns the captured tables' names, as signals name them.
+func (p *plan) names() []string {
+	out := make([]string, len(p.tables))
+	for i, t := range p.tables {
+		out[i] = t.String()
+	}
+	return out
 }
