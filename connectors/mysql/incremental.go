@@ -139,17 +139,7 @@ func (s *Source) ResumeSnapshot(ctx context.Context) error {
 }
 
 func (s *Source) signal(ctx context.Context, r signalReq) error {
-	if s.signals == nil || !s.plan.stream {
-		return fmt.Errorf("incremental snapshots need a streaming source: this one is not open, or only snapshots (snapshot.mode=initial_only)")
-	}
-	select {
-	case s.signals <- r:
-		return nil
-	case <-s.done:
-		return fmt.Errorf("the mysql source is closed")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return cdc.Send(ctx, s.signals, s.done, s.plan.stream, "mysql", r)
 }
 
 // incremental runs between transactions: it applies queued requests,
@@ -201,28 +191,13 @@ func (st *streamer) applySignal(r signalReq) {
 		log.Warn("mysql: execute-snapshot needs signal.data.collection (the watermarks go into the signal table), ignored")
 		return
 	}
-	var add []string
-	for _, p := range r.tables {
-		re, err := cdc.MatchCollection(p)
-		if err != nil {
-			log.Warn("mysql: execute-snapshot: not a table name nor a regular expression, ignored", "data-collection", p, "err", err)
-			continue
-		}
-		n := 0
-		for _, t := range st.src.plan.tables {
-			name := t.String()
-			if !re.MatchString(name) {
-				continue
-			}
-			n++
-			if (st.inc == nil || !slices.Contains(st.inc.Tables, name)) && !slices.Contains(add, name) {
-				add = append(add, name)
-			}
-		}
-		if n == 0 {
-			log.Warn("mysql: execute-snapshot: no captured table matches, ignored", "data-collection", p)
-		}
+	var have []string
+	if st.inc != nil {
+		have = st.inc.Tables
 	}
+	add := cdc.NewTables(r.tables, st.src.plan.names(), have, func(p, why string) {
+		log.Warn("mysql: execute-snapshot: "+why+", ignored", "data-collection", p)
+	})
 	if len(add) == 0 {
 		return
 	}

@@ -124,17 +124,7 @@ func (s *Source) ResumeSnapshot(ctx context.Context) error {
 }
 
 func (s *Source) signal(ctx context.Context, r signalReq) error {
-	if s.signals == nil || !s.plan.stream {
-		return fmt.Errorf("incremental snapshots need a streaming source: this one is not open, or only snapshots (snapshot.mode=initial_only)")
-	}
-	select {
-	case s.signals <- r:
-		return nil
-	case <-s.done:
-		return fmt.Errorf("the postgres source is closed")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return cdc.Send(ctx, s.signals, s.done, s.plan.stream, "postgres", r)
 }
 
 // takeSignals applies the requests of ExecuteSnapshot and StopSnapshot.
@@ -159,26 +149,13 @@ func (st *streamer) applySignal(r signalReq) {
 		st.pauseSnapshot(r.kind == signalPause)
 		return
 	}
-	var add []string
-	for _, p := range r.tables {
-		re, err := cdc.MatchCollection(p)
-		if err != nil {
-			st.src.log.Warn("postgres: execute-snapshot: not a table name nor a regular expression, ignored", "data-collection", p, "err", err)
-			continue
-		}
-		n := 0
-		for _, t := range st.src.plan.tables {
-			if re.MatchString(t.String()) {
-				n++
-				if (st.inc == nil || !slices.Contains(st.inc.Tables, t.String())) && !slices.Contains(add, t.String()) {
-					add = append(add, t.String())
-				}
-			}
-		}
-		if n == 0 {
-			st.src.log.Warn("postgres: execute-snapshot: no captured table matches, ignored", "data-collection", p)
-		}
+	var have []string
+	if st.inc != nil {
+		have = st.inc.Tables
 	}
+	add := cdc.NewTables(r.tables, st.src.plan.names(), have, func(p, why string) {
+		st.src.log.Warn("postgres: execute-snapshot: "+why+", ignored", "data-collection", p)
+	})
 	if len(add) == 0 {
 		return
 	}

@@ -30,3 +30,35 @@ func TestCheckCollections(t *testing.T) {
 		t.Error("a partial name matched")
 	}
 }
+
+func TestNewTables(t *testing.T) {
+	captured := []string{"public.a", "public.b", "public.c"}
+	var skipped []string
+	got := NewTables([]string{`public\.(a|b)`, "public.b", "public.nope", "public.(x", "public.c"}, captured, []string{"public.c"},
+		func(p, why string) { skipped = append(skipped, p+": "+why) })
+	if strings.Join(got, ",") != "public.a,public.b" {
+		t.Errorf("NewTables = %v, want public.a, public.b (each once; c is in the snapshot already)", got)
+	}
+	if len(skipped) != 2 || !strings.HasPrefix(skipped[0], "public.nope: no captured table matches") ||
+		!strings.HasPrefix(skipped[1], "public.(x: not a table name") {
+		t.Errorf("skipped = %q", skipped)
+	}
+}
+
+func TestSend(t *testing.T) {
+	ch, done := make(chan int, 1), make(chan struct{})
+	if err := Send(t.Context(), ch, done, false, "mysql", 1); err == nil || !strings.Contains(err.Error(), "initial_only") {
+		t.Errorf("to a source that does not stream: %v", err)
+	}
+	if err := Send[int](t.Context(), nil, done, true, "mysql", 1); err == nil {
+		t.Error("to a source that is not open: no error")
+	}
+	if err := Send(t.Context(), ch, done, true, "mysql", 7); err != nil || <-ch != 7 {
+		t.Errorf("Send = %v", err)
+	}
+	ch <- 0 // full: the next Send waits for the loop, or the close
+	close(done)
+	if err := Send(t.Context(), ch, done, true, "mysql", 8); err == nil || !strings.Contains(err.Error(), "mysql source is closed") {
+		t.Errorf("to a closed source: %v", err)
+	}
+}
