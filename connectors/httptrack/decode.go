@@ -156,6 +156,10 @@ func decodeRequest(body []byte, typ string, lim limits) (*decoded, *problem) {
 		d.release()
 		return nil, &problem{Index: -1, Field: "batch", Code: "invalid_batch", Message: `"batch" is not an array of messages`}
 	}
+	if len(items) == 0 {
+		d.release()
+		return nil, &problem{Index: -1, Field: "batch", Code: "empty_batch", Message: `"batch" is empty: send at least one message`}
+	}
 	if len(items) > lim.maxBatchEvents {
 		d.release()
 		return nil, &problem{Index: -1, Field: "batch", Code: "too_many_events", Message: fmt.Sprintf("batch has %d messages, more than the %d allowed", len(items), lim.maxBatchEvents)}

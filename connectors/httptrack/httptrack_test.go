@@ -374,6 +374,7 @@ func TestValidation(t *testing.T) {
 		{"properties not object", "/v1/track", `{"userId":"u","event":"E","properties":[1]}`, 0, "properties", "invalid_field", "want an object"},
 		{"context not object", "/v1/page", `{"userId":"u","context":"x"}`, 0, "context", "invalid_field", "want an object"},
 		{"no batch", "/v1/batch", `{"writeKey":"x"}`, -1, "batch", "missing_batch", `no "batch"`},
+		{"empty batch", "/v1/batch", `{"batch":[]}`, -1, "batch", "empty_batch", `"batch" is empty`},
 		{"batch not array", "/v1/batch", `{"batch":{}}`, -1, "batch", "invalid_batch", "not an array"},
 		{"batch item no type", "/v1/batch", `{"batch":[{"userId":"u"}]}`, 0, "type", "missing_type", `batch[0] has no "type"`},
 		{"batch item bad type", "/v1/batch", `{"batch":[{"userId":"u","event":"E","type":"tarck"}]}`, 0, "type", "invalid_type", `batch[0] has "type" "tarck"`},
