@@ -150,7 +150,9 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ide
 }
 
 // attributes returns the record key columns of a table, in key order, and
-// which of its columns are NOT NULL (pg_attribute.attnotnull). The key is
+// which of its columns are NOT NULL: declared so (pg_attribute.attnotnull)
+// or of a NOT NULL domain, the rule of information_schema.columns and of
+// the JDBC driver's column metadata, which Debezium reads. The key is
 // the replica identity index under REPLICA IDENTITY USING INDEX, else the
 // primary key; none for a table without (REPLICA IDENTITY FULL).
 func (c *catalog) attributes(ctx context.Context, ref tableRef, ident byte) ([]string, map[string]bool, error) {
@@ -159,8 +161,9 @@ func (c *catalog) attributes(ctx context.Context, ref tableRef, ident byte) ([]s
 		cond = "i.indisreplident"
 	}
 	rows, err := c.conn.Query(ctx, `
-SELECT a.attname::text, a.attnotnull, k.ord
+SELECT a.attname::text, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull), k.ord
 FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN (
 	SELECT u.attnum, u.ord
 	FROM pg_index i, unnest(i.indkey) WITH ORDINALITY AS u(attnum, ord)
