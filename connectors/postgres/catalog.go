@@ -101,7 +101,12 @@ type colDef struct {
 }
 
 // relation builds the relation of a table from its columns: types, key
-// columns (the primary key, or the replica identity index) and schemas.
+// columns (the primary key, or the replica identity index), nullability
+// and schemas. Keys and nullability come from the catalogue as it is now:
+// pgoutput's Relation message carries neither. pgoutput describes a table
+// again after every change to its definition (a relcache invalidation,
+// which ALTER TABLE … SET/DROP NOT NULL is), before the table's next
+// change, so a relation built from that message reads them again.
 func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ident byte) (*relation, error) {
 	rel := &relation{ref: ref, ident: ident, topic: c.set.topicFor(ref.schema, ref.name)}
 	rel.signal = c.set.signalTable != "" && ref.String() == c.set.signalTable
@@ -109,7 +114,7 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ide
 		rel.skip = true
 		return rel, nil
 	}
-	keys, err := c.keyColumns(ctx, ref, ident)
+	keys, notNull, err := c.attributes(ctx, ref, ident)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +123,7 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ide
 		if err != nil {
 			return nil, fmt.Errorf("table %s, column %s: %w", ref, d.name, err)
 		}
-		rel.columns = append(rel.columns, column{name: d.name, typ: t, typmod: d.typmod})
+		rel.columns = append(rel.columns, column{name: d.name, typ: t, typmod: d.typmod, notNull: notNull[d.name]})
 	}
 	for _, k := range keys {
 		for i := range rel.columns {
@@ -144,29 +149,49 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ide
 	return rel, nil
 }
 
-// keyColumns returns the record key columns of a table: those of its
-// replica identity index under REPLICA IDENTITY USING INDEX, else those of
-// its primary key; none for a table without (REPLICA IDENTITY FULL).
-func (c *catalog) keyColumns(ctx context.Context, ref tableRef, ident byte) ([]string, error) {
+// attributes returns the record key columns of a table, in key order, and
+// which of its columns are NOT NULL: declared so (pg_attribute.attnotnull)
+// or of a NOT NULL domain, the rule of information_schema.columns and of
+// the JDBC driver's column metadata, which Debezium reads. The key is
+// the replica identity index under REPLICA IDENTITY USING INDEX, else the
+// primary key; none for a table without (REPLICA IDENTITY FULL).
+func (c *catalog) attributes(ctx context.Context, ref tableRef, ident byte) ([]string, map[string]bool, error) {
 	cond := "i.indisprimary"
 	if ident == 'i' {
 		cond = "i.indisreplident"
 	}
 	rows, err := c.conn.Query(ctx, `
-SELECT a.attname::text
-FROM pg_index i
-JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
-JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE i.indrelid = $1::regclass AND `+cond+`
-ORDER BY k.ord`, ref.quoted())
+SELECT a.attname::text, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull), k.ord
+FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN (
+	SELECT u.attnum, u.ord
+	FROM pg_index i, unnest(i.indkey) WITH ORDINALITY AS u(attnum, ord)
+	WHERE i.indrelid = $1::regclass AND `+cond+`
+) k ON k.attnum = a.attnum
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY k.ord NULLS LAST, a.attnum`, ref.quoted())
 	if err != nil {
-		return nil, fmt.Errorf("read the key of %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("read the key and nullability of %s: %w", ref, err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read the key of %s: %w", ref, err)
+	var keys []string
+	notNull := map[string]bool{}
+	for rows.Next() {
+		var name string
+		var nn bool
+		var ord *int64
+		if err := rows.Scan(&name, &nn, &ord); err != nil {
+			return nil, nil, fmt.Errorf("read the key and nullability of %s: %w", ref, err)
+		}
+		notNull[name] = nn
+		if ord != nil {
+			keys = append(keys, name)
+		}
 	}
-	return keys, nil
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read the key and nullability of %s: %w", ref, err)
+	}
+	return keys, notNull, nil
 }
 
 // tableColumns reads the published columns of a table and its replica

@@ -88,33 +88,53 @@ func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.Chang
 	return r, nil
 }
 
-// schemaFor returns rel's event schema, adjusted for an event that holds a
-// non-finite float ("NaN", "Infinity"): Kafka Connect's float schemas
-// cannot carry those, so such a column is described as a string in that
-// event.
+// schemaFor returns rel's event schema, adjusted for an event that the
+// table's schema cannot describe:
+//   - a non-finite float ("NaN", "Infinity"): Kafka Connect's float schemas
+//     cannot carry those, so such a column is an optional string in that
+//     event;
+//   - a null in a NOT NULL column: the old row of a delete under REPLICA
+//     IDENTITY DEFAULT or USING INDEX holds only the key, and a value
+//     written as null because it could not be parsed, or a row older than
+//     a SET NOT NULL that the catalogue already shows, can hold one too;
+//     such a column is optional in that event, so that the event stays
+//     valid against its own schema. (Debezium writes a fallback value, 0 or
+//     "", there instead; a null does not pretend to know the value.)
 func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
 	es := rel.schema
-	var fix []int
+	var fix []int      // columns to describe as optional strings
+	var optional []int // columns to describe as optional
+	rows := [2]connect.Row{ev.Before, ev.After}
 	for i := range rel.columns {
 		k := rel.columns[i].typ.kind
-		if k != kindFloat32 && k != kindFloat64 && k != kindNumeric && k != kindMoney {
+		float := k == kindFloat32 || k == kindFloat64 || k == kindNumeric || k == kindMoney
+		required := !es.Row.Fields[i].Optional
+		if !float && !required {
 			continue
 		}
-		for _, row := range []connect.Row{ev.Before, ev.After} {
-			if i < len(row) {
-				if _, ok := row[i].Value.(string); ok && es.Row.Fields[i].Type != connect.SchemaString {
-					fix = append(fix, i)
-					break
-				}
+		for _, row := range rows {
+			if i >= len(row) {
+				continue
+			}
+			if _, ok := row[i].Value.(string); ok && float && es.Row.Fields[i].Type != connect.SchemaString {
+				fix = append(fix, i)
+				break
+			}
+			if row[i].Value == nil && required {
+				optional = append(optional, i)
+				required = false // once is enough; a string in the other row may still need a fix
 			}
 		}
 	}
-	if len(fix) == 0 {
+	if len(fix) == 0 && len(optional) == 0 {
 		return es
 	}
 	cp := *es
 	row := *es.Row
 	row.Fields = append([]connect.Schema(nil), es.Row.Fields...)
+	for _, i := range optional {
+		row.Fields[i].Optional = true
+	}
 	for _, i := range fix {
 		row.Fields[i] = connect.Schema{Type: connect.SchemaString, Optional: true, Field: row.Fields[i].Field}
 	}

@@ -110,10 +110,11 @@ const (
 
 // column is one column of a captured table.
 type column struct {
-	name   string
-	typ    *pgType
-	typmod int32 // atttypmod: -1 when none
-	key    bool  // part of the record key
+	name    string
+	typ     *pgType
+	typmod  int32 // atttypmod: -1 when none
+	key     bool  // part of the record key
+	notNull bool  // NOT NULL (pg_attribute.attnotnull)
 }
 
 // effTypmod is the type modifier that applies: the column's, or its
@@ -151,11 +152,14 @@ func timePrecision(typmod int32) int {
 	return int(typmod)
 }
 
-// schema returns the Kafka Connect schema of column c, named c.name.
+// schema returns the Kafka Connect schema of column c, named c.name:
+// optional unless the column is NOT NULL, as Debezium describes columns.
+// Key columns are NOT NULL in PostgreSQL (a primary key's and a replica
+// identity index's alike); they are required whatever the catalogue said.
 func (m *mapper) schema(c *column) connect.Schema {
 	s := m.typeSchema(c.typ, c.effTypmod())
 	s.Field = c.name
-	s.Optional = !c.key
+	s.Optional = !c.notNull && !c.key
 	return s
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,86 @@ func FuzzParsers(f *testing.F) {
 		m.decode(&pgType{kind: kindNumeric}, -1, s)
 		m.decode(&pgType{kind: kindBytea}, -1, s)
 	})
+}
+
+// TestSchema_Nullability checks that the embedded schema describes NOT
+// NULL columns (and those of a NOT NULL domain) as required and the others
+// as optional, in the snapshot and in the stream, and again after ALTER
+// TABLE … DROP/SET NOT NULL.
+func TestSchema_Nullability(t *testing.T) {
+	db := newDB(t,
+		"CREATE DOMAIN code AS text NOT NULL",
+		"CREATE TABLE orders (id int PRIMARY KEY, customer_id int NOT NULL, note text, amount numeric(10,2) NOT NULL, tags text[], c code)",
+		"INSERT INTO orders VALUES (1, 10, 'x', 1.50, '{a}', 'k')",
+	)
+	// optional returns "field:optional" for every row field of e's schema.
+	optional := func(e event) string {
+		t.Helper()
+		if e.Ev == nil || e.Ev.Schema == nil || e.Ev.Schema.Row == nil {
+			t.Fatalf("no row schema in %s", e.Rec.Value)
+		}
+		var parts []string
+		for _, f := range e.Ev.Schema.Row.Fields {
+			parts = append(parts, f.Field+":"+strconv.FormatBool(f.Optional))
+		}
+		return strings.Join(parts, " ")
+	}
+	check := func(what string, e event, want string) {
+		t.Helper()
+		if got := optional(e); got != want {
+			t.Errorf("%s: optional\n got %s\nwant %s", what, got, want)
+		}
+	}
+	const declared = "id:false customer_id:false note:true amount:false tags:true c:false"
+
+	s := openSource(t, db, map[string]string{"schemas": "true"}, nil)
+	snap := readRecords(t, s, 1, 30*time.Second)
+	check("snapshot", decode(t, snap)[0], declared)
+	// The exact shape Debezium gives a NOT NULL int column, and the key.
+	if v := string(snap[0].Value); !strings.Contains(v, `{"type":"int32","optional":false,"field":"customer_id"}`) ||
+		!strings.Contains(v, `{"type":"string","optional":true,"field":"note"}`) {
+		t.Errorf("snapshot value schema: %s", v)
+	}
+	if k := string(snap[0].Key); !strings.HasPrefix(k, `{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"src.public.orders.Key"}`) {
+		t.Errorf("snapshot key: %s", k)
+	}
+
+	// Streamed: the relation comes from pgoutput's Relation message.
+	db.exec(t, "INSERT INTO orders VALUES (2, 20, NULL, 2.50, NULL, 'k')")
+	check("streamed insert", decode(t, readRecords(t, s, 1, 30*time.Second))[0], declared)
+
+	// A delete under REPLICA IDENTITY DEFAULT has only the key in its old
+	// row: the NOT NULL columns it lacks are optional in that event, and
+	// the event decodes against its own schema.
+	db.exec(t, "DELETE FROM orders WHERE id = 2")
+	recs := readRecords(t, s, 2, 30*time.Second)
+	del := decode(t, recs)
+	if len(del) != 2 || del[0].Ev == nil || del[0].Ev.Op != connect.OpDelete || del[1].Ev != nil {
+		t.Fatalf("want a delete and a tombstone, got\n%s", dump(recs))
+	}
+	check("delete", del[0], "id:false customer_id:true note:true amount:true tags:true c:true")
+	if got := del[0].Ev.Before.String(); got != `{"id":2,"customer_id":null,"note":null,"amount":null,"tags":null,"c":null}` {
+		t.Errorf("delete before %s", got)
+	}
+
+	// DROP NOT NULL mid-stream: pgoutput describes the table again, and
+	// the relation reads the nullability again.
+	db.exec(t, "ALTER TABLE orders ALTER customer_id DROP NOT NULL")
+	db.exec(t, "INSERT INTO orders VALUES (3, NULL, 'y', 3.50, NULL, 'k')")
+	ins := decode(t, readRecords(t, s, 1, 30*time.Second))[0]
+	check("after DROP NOT NULL", ins, "id:false customer_id:true note:true amount:false tags:true c:false")
+	if got := ins.Ev.After.String(); got != `{"id":3,"customer_id":null,"note":"y","amount":"3.50","tags":null,"c":"k"}` {
+		t.Errorf("after DROP NOT NULL: after %s", got)
+	}
+
+	// And SET NOT NULL.
+	db.exec(t, "ALTER TABLE orders ALTER note SET NOT NULL")
+	db.exec(t, "UPDATE orders SET amount = 4 WHERE id = 3")
+	check("after SET NOT NULL", decode(t, readRecords(t, s, 1, 30*time.Second))[0], "id:false customer_id:true note:false amount:false tags:true c:false")
+
+	// A snapshot taken now reads the same from the catalogue.
+	now := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "slot": "nullability_again"}, nil)
+	for _, e := range decode(t, readRecords(t, now, 2, 30*time.Second)) {
+		check("second snapshot", e, "id:false customer_id:true note:false amount:false tags:true c:false")
+	}
 }
