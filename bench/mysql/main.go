@@ -28,6 +28,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -67,6 +68,7 @@ func main() {
 	out := flag.String("out", "", "internal: the writer's output file")
 	cpuProfile := flag.String("cpuprofile", "", "write CPU profiles of the source in the snapshot and stream phases to this path + .snapshot and .stream")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile of the run to this file")
+	memProfile := flag.String("memprofile", "", "write allocation profiles taken before and after the source's snapshot and stream phases to this path + .snapshot.0, .snapshot.1, .stream0.0, … (go tool pprof -sample_index=alloc_space -diff_base PATH.stream0.0 PATH.stream0.1)")
 	traceFile := flag.String("trace", "", "write execution traces of the source in the snapshot and stream phases to this path + .snapshot and .stream (go tool trace)")
 	flag.Parse()
 	if *blockProfile != "" {
@@ -78,7 +80,7 @@ func main() {
 			}
 		}()
 	}
-	profilePath, tracePath = *cpuProfile, *traceFile
+	profilePath, tracePath, memPath = *cpuProfile, *traceFile, *memProfile
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	var err error
 	if *writer != "" {
@@ -92,13 +94,36 @@ func main() {
 	}
 }
 
-// profilePath is -cpuprofile, tracePath -trace.
-var profilePath, tracePath string
+// profilePath is -cpuprofile, tracePath -trace, memPath -memprofile.
+var profilePath, tracePath, memPath string
+
+// writeAllocs writes the allocation profile (all allocations since the
+// process started) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
 
 // startProfile starts a CPU profile and an execution trace of a phase when
 // -cpuprofile or -trace is given; the function it returns stops them.
 func startProfile(phase string) (func(), error) {
 	stop := func() {}
+	if memPath != "" {
+		runtime.GC() // the profile shows allocations as of the last GC
+		if err := writeAllocs(memPath + "." + phase + ".0"); err != nil {
+			return nil, err
+		}
+		stop = func() {
+			runtime.GC()
+			if err := writeAllocs(memPath + "." + phase + ".1"); err != nil {
+				fmt.Fprintln(os.Stderr, "mysqlbench:", err)
+			}
+		}
+	}
 	if profilePath != "" {
 		f, err := os.Create(profilePath + "." + phase)
 		if err != nil {
@@ -108,7 +133,8 @@ func startProfile(phase string) (func(), error) {
 			f.Close()
 			return nil, err
 		}
-		stop = func() { pprof.StopCPUProfile(); f.Close() }
+		stopMem := stop
+		stop = func() { pprof.StopCPUProfile(); f.Close(); stopMem() }
 	}
 	if tracePath != "" {
 		f, err := os.Create(tracePath + "." + phase)
@@ -183,7 +209,7 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 	}
 	cpu0 := cpuSeconds()
 	start = time.Now()
-	n, err := readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"},
+	n, _, err := readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.snap", "snapshot.mode": "initial_only", "heartbeat.interval": "0"},
 		nil, rows, coordsOf{})
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -218,64 +244,125 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 		return err
 	}
 	defer os.RemoveAll(rawDir)
+	// Before the first round: one raw read that is not counted (the
+	// binlog file into the page cache, the server's dump path warm), then
+	// a wait until the server has finished the workload's background work
+	// (purge, page flushing), which otherwise competes with the first
+	// reader only: every reader then finds the server in the same state.
+	if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, readRaw); err != nil {
+		return fmt.Errorf("warm-up binlog read: %w", err)
+	}
+	quiet := srv.waitQuiet(30 * time.Second)
+	fmt.Fprintf(os.Stderr, "stream: server quiet after %s\n", quiet.Round(time.Millisecond))
 	// Rounds of the four readers of the same binlog, interleaved so that
-	// the machine's load touches them alike; the medians are reported.
-	var rawT, parsedT, binlogT, streamT, rawC, parsedC, binlogC, streamC []float64
+	// the machine's load touches them alike, in the opposite order every
+	// other round (so that neither the raw read nor the source always
+	// follows the same reader); the medians are reported. Each Go reader
+	// starts after a GC, so that none pays for the garbage of the one
+	// before it. The server's CPU during each read is measured too.
+	var rawT, syncT, parsedT, binlogT, streamT, rawC, syncC, parsedC, binlogC, streamC, rawS, streamS, rawA, streamA []float64
 	var rawBytes int64
 	streamed := 0
+	var reads readStats
 	for round := range runs {
-		cpu0 := cpuSeconds()
-		start := time.Now()
-		if rawBytes, err = syncerRead(srv, coordsOf{from.file, 4}, end, true); err != nil {
-			return fmt.Errorf("raw binlog read: %w", err)
+		readers := []func() error{
+			func() error {
+				runtime.GC()
+				cpu0, srv0, alloc0 := cpuSeconds(), srv.cpuSeconds(), allocated()
+				start := time.Now()
+				var err error
+				if rawBytes, err = syncerRead(srv, coordsOf{from.file, 4}, end, readRaw); err != nil {
+					return fmt.Errorf("raw binlog read: %w", err)
+				}
+				rawT, rawC = append(rawT, time.Since(start).Seconds()), append(rawC, cpuSeconds()-cpu0)
+				rawA = append(rawA, allocated()-alloc0)
+				rawS = append(rawS, srv.cpuSeconds()-srv0)
+				return nil
+			},
+			func() error {
+				runtime.GC()
+				cpu0 := cpuSeconds()
+				start := time.Now()
+				if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, readRawSync); err != nil {
+					return fmt.Errorf("raw binlog read (synchronous handler): %w", err)
+				}
+				syncT, syncC = append(syncT, time.Since(start).Seconds()), append(syncC, cpuSeconds()-cpu0)
+				return nil
+			},
+			func() error {
+				runtime.GC()
+				cpu0 := cpuSeconds()
+				start := time.Now()
+				if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, readParsed); err != nil {
+					return fmt.Errorf("parsed binlog read: %w", err)
+				}
+				parsedT, parsedC = append(parsedT, time.Since(start).Seconds()), append(parsedC, cpuSeconds()-cpu0)
+				return nil
+			},
+			func() error {
+				cpu0 := childCPUSeconds()
+				start := time.Now()
+				if out, err := exec.Command(bin("mariadb-binlog"), "--no-defaults", "--read-from-remote-server", "--raw",
+					"-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot", "--result-file="+rawDir+"/", from.file).CombinedOutput(); err != nil {
+					return fmt.Errorf("mariadb-binlog: %v\n%s", err, out)
+				}
+				binlogT, binlogC = append(binlogT, time.Since(start).Seconds()), append(binlogC, childCPUSeconds()-cpu0)
+				return os.Remove(filepath.Join(rawDir, from.file))
+			},
+			func() error {
+				runtime.GC()
+				stopProfile, err := startProfile(fmt.Sprintf("stream%d", round))
+				if err != nil {
+					return err
+				}
+				cpu0, srv0, alloc0 := cpuSeconds(), srv.cpuSeconds(), allocated()
+				start := time.Now()
+				pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
+				streamed, reads, err = readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
+					connect.Position(pos), txns, end)
+				if err != nil {
+					return fmt.Errorf("stream: %w", err)
+				}
+				streamT, streamC = append(streamT, time.Since(start).Seconds()), append(streamC, cpuSeconds()-cpu0)
+				streamA = append(streamA, allocated()-alloc0)
+				streamS = append(streamS, srv.cpuSeconds()-srv0)
+				stopProfile()
+				return nil
+			},
 		}
-		rawT, rawC = append(rawT, time.Since(start).Seconds()), append(rawC, cpuSeconds()-cpu0)
-		cpu0 = cpuSeconds()
-		start = time.Now()
-		if _, err := syncerRead(srv, coordsOf{from.file, 4}, end, false); err != nil {
-			return fmt.Errorf("parsed binlog read: %w", err)
+		if round%2 == 1 {
+			slices.Reverse(readers)
 		}
-		parsedT, parsedC = append(parsedT, time.Since(start).Seconds()), append(parsedC, cpuSeconds()-cpu0)
-		cpu0 = childCPUSeconds()
-		start = time.Now()
-		if out, err := exec.Command(bin("mariadb-binlog"), "--no-defaults", "--read-from-remote-server", "--raw",
-			"-h127.0.0.1", "-P"+strconv.Itoa(srv.port), "-uroot", "--result-file="+rawDir+"/", from.file).CombinedOutput(); err != nil {
-			return fmt.Errorf("mariadb-binlog: %v\n%s", err, out)
+		for _, r := range readers {
+			if err := r(); err != nil {
+				return err
+			}
 		}
-		binlogT, binlogC = append(binlogT, time.Since(start).Seconds()), append(binlogC, childCPUSeconds()-cpu0)
-		stopProfile, err := startProfile(fmt.Sprintf("stream%d", round))
-		if err != nil {
-			return err
-		}
-		cpu0 = cpuSeconds()
-		start = time.Now()
-		pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
-		streamed, err = readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
-			connect.Position(pos), txns, end)
-		if err != nil {
-			return fmt.Errorf("stream: %w", err)
-		}
-		streamT, streamC = append(streamT, time.Since(start).Seconds()), append(streamC, cpuSeconds()-cpu0)
-		stopProfile()
 		perM := func(c []float64) float64 { return c[len(c)-1] / float64(txns) * 1e6 }
-		fmt.Fprintf(os.Stderr, "stream round %d (load %s): source %.0f/s  raw %.0f/s  ratio %.2f  mariadb-binlog %.0f/s  parsing %.0f/s;  CPU µs per change: source %.2f raw %.2f mariadb-binlog %.2f parsing %.2f\n",
-			round+1, loadAvg(), float64(txns)/streamT[round], float64(txns)/rawT[round], rawT[round]/streamT[round],
-			float64(txns)/binlogT[round], float64(txns)/parsedT[round], perM(streamC), perM(rawC), perM(binlogC), perM(parsedC))
+		fmt.Fprintf(os.Stderr, "stream round %d (load %s): source %.0f/s  raw %.0f/s  ratio %.2f  raw synchronous %.0f/s  mariadb-binlog %.0f/s  parsing %.0f/s;  CPU µs per change: source %.2f raw %.2f raw synchronous %.2f mariadb-binlog %.2f parsing %.2f; server %.2f while the source read, %.2f while the raw;  bytes allocated per change: source %.0f, raw %.0f;  source: Open %s, %d Reads of %.0f records\n",
+			round+1, loadAvg(), float64(txns)/streamT[round], float64(txns)/rawT[round], rawT[round]/streamT[round], float64(txns)/syncT[round],
+			float64(txns)/binlogT[round], float64(txns)/parsedT[round], perM(streamC), perM(rawC), perM(syncC), perM(binlogC), perM(parsedC),
+			perM(streamS), perM(rawS), streamA[round]/float64(txns), rawA[round]/float64(txns), reads.open.Round(time.Millisecond), reads.reads, float64(reads.records)/float64(max(reads.reads, 1)))
 	}
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  mariadb client %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
 		n, rate(n, snapTook), rate(rows, clientTook), clientTook.Seconds()/snapTook.Seconds(), snapCPU, peakRSSMB())
 	ratios := make([]float64, len(rawT))
 	cpuRatios := make([]float64, len(rawT))
+	syncRatios := make([]float64, len(rawT))
+	syncCPURatios := make([]float64, len(rawT))
 	for i := range rawT {
 		ratios[i] = rawT[i] / streamT[i]
 		cpuRatios[i] = rawC[i] / streamC[i]
+		syncRatios[i] = syncT[i] / streamT[i]
+		syncCPURatios[i] = syncC[i] / streamC[i]
 	}
 	perM := func(c []float64) float64 { return median(c) / float64(txns) * 1e6 }
-	fmt.Printf("stream    changes=%d (written at %.0f txn/s, %.1f MB of binlog), medians of %d rounds:  source %.0f changes/s  raw BinlogSyncer %.0f changes/s  ratio %.2f (target 0.80; rounds %s)  mariadb-binlog --raw %.0f changes/s (ratio %.2f)  parsing BinlogSyncer %.0f changes/s;  CPU-seconds per million changes: source %.1f, raw %.1f, mariadb-binlog %.1f, parsing %.1f (CPU ratio raw/source %.2f)\n",
+	fmt.Printf("stream    changes=%d (written at %.0f txn/s, %.1f MB of binlog), medians of %d rounds:  source %.0f changes/s  raw BinlogSyncer %.0f changes/s  ratio %.2f (target 0.80; rounds %s)  mariadb-binlog --raw %.0f changes/s (ratio %.2f)  parsing BinlogSyncer %.0f changes/s;  CPU-seconds per million changes: source %.1f, raw %.1f, mariadb-binlog %.1f, parsing %.1f (CPU ratio raw/source %.2f);  raw BinlogSyncer with the source's synchronous hand-over %.0f changes/s, ratio %.2f (rounds %s), %.1f CPU-seconds per million changes (CPU ratio %.2f)\n",
 		streamed, rate(txns, writeTook), float64(rawBytes)/1e6, len(rawT), float64(txns)/median(streamT), float64(txns)/median(rawT), median(ratios), fmtList(ratios),
 		float64(txns)/median(binlogT), median(binlogT)/median(streamT), float64(txns)/median(parsedT),
-		perM(streamC), perM(rawC), perM(binlogC), perM(parsedC), median(cpuRatios))
+		perM(streamC), perM(rawC), perM(binlogC), perM(parsedC), median(cpuRatios),
+		float64(txns)/median(syncT), median(syncRatios), fmtList(syncRatios), perM(syncC), median(syncCPURatios))
 	if latRate > 0 && seconds > 0 {
 		lr, err := measureLatency(ctx, srv, db, latRate, seconds, clients)
 		if err != nil {
@@ -294,21 +381,35 @@ type coordsOf struct {
 	pos  uint32
 }
 
+// readStats describes how a source was read: how long Open took, and how
+// many Reads returned records, how many in all.
+type readStats struct {
+	open           time.Duration
+	reads, records int
+}
+
 // readSource opens a source and reads (acking as a worker would) until it
 // has want change records and, when end is set, a position at or after it.
-func readSource(ctx context.Context, values map[string]string, pos connect.Position, want int, end coordsOf) (int, error) {
+func readSource(ctx context.Context, values map[string]string, pos connect.Position, want int, end coordsOf) (int, readStats, error) {
+	var rs readStats
 	c := mysql.Connector()
 	s := c.NewSource()
 	cfg := connect.Config{Pipeline: "bench", Connector: "bench", Values: values, Spec: c.Spec, Position: pos}
+	start := time.Now()
 	if err := s.Open(ctx, cfg); err != nil {
-		return 0, err
+		return 0, rs, err
 	}
+	rs.open = time.Since(start)
 	defer s.Close(context.Background())
 	n := 0
 	for {
 		recs, err := s.Read(ctx)
 		if err != nil {
-			return n, err
+			return n, rs, err
+		}
+		if len(recs) > 0 {
+			rs.reads++
+			rs.records += len(recs)
 		}
 		var last connect.Position
 		for _, r := range recs {
@@ -323,7 +424,7 @@ func readSource(ctx context.Context, values map[string]string, pos connect.Posit
 			continue
 		}
 		if err := s.Ack(ctx, last); err != nil {
-			return n, err
+			return n, rs, err
 		}
 		var p struct {
 			File     string          `json:"file"`
@@ -331,10 +432,10 @@ func readSource(ctx context.Context, values map[string]string, pos connect.Posit
 			Snapshot json.RawMessage `json:"snapshot"`
 		}
 		if err := json.Unmarshal(last, &p); err != nil {
-			return n, err
+			return n, rs, err
 		}
 		if n >= want && p.Snapshot == nil && (end.file == "" || (p.File == end.file && p.Pos >= end.pos)) {
-			return n, nil
+			return n, rs, nil
 		}
 	}
 }
@@ -449,6 +550,41 @@ func startServer() (*server, error) {
 	}
 }
 
+// cpuSeconds is the server's CPU time (user and system) so far.
+func (s *server) cpuSeconds() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name in parentheses, which may
+	// hold spaces: state is field 3, utime and stime fields 14 and 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / clockTicks
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ), 100 on Linux.
+const clockTicks = 100
+
+// waitQuiet waits until the server uses less than a twentieth of a core
+// over a quarter of a second, or for at most limit, and returns how long
+// it waited.
+func (s *server) waitQuiet(limit time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < limit {
+		c0 := s.cpuSeconds()
+		time.Sleep(250 * time.Millisecond)
+		if s.cpuSeconds()-c0 < 0.25/20 {
+			break
+		}
+	}
+	return time.Since(start)
+}
+
 func (s *server) stop() {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -502,6 +638,13 @@ func fmtList(v []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// allocated is the bytes this process has allocated so far.
+func allocated() float64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.TotalAlloc)
 }
 
 func cpuSeconds() float64 {

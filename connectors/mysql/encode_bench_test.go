@@ -36,7 +36,7 @@ func BenchmarkEncodeEvent(b *testing.B) {
 		// The stream's path: a reused event and source block, records
 		// written into shared blocks.
 		st := &streamer{enc: enc}
-		c := &change{t: tbl, si: *si, now: now}
+		c := &change{t: tbl, si: *si, now: now.UnixNano()}
 		var a scratch
 		b.ReportAllocs()
 		for b.Loop() {

@@ -43,22 +43,49 @@ type item struct {
 func recordItem(rec connect.Record) item { return item{rec: &rec} }
 
 // change is a row change as it left the binlog, with everything that
-// depends on the stream's order already decided.
+// depends on the stream's order already decided. One is allocated per
+// change (from slabs, rawevents.go): it is kept small, and what is rare
+// (go-mysql's values, the position) sits behind pointers.
 type change struct {
-	t             *table
-	op            connect.Op // OpCreate, OpUpdate, OpDelete
-	keyChange     bool       // an update that changed the key
-	before, after []any      // go-mysql's values; nil when absent
-	// Or, when spec is set, the images as the binlog has them
-	// (rowsdec.go): before for updates and deletes, after for inserts and
-	// updates.
+	t         *table
+	kind      rowsKind // rowsInsert, rowsUpdate, rowsDelete: the op
+	keyChange bool     // an update that changed the key
+	// The images as the binlog has them (rowsdec.go): before for updates
+	// and deletes, after for inserts and updates.
 	spec                *rowSpec
 	rawBefore, rawAfter rowImage
-	si                  srcInfo
-	now                 time.Time // when the streamer handled the row event
-	tx                  *connect.Transaction
-	txNext              *connect.Transaction // a key change's create
-	pos                 connect.Position     // set on the change's last record
+	// Or, when spec is nil, go-mysql's values.
+	parsed *parsedRow
+	si     srcInfo
+	now    int64 // when the streamer handled the row event, Unix ns
+	tx     *connect.Transaction
+	txNext *connect.Transaction // a key change's create
+	pos    *connect.Position    // set on the change's last record; nil for none
+	slab   *slab                // the slab c belongs to; nil for none
+}
+
+// parsedRow is a change's row images as go-mysql's parser decodes them;
+// nil when absent.
+type parsedRow struct{ before, after []any }
+
+// op returns the change's Debezium op.
+func (c *change) op() connect.Op {
+	switch c.kind {
+	case rowsInsert:
+		return connect.OpCreate
+	case rowsUpdate:
+		return connect.OpUpdate
+	}
+	return connect.OpDelete
+}
+
+// position returns the position the change's last record carries, nil
+// for none.
+func (c *change) position() connect.Position {
+	if c.pos == nil {
+		return nil
+	}
+	return *c.pos
 }
 
 // encJob is one batch on its way through the stage.
@@ -184,6 +211,7 @@ func (st *streamer) encodeItems(a *scratch, items []item) ([]connect.Record, err
 		if out, err = st.encodeChange(a, out, it.ch); err != nil {
 			return nil, err
 		}
+		st.encoded(it.ch)
 	}
 	return out, nil
 }
@@ -201,7 +229,7 @@ func (st *streamer) recordCount(items []item) int {
 		case c == nil:
 		case c.keyChange:
 			n += 1 + tomb
-		case c.op == connect.OpDelete:
+		case c.kind == rowsDelete:
 			n += tomb
 		}
 	}
@@ -212,15 +240,15 @@ func (st *streamer) recordCount(items []item) int {
 func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([]connect.Record, error) {
 	var before, after connect.Row
 	if c.spec != nil {
-		if c.op != connect.OpCreate {
+		if c.kind != rowsInsert {
 			a.before = st.rawRow(a.before, c.t, c.spec, c.rawBefore)
 			before = a.before
 		}
-		if c.op != connect.OpDelete {
+		if c.kind != rowsDelete {
 			a.after = st.rawRow(a.after, c.t, c.spec, c.rawAfter)
 			after = a.after
 		}
-		if c.op == connect.OpUpdate {
+		if c.kind == rowsUpdate {
 			// A partial after image (binlog_row_image other than FULL)
 			// may lack the key, which did not change then.
 			for _, k := range c.t.def.Key {
@@ -229,13 +257,15 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 				}
 			}
 		}
-	} else if c.before != nil {
-		a.before = st.row(a.before, c.t, c.before)
-		before = a.before
-	}
-	if c.after != nil {
-		a.after = st.row(a.after, c.t, c.after)
-		after = a.after
+	} else {
+		if c.parsed.before != nil {
+			a.before = st.row(a.before, c.t, c.parsed.before)
+			before = a.before
+		}
+		if c.parsed.after != nil {
+			a.after = st.row(a.after, c.t, c.parsed.after)
+			after = a.after
+		}
 	}
 	tombstones := st.src.set.tombstones
 	if c.keyChange {
@@ -256,20 +286,20 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 		if tombstones {
 			out = append(out, connect.Tombstone(del))
 		}
-		cre.Position = c.pos
+		cre.Position = c.position()
 		return append(out, cre), nil
 	}
-	rec, err := st.encodeEvent(a, c, c.op, before, after, c.tx)
+	rec, err := st.encodeEvent(a, c, c.op(), before, after, c.tx)
 	if err != nil {
 		return nil, err
 	}
-	if c.op == connect.OpDelete && tombstones && rec.Key != nil {
+	if c.kind == rowsDelete && tombstones && rec.Key != nil {
 		out = append(out, rec)
 		tomb := connect.Tombstone(rec)
-		tomb.Position = c.pos
+		tomb.Position = c.position()
 		return append(out, tomb), nil
 	}
-	rec.Position = c.pos
+	rec.Position = c.position()
 	return append(out, rec), nil
 }
 
@@ -281,7 +311,7 @@ func (st *streamer) encodeEvent(a *scratch, c *change, op connect.Op, before, af
 	}
 	a.key = c.t.keyInto(a.key[:0], keyRow)
 	a.ev = connect.ChangeEvent{Op: op, Key: a.key, Before: before, After: after, Source: st.enc.sourceIn(&a.src, c.t, &c.si), Transaction: tx}
-	a.ev.SetTime(c.now)
+	a.ev.SetTime(time.Unix(0, c.now))
 	return st.enc.recordIn(&a.blk, c.t, &a.ev)
 }
 

@@ -62,9 +62,11 @@ type streamer struct {
 	checksum bool
 	// maps holds the last table map of each table id that the connector
 	// decodes the rows of itself (rawevents.go); cleared with tables.
-	maps map[uint64]*tableMapEntry
-	imgs []rowImage // scratch for the images of a rows event
-	slab []change   // newChange's
+	maps     map[uint64]*tableMapEntry
+	imgs     []rowImage // scratch for the images of a rows event
+	slab     *slab      // newChange's
+	slabUsed int        // changes of slab handed out
+	free     chan *slab // encoded slabs, cleared, for newChange
 
 	// The incremental snapshot (incremental.go).
 	inc        *incState // in progress; nil for none
@@ -103,7 +105,8 @@ type streamer struct {
 }
 
 func newStreamer(s *Source, enc *encoder) *streamer {
-	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, maps: map[uint64]*tableMapEntry{}, warned: map[string]bool{}}
+	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, maps: map[uint64]*tableMapEntry{}, warned: map[string]bool{},
+		free: make(chan *slab, freeSlabs)}
 	st.file = s.plan.start.File
 	if s.plan.gtids != nil {
 		st.gtids = s.plan.gtids.clone()
@@ -577,7 +580,7 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 		// end of the last commit (the transaction began after it).
 		pos := st.lastPosition()
 		if it := &st.pending[st.lastRec]; it.ch != nil {
-			it.ch.pos = pos
+			it.ch.pos = &pos
 		} else {
 			it.rec.Position = pos
 		}
@@ -885,7 +888,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 			st.streamedChange(t, r)
 		}
 	}
-	now := time.Now()
+	now := time.Now().UnixNano()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
 	check := func(vals []any) error {
@@ -901,7 +904,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 				return err
 			}
 			si.row = i
-			st.change(&change{t: t, op: connect.OpCreate, after: r, si: si, now: now})
+			st.change(&change{t: t, kind: rowsInsert, parsed: &parsedRow{after: r}, si: si, now: now})
 		}
 	case replication.EnumRowsEventTypeUpdate:
 		for i := 0; i+1 < len(e.Rows); i += 2 {
@@ -913,7 +916,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 				return err
 			}
 			si.row = i / 2
-			c := &change{t: t, op: connect.OpUpdate, before: before, after: after, si: si, now: now}
+			c := &change{t: t, kind: rowsUpdate, parsed: &parsedRow{before: before, after: after}, si: si, now: now}
 			c.keyChange = len(t.def.Key) > 0 && !sameKey(t, before, after)
 			st.change(c)
 		}
@@ -923,7 +926,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 				return err
 			}
 			si.row = i
-			st.change(&change{t: t, op: connect.OpDelete, before: r, si: si, now: now})
+			st.change(&change{t: t, kind: rowsDelete, parsed: &parsedRow{before: r}, si: si, now: now})
 		}
 	}
 	if len(st.pending) > st.src.set.batchSize {

@@ -1,0 +1,56 @@
+package mysql
+
+import (
+	"testing"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// A slab comes back to newChange, cleared, only once every one of its
+// changes was encoded.
+func TestSlab_ReusedOnlyWhenAllEncoded(t *testing.T) {
+	st := &streamer{free: make(chan *slab, freeSlabs)}
+	tbl := &table{}
+	var first []*change
+	for range changeSlab {
+		c := st.newChange()
+		c.t, c.kind, c.pos = tbl, rowsInsert, &connect.Position{}
+		first = append(first, c)
+	}
+	s := st.slab
+	for _, c := range first[:changeSlab-1] {
+		st.encoded(c)
+	}
+	if len(st.free) != 0 {
+		t.Fatalf("a slab with a change not yet encoded was handed back")
+	}
+	next := st.newChange() // a new slab: the first is not back
+	if st.slab == s {
+		t.Fatalf("newChange reused a slab with a change not yet encoded")
+	}
+	st.encoded(first[changeSlab-1])
+	if len(st.free) != 1 {
+		t.Fatalf("the slab of encoded changes was not handed back")
+	}
+	for i := range s.changes {
+		if c := &s.changes[i]; c.t != nil || c.pos != nil || c.kind != 0 || c.slab != nil {
+			t.Fatalf("change %d of the slab handed back was not cleared: %+v", i, *c)
+		}
+	}
+	for range changeSlab - 1 {
+		st.newChange()
+	}
+	if c := st.newChange(); st.slab != s || c != &s.changes[0] || c.slab != s {
+		t.Fatalf("newChange did not take the slab handed back")
+	}
+	_ = next
+}
+
+// Changes allocated elsewhere (go-mysql's parsed rows) have no slab.
+func TestSlab_ChangeWithoutSlab(t *testing.T) {
+	st := &streamer{free: make(chan *slab, freeSlabs)}
+	st.encoded(&change{kind: rowsDelete})
+	if len(st.free) != 0 {
+		t.Fatal("a change without a slab handed a slab back")
+	}
+}
