@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -390,5 +391,58 @@ func TestStartWriteback(t *testing.T) {
 	}
 	if err := startWriteback(&spyFile{appendFile: f}, 0, pageSize); err != nil {
 		t.Errorf("startWriteback of a wrapped file = %v", err)
+	}
+}
+
+// TestDropCached checks that dropping the pages of a synced range keeps
+// the file's bytes, that a wrapped file is skipped, and that Write drops
+// the whole pages of what it wrote once it is fsync'ed.
+func TestDropCached(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := bytes.Repeat([]byte("0123456789abcdef"), 3*pageSize/16+5)
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropCached(f, 0, int64(len(want))); err != nil {
+		t.Errorf("dropCached = %v", err)
+	}
+	if err := dropCached(&spyFile{appendFile: f}, 0, pageSize); err != nil {
+		t.Errorf("dropCached of a wrapped file = %v", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the file changed: %d bytes, want %d", len(got), len(want))
+	}
+
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	s := open(t, map[string]string{"path": out})
+	var lines strings.Builder
+	for batch := range 3 {
+		recs := make([]connect.Record, 50)
+		for i := range recs {
+			v := fmt.Sprintf(`{"batch":%d,"i":%d,"pad":%q}`, batch, i, strings.Repeat("x", 100+i))
+			recs[i] = value(v)
+			lines.WriteString(v + "\n")
+		}
+		if err := s.Write(t.Context(), recs); err != nil {
+			t.Fatal(err)
+		}
+		if want := s.size &^ (pageSize - 1); s.dropped != want {
+			t.Errorf("after batch %d: pages dropped below %d, want %d", batch, s.dropped, want)
+		}
+	}
+	if got := readFile(t, out); got != lines.String() {
+		t.Errorf("file holds %d bytes, want %d", len(got), lines.Len())
 	}
 }
