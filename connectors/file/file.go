@@ -22,10 +22,10 @@
 // comes (sync_file_range), so that the disk works meanwhile and the fsync
 // waits only for the rest; once a batch is fsync'ed, its pages are dropped
 // from the page cache (posix_fadvise DONTNEED): the sink never reads them,
-// and the next writes reuse the pages freed. The sink assumes it is the only writer of its
-// file: a torn last line (left by a crash or a failed write) is cut off
-// when the sink opens the file or sees the write fail; the records on it
-// were never acknowledged and are written again.
+// and the next writes reuse the pages freed. The sink assumes it is the
+// only writer of its file: a torn last line (left by a crash or a failed
+// write) is cut off when the sink opens the file or sees the write fail;
+// the records on it were never acknowledged and are written again.
 package file
 
 import (
