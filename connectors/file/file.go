@@ -60,6 +60,10 @@ const writeChunk = 1 << 20
 // chunk.
 const pageSize = 4096
 
+// dropEvery is the least bytes of fsync'ed pages Write drops from the page
+// cache at once.
+const dropEvery = writeChunk
+
 // dropPages says whether Write drops the pages of what it fsync'ed from
 // the page cache (see dropCached); a var for the benchmark that compares.
 var dropPages = true
@@ -200,8 +204,9 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		return fmt.Errorf("fsync %s: %w", s.path, err)
 	}
 	// The batch is on the disk: its pages can go (the partial page at the
-	// end stays: the kernel drops whole pages only).
-	if end := s.size &^ (pageSize - 1); end > s.dropped && dropPages {
+	// end stays: the kernel drops whole pages only), once there are
+	// dropEvery bytes of them, so that small batches cost no extra call.
+	if end := s.size &^ (pageSize - 1); end-s.dropped >= dropEvery && dropPages {
 		if dropCached(s.f, s.dropped, end-s.dropped) == nil {
 			s.dropped = end
 		}

@@ -428,19 +428,28 @@ func TestDropCached(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	s := open(t, map[string]string{"path": out})
 	var lines strings.Builder
-	for batch := range 3 {
-		recs := make([]connect.Record, 50)
+	var prev int64
+	for batch, n := range []int{50, 2000, 50, 3000} { // small batches wait for dropEvery bytes
+		recs := make([]connect.Record, n)
 		for i := range recs {
-			v := fmt.Sprintf(`{"batch":%d,"i":%d,"pad":%q}`, batch, i, strings.Repeat("x", 100+i))
+			v := fmt.Sprintf(`{"batch":%d,"i":%d,"pad":%q}`, batch, i, strings.Repeat("x", 100+i%500))
 			recs[i] = value(v)
 			lines.WriteString(v + "\n")
 		}
 		if err := s.Write(t.Context(), recs); err != nil {
 			t.Fatal(err)
 		}
-		if want := s.size &^ (pageSize - 1); s.dropped != want {
+		want := s.size &^ (pageSize - 1)
+		if want-prev < dropEvery {
+			want = prev // too little to drop yet
+		}
+		if s.dropped != want {
 			t.Errorf("after batch %d: pages dropped below %d, want %d", batch, s.dropped, want)
 		}
+		prev = s.dropped
+	}
+	if s.dropped == 0 {
+		t.Errorf("no page dropped after %d bytes", s.size)
 	}
 	if got := readFile(t, out); got != lines.String() {
 		t.Errorf("file holds %d bytes, want %d", len(got), lines.Len())
