@@ -296,7 +296,7 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 // a Kafka consumer (auto.offset.reset=earliest).
 func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
 	fctx, cancel := context.WithCancel(context.Background())
-	c := &embeddedConsumer{e: e, group: group, batches: make(chan []connect.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
+	c := &embeddedConsumer{e: e, group: group, batches: make(chan []tlog.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
 	for _, topic := range topics {
 		n, err := e.log.Partitions(topic)
 		if err == nil {
@@ -364,10 +364,13 @@ func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string)
 }
 
 type embeddedConsumer struct {
-	e       *Embedded
-	group   string
-	batches chan []connect.Record
-	more    [][]connect.Record // Poll's scratch: the batches it merges
+	e     *Embedded
+	group string
+	// batches are the fetched records, as the log returned them: Poll
+	// turns them into connect.Records straight into the slice it returns
+	// (one conversion and one copy per record, however many it merges).
+	batches chan []tlog.Record
+	more    [][]tlog.Record // Poll's scratch: the batches it merges
 	// started counts, per topic, the partitions with a fetcher: set by
 	// Consumer, then by the watcher alone.
 	started map[string]int
@@ -404,12 +407,8 @@ func (c *embeddedConsumer) fetch(ctx context.Context, topic string, p int32, nex
 			continue
 		}
 		if len(res.Records) > 0 {
-			out := make([]connect.Record, len(res.Records))
-			for i, r := range res.Records {
-				out[i] = fromLogRecord(r)
-			}
 			select {
-			case c.batches <- out:
+			case c.batches <- res.Records:
 			case <-ctx.Done():
 				return
 			}
@@ -429,7 +428,7 @@ func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]c
 	}
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
-	var first []connect.Record
+	var first []tlog.Record
 	select {
 	case first = <-c.batches:
 	case <-timer.C:
@@ -437,7 +436,7 @@ func (c *embeddedConsumer) Poll(ctx context.Context, maxWait time.Duration) ([]c
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	// Take what else waits, then copy it all into one slice at once.
+	// Take what else waits, then convert it all into one slice at once.
 	more := c.more[:0]
 	n, size := len(first), recordBytes(first)
 gather:
@@ -451,17 +450,22 @@ gather:
 			break gather
 		}
 	}
-	if len(more) == 0 {
-		return first, nil
-	}
 	out := make([]connect.Record, 0, n)
-	out = append(out, first...)
+	out = appendFromLog(out, first)
 	for i, b := range more {
-		out = append(out, b...)
+		out = appendFromLog(out, b)
 		more[i] = nil
 	}
 	c.more = more[:0]
 	return out, nil
+}
+
+// appendFromLog appends recs, read from the log, to dst as connect.Records.
+func appendFromLog(dst []connect.Record, recs []tlog.Record) []connect.Record {
+	for i := range recs {
+		dst = append(dst, fromLogRecord(recs[i]))
+	}
+	return dst
 }
 
 // A Poll merges the fetched batches already waiting, up to these bounds:
@@ -476,7 +480,7 @@ const (
 )
 
 // recordBytes returns the bytes of the keys and values of recs.
-func recordBytes(recs []connect.Record) int {
+func recordBytes(recs []tlog.Record) int {
 	n := 0
 	for i := range recs {
 		n += len(recs[i].Key) + len(recs[i].Value)

@@ -258,7 +258,9 @@ func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// nextOffsets returns, per partition, the offset after the last record.
+// nextOffsets returns, per partition, the offset after the last record, in
+// the order the partitions first appear. A poll hands over runs of records
+// of one partition, so the map is touched once per run, not per record.
 func nextOffsets(recs []connect.Record) []PartitionOffset {
 	type tp struct {
 		t string
@@ -266,14 +268,24 @@ func nextOffsets(recs []connect.Record) []PartitionOffset {
 	}
 	last := map[tp]int64{}
 	var order []tp
-	for _, r := range recs {
-		k := tp{r.Topic, r.Partition}
-		if _, ok := last[k]; !ok {
+	note := func(k tp, next int64) {
+		prev, ok := last[k]
+		if !ok {
 			order = append(order, k)
 		}
-		if r.Offset+1 > last[k] {
-			last[k] = r.Offset + 1
+		if !ok || next > prev {
+			last[k] = next
 		}
+	}
+	for i := 0; i < len(recs); {
+		// The run of records of recs[i]'s partition: its highest offset.
+		t, p, next := recs[i].Topic, recs[i].Partition, recs[i].Offset+1
+		j := i + 1
+		for ; j < len(recs) && recs[j].Partition == p && recs[j].Topic == t; j++ {
+			next = max(next, recs[j].Offset+1)
+		}
+		note(tp{t, p}, next)
+		i = j
 	}
 	out := make([]PartitionOffset, len(order))
 	for i, k := range order {

@@ -35,3 +35,36 @@ func startWriteback(f appendFile, off, n int64) error {
 	}
 	return nil
 }
+
+// dropCached tells the kernel that the n bytes of f at off, already
+// fsync'ed, will not be read again soon (posix_fadvise POSIX_FADV_DONTNEED):
+// their clean page-cache pages are freed. Write calls it for the pages it
+// wrote once they are fsync'ed (dropEvery bytes or more at a time): nobody
+// in the worker reads the file back, so its pages would only crowd the
+// page cache, and the pages freed are the ones the kernel hands out next,
+// warm, instead of fresh ones. On a VM with free page reporting (virtio-balloon), fresh pages cost
+// the host a fault each: writing 1 GiB to a new file measured 1.5-2.1
+// CPU-s there, 0.3-0.45 with the pages of each fsync'ed 16 MiB dropped. It
+// changes no data and promises nothing; files that cannot (a wrapped file)
+// are skipped.
+func dropCached(f appendFile, off, n int64) error {
+	sc, ok := f.(syscall.Conn)
+	if !ok || n <= 0 {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	const fadvDontNeed = 4 // POSIX_FADV_DONTNEED
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall6(syscall.SYS_FADVISE64, fd, uintptr(off), uintptr(n), fadvDontNeed, 0, 0)
+	}); err != nil {
+		return err
+	}
+	if errno != 0 && !errors.Is(errno, syscall.ENOSYS) && !errors.Is(errno, syscall.EINVAL) && !errors.Is(errno, syscall.ESPIPE) {
+		return errno
+	}
+	return nil
+}
