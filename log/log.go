@@ -82,6 +82,11 @@ type Log struct {
 	topics map[string]*topic
 	meta   metaFile
 	closed bool
+	// unopened are the topics of meta.json with more partitions than
+	// MaxPartitions (an older version wrote meta.json before creating
+	// them): Open leaves them closed, so that the data directory opens,
+	// and DeleteTopic can remove them.
+	unopened map[string]topicMeta
 
 	pidMu sync.Mutex // guards meta.NextProducerID and meta.ProducerIDBlockEnd
 
@@ -186,7 +191,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	l := &Log{
 		opts: opts, logger: opts.Logger, now: opts.Now, lock: lock,
-		defaults: opts.TopicDefaults, topics: map[string]*topic{},
+		defaults: opts.TopicDefaults, topics: map[string]*topic{}, unopened: map[string]topicMeta{},
 		cache: newTailCache(cacheBytes),
 	}
 	if err := l.load(); err != nil {
@@ -242,6 +247,12 @@ func (l *Log) load() error {
 	sort.Strings(names)
 	for _, n := range names {
 		tm := l.meta.Topics[n]
+		if tm.Partitions > l.opts.MaxPartitions {
+			l.logger.Error("topic not opened: it has more partitions than the limit; delete it (tributary topics delete NAME) or raise the limit",
+				"topic", n, "partitions", tm.Partitions, "limit", l.opts.MaxPartitions)
+			l.unopened[n] = tm
+			continue
+		}
 		if _, err := l.openTopic(n, tm); err != nil {
 			return err
 		}
@@ -338,6 +349,9 @@ func (l *Log) createTopicLocked(name string, partitions int, config map[string]s
 	}
 	if _, ok := l.topics[name]; ok {
 		return fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if tm, ok := l.unopened[name]; ok {
+		return fmt.Errorf("%w: %s (with %d partitions, more than the limit of %d, so it is not open; delete it first)", ErrTopicExists, name, tm.Partitions, l.opts.MaxPartitions)
 	}
 	if err := l.checkPartitionCount(name, partitions); err != nil {
 		return err
@@ -461,6 +475,14 @@ func (l *Log) DeleteTopic(name string) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	if _, ok := l.unopened[name]; ok {
+		err := l.deleteUnopenedLocked(name)
+		l.mu.Unlock()
+		if err == nil {
+			l.groups.forgetTopic(name)
+		}
+		return err
+	}
 	t, ok := l.topics[name]
 	if !ok {
 		l.mu.Unlock()
@@ -499,6 +521,47 @@ func (l *Log) DeleteTopic(name string) error {
 		}
 	}
 	l.groups.forgetTopic(name)
+	l.logger.Info("deleted topic", "topic", name)
+	return nil
+}
+
+// deleteUnopenedLocked deletes a topic Open left closed: from meta.json,
+// then every partition directory of its name (there may be far fewer than
+// meta.json claimed). Nothing else can see the topic, so it runs entirely
+// under l.mu.
+func (l *Log) deleteUnopenedLocked(name string) error {
+	tm := l.unopened[name]
+	delete(l.meta.Topics, name)
+	if err := l.writeMeta(); err != nil {
+		l.meta.Topics[name] = tm
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	delete(l.unopened, name)
+	entries, err := os.ReadDir(l.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("delete topic %s: read data dir: %w", name, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), name+"-")
+		if !e.IsDir() || !ok || strings.TrimLeft(rest, "0123456789") != "" || rest == "" {
+			continue
+		}
+		dir := filepath.Join(l.opts.Dir, e.Name())
+		gone := dir + "." + tm.ID + "-delete"
+		if err := os.Rename(dir, gone); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.RemoveAll(gone); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// The topic is gone; leftovers are removed by a later create of the
+		// name or, once moved aside, by the next Open.
+		l.logger.Warn("remove partition dirs of deleted topic", "topic", name, "error", errors.Join(errs...))
+	}
 	l.logger.Info("deleted topic", "topic", name)
 	return nil
 }

@@ -286,3 +286,55 @@ func TestCreateTopic_AllOrNothing(t *testing.T) {
 		t.Errorf("dirs of n2 after restart: %v", dirs)
 	}
 }
+
+// TestOpen_TopicOverPartitionLimitIsDeletable: a data directory whose
+// meta.json lists a topic with more partitions than the limit (an older
+// version wrote meta.json before creating 100,000,000 partitions and died
+// of EMFILE part way) opens, without opening that topic, and the topic can
+// be deleted, leaving none of its directories.
+func TestOpen_TopicOverPartitionLimitIsDeletable(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("ok", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.meta.Topics["n1"] = topicMeta{ID: newID(), Partitions: 100000000}
+	err := l.writeMeta()
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("n1-%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = openTestLog(t, dir)
+	defer func() { l.Close() }()
+	if _, _, err := l.Offsets("ok", 0); err != nil {
+		t.Fatalf("the other topic: %v", err)
+	}
+	if err := l.CreateTopic("n1", 1, nil); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("CreateTopic(n1) = %v, want ErrTopicExists while the old one is there", err)
+	}
+	if err := l.DeleteTopic("n1"); err != nil {
+		t.Fatalf("DeleteTopic(n1) = %v", err)
+	}
+	if dirs, deleted := partitionDirs(t, dir, "n1"); len(dirs)+len(deleted) != 0 {
+		t.Fatalf("left %v %v", dirs, deleted)
+	}
+	if err := l.CreateTopic("n1", 2, nil); err != nil {
+		t.Fatalf("CreateTopic(n1) after the delete = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	if n, err := l.Partitions("n1"); err != nil || n != 2 {
+		t.Fatalf("after restart n1 has %d partitions (%v), want 2", n, err)
+	}
+}
