@@ -128,6 +128,10 @@ type topicMeta struct {
 // hard limit, but advises a few thousand partitions per broker in all.
 const DefaultMaxPartitions = 1000
 
+// ErrTooManyPartitions refuses a topic with more partitions than
+// Options.MaxPartitions. It wraps ErrInvalidPartitions.
+var ErrTooManyPartitions = fmt.Errorf("%w: too many partitions", ErrInvalidPartitions)
+
 const (
 	metaFileName        = "meta.json"
 	producerIDBlockSize = 1000
@@ -387,7 +391,7 @@ func (l *Log) createTopicLocked(name string, partitions int, config map[string]s
 func (l *Log) checkPartitionCount(name string, partitions int) error {
 	if limit := l.opts.MaxPartitions; partitions > limit {
 		return fmt.Errorf("%w: topic %s with %d partitions: at most %d per topic (each partition keeps at least 3 files open and its own fsync goroutine; this limit protects the data directory)",
-			ErrInvalidPartitions, name, partitions, limit)
+			ErrTooManyPartitions, name, partitions, limit)
 	}
 	return nil
 }
