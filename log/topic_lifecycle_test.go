@@ -86,8 +86,16 @@ func TestDeleteTopic_RacingAutoCreatingProducers(t *testing.T) {
 		epoch.Add(1)
 	}
 	last := epoch.Load()
-	// Appends that start now see only the last incarnation.
-	time.Sleep(20 * time.Millisecond)
+	// Appends that start now see only the last incarnation: wait for a
+	// few of them.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(after[last])
+		mu.Unlock()
+		if n >= 20 {
+			break
+		}
+	}
 	stop.Store(true)
 	wg.Wait()
 	if err := l.Close(); err != nil {
