@@ -392,6 +392,16 @@ func (c *embeddedConsumer) fetch(ctx context.Context, topic string, p int32, nex
 			next = res.LogStartOffset
 			continue
 		}
+		if errors.Is(err, tlog.ErrOffsetOutOfRange) && next > res.HighWatermark {
+			// The partition ends before the group's position: the topic was
+			// deleted and created again (or lost its tail). Waiting for the
+			// new topic to grow past it would skip its first records: start
+			// from its earliest offset, as auto.offset.reset=earliest does.
+			c.e.logger.Warn("committed offset past the end of the partition (topic deleted and created again?); resetting to earliest",
+				"group", c.group, "topic", topic, "partition", p, "offset", next, "log_end_offset", res.HighWatermark, "log_start_offset", res.LogStartOffset)
+			next = res.LogStartOffset
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return

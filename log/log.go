@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -26,6 +27,12 @@ type Options struct {
 	// NumPartitions is the partition count of auto-created topics (Kafka's
 	// num.partitions). Default 1.
 	NumPartitions int
+	// MaxPartitions is the most partitions a topic may have (default
+	// DefaultMaxPartitions). Creating or growing a topic past it is refused
+	// with ErrInvalidPartitions: every open partition holds at least three
+	// file descriptors and a goroutine, so one careless request could
+	// otherwise make the data directory impossible to open.
+	MaxPartitions int
 	// DisableAutoCreate refuses appends to unknown topics instead of creating
 	// them (Kafka's auto.create.topics.enable=false).
 	DisableAutoCreate bool
@@ -75,6 +82,11 @@ type Log struct {
 	topics map[string]*topic
 	meta   metaFile
 	closed bool
+	// unopened are the topics of meta.json with more partitions than
+	// MaxPartitions (an older version wrote meta.json before creating
+	// them): Open leaves them closed, so that the data directory opens,
+	// and DeleteTopic can remove them.
+	unopened map[string]topicMeta
 
 	pidMu sync.Mutex // guards meta.NextProducerID and meta.ProducerIDBlockEnd
 
@@ -112,6 +124,14 @@ type topicMeta struct {
 	Config     map[string]string `json:"config,omitempty"`
 }
 
+// DefaultMaxPartitions is the default of Options.MaxPartitions. Kafka has no
+// hard limit, but advises a few thousand partitions per broker in all.
+const DefaultMaxPartitions = 1000
+
+// ErrTooManyPartitions refuses a topic with more partitions than
+// Options.MaxPartitions. It wraps ErrInvalidPartitions.
+var ErrTooManyPartitions = fmt.Errorf("%w: too many partitions", ErrInvalidPartitions)
+
 const (
 	metaFileName        = "meta.json"
 	producerIDBlockSize = 1000
@@ -141,6 +161,12 @@ func Open(opts Options) (*Log, error) {
 	if opts.NumPartitions <= 0 {
 		opts.NumPartitions = 1
 	}
+	if opts.MaxPartitions <= 0 {
+		opts.MaxPartitions = DefaultMaxPartitions
+	}
+	if opts.NumPartitions > opts.MaxPartitions {
+		return nil, fmt.Errorf("open log: %w: %d partitions for auto-created topics: at most %d", ErrInvalidPartitions, opts.NumPartitions, opts.MaxPartitions)
+	}
 	if opts.RetentionCheckInterval <= 0 {
 		opts.RetentionCheckInterval = 5 * time.Minute
 	}
@@ -169,7 +195,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	l := &Log{
 		opts: opts, logger: opts.Logger, now: opts.Now, lock: lock,
-		defaults: opts.TopicDefaults, topics: map[string]*topic{},
+		defaults: opts.TopicDefaults, topics: map[string]*topic{}, unopened: map[string]topicMeta{},
 		cache: newTailCache(cacheBytes),
 	}
 	if err := l.load(); err != nil {
@@ -225,6 +251,12 @@ func (l *Log) load() error {
 	sort.Strings(names)
 	for _, n := range names {
 		tm := l.meta.Topics[n]
+		if tm.Partitions > l.opts.MaxPartitions {
+			l.logger.Error("topic not opened: it has more partitions than the limit; delete it (tributary topics delete NAME) or raise the limit",
+				"topic", n, "partitions", tm.Partitions, "limit", l.opts.MaxPartitions)
+			l.unopened[n] = tm
+			continue
+		}
 		if _, err := l.openTopic(n, tm); err != nil {
 			return err
 		}
@@ -258,7 +290,7 @@ func (l *Log) openTopic(name string, tm topicMeta) (*topic, error) {
 			for _, q := range t.parts {
 				q.close()
 			}
-			return nil, fmt.Errorf("open topic %s: %w", name, err)
+			return nil, fmt.Errorf("open topic %s (%d partitions): %w", name, tm.Partitions, withFileLimitHint(err))
 		}
 		t.parts = append(t.parts, p)
 	}
@@ -322,57 +354,220 @@ func (l *Log) createTopicLocked(name string, partitions int, config map[string]s
 	if _, ok := l.topics[name]; ok {
 		return fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
+	if tm, ok := l.unopened[name]; ok {
+		return fmt.Errorf("%w: %s (with %d partitions, more than the limit of %d, so it is not open; delete it first)", ErrTopicExists, name, tm.Partitions, l.opts.MaxPartitions)
+	}
+	if err := l.checkPartitionCount(name, partitions); err != nil {
+		return err
+	}
 	cfg := map[string]string{}
 	for k, v := range config {
 		cfg[k] = v
 	}
 	tm := topicMeta{ID: newID(), Partitions: partitions, Config: cfg}
+	// The partitions first, meta.json last: the topic exists once meta.json
+	// says so, and a create that fails before leaves nothing behind.
+	t := &topic{name: name, id: tm.ID, overrides: tm.Config}
+	tcfg := parseTopicConfig(l.defaults, tm.Config)
+	t.cfg.Store(&tcfg)
+	parts, err := l.createPartitions(name, 0, partitions, t.config)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", name, err)
+	}
+	t.parts = parts
 	l.meta.Topics[name] = tm
 	if err := l.writeMeta(); err != nil {
 		delete(l.meta.Topics, name)
+		l.discardPartitions(parts)
 		return fmt.Errorf("create topic %s: %w", name, err)
 	}
-	if _, err := l.openTopic(name, tm); err != nil {
-		return err
-	}
+	l.topics[name] = t
 	l.logger.Info("created topic", "topic", name, "partitions", partitions)
 	return nil
 }
 
-// DeleteTopic removes a topic and its data.
+// checkPartitionCount refuses partition counts above the limit (see
+// Options.MaxPartitions).
+func (l *Log) checkPartitionCount(name string, partitions int) error {
+	if limit := l.opts.MaxPartitions; partitions > limit {
+		return fmt.Errorf("%w: topic %s with %d partitions: at most %d per topic (each partition keeps at least 3 files open and its own fsync goroutine; this limit protects the data directory)",
+			ErrTooManyPartitions, name, partitions, limit)
+	}
+	return nil
+}
+
+// createPartitions creates partitions from..to-1 of a topic, each in a new,
+// empty directory: a directory left from an earlier topic of the same name
+// (a deletion interrupted by a crash, or a create that failed before it
+// wrote meta.json) belongs to no topic and is removed first, so a new topic
+// never inherits data. On an error the partitions created are closed and
+// removed again. The caller holds l.mu.
+func (l *Log) createPartitions(name string, from, to int, cfg func() TopicConfig) ([]*partition, error) {
+	var parts []*partition
+	for i := from; i < to; i++ {
+		dir := partitionDir(l.opts.Dir, name, int32(i))
+		if err := l.removeStrayDir(dir); err != nil {
+			l.discardPartitions(parts)
+			return nil, err
+		}
+		p, err := openPartition(l, name, int32(i), cfg)
+		if err != nil {
+			l.discardPartitions(parts)
+			_ = os.RemoveAll(dir)
+			return nil, withFileLimitHint(err)
+		}
+		parts = append(parts, p)
+	}
+	if err := syncDir(l.opts.Dir); err != nil {
+		l.discardPartitions(parts)
+		return nil, err
+	}
+	return parts, nil
+}
+
+// removeStrayDir removes a partition directory that no topic owns.
+func (l *Log) removeStrayDir(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("check partition dir %s: %w", dir, err)
+	}
+	l.logger.Warn("removing a partition directory that belongs to no topic (left by an interrupted delete or create)", "dir", dir)
+	gone := dir + "." + newID() + "-delete"
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("remove stray partition dir %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove stray partition dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// discardPartitions closes partitions no topic owns yet and removes their
+// directories.
+func (l *Log) discardPartitions(parts []*partition) {
+	for _, p := range parts {
+		if err := p.close(); err != nil {
+			l.logger.Warn("close discarded partition", "partition", p.String(), "error", err)
+		}
+		if err := os.RemoveAll(p.dir); err != nil {
+			l.logger.Warn("remove discarded partition", "dir", p.dir, "error", err)
+		}
+	}
+}
+
+// withFileLimitHint explains running out of file descriptors.
+func withFileLimitHint(err error) error {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return fmt.Errorf("%w (every partition keeps at least 3 files open: raise the open files limit, e.g. `ulimit -n` or LimitNOFILE= in a systemd unit, or delete topics you do not need)", err)
+	}
+	return err
+}
+
+// DeleteTopic removes a topic and its data, and every consumer group's
+// committed offsets of it (as Kafka does). It is all or nothing: the topic
+// is gone once meta.json no longer lists it, and its partitions are closed
+// and their directories moved aside before another call can see the name
+// again, so an append racing with the deletion either lands before it (and
+// is deleted with the topic) or fails with ErrUnknownTopic, or, with
+// auto-creation, creates a new, empty topic. Removing the moved
+// directories' files happens last, without the lock; a crash during it is
+// finished by the next Open.
 func (l *Log) DeleteTopic(name string) error {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := l.unopened[name]; ok {
+		err := l.deleteUnopenedLocked(name)
+		l.mu.Unlock()
+		if err == nil {
+			l.groups.forgetTopic(name)
+		}
+		return err
+	}
 	t, ok := l.topics[name]
 	if !ok {
 		l.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
+	tm := l.meta.Topics[name]
 	delete(l.meta.Topics, name)
 	if err := l.writeMeta(); err != nil {
-		l.meta.Topics[name] = topicMeta{ID: t.id, Partitions: len(t.parts), Config: t.overrides}
+		l.meta.Topics[name] = tm
 		l.mu.Unlock()
 		return fmt.Errorf("delete topic %s: %w", name, err)
 	}
 	delete(l.topics, name)
-	parts := t.parts
-	l.mu.Unlock()
-	var errs []error
-	for _, p := range parts {
+	var gone []string
+	for _, p := range t.parts {
+		// The data goes: a failure to seal it does not matter.
 		if err := p.close(); err != nil {
-			errs = append(errs, err)
+			l.logger.Warn("close partition of deleted topic", "partition", p.String(), "error", err)
 		}
-		gone := p.dir + "." + t.id + "-delete"
-		if err := os.Rename(p.dir, gone); err != nil {
-			errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
+		g := p.dir + "." + t.id + "-delete"
+		if err := os.Rename(p.dir, g); err != nil {
+			// The directory stays behind, owned by no topic: a topic created
+			// under this name later removes it first (createPartitions).
+			l.logger.Error("move aside partition dir of deleted topic", "dir", p.dir, "error", err)
 			continue
 		}
-		if err := os.RemoveAll(gone); err != nil {
-			errs = append(errs, fmt.Errorf("delete topic %s: %w", name, err))
+		gone = append(gone, g)
+	}
+	if err := syncDir(l.opts.Dir); err != nil {
+		l.logger.Warn("sync data dir after deleting topic", "topic", name, "error", err)
+	}
+	l.mu.Unlock()
+	for _, g := range gone {
+		if err := os.RemoveAll(g); err != nil {
+			l.logger.Warn("remove deleted partition dir (the next start retries)", "dir", g, "error", err)
 		}
 	}
 	l.groups.forgetTopic(name)
 	l.logger.Info("deleted topic", "topic", name)
-	return errors.Join(errs...)
+	return nil
+}
+
+// deleteUnopenedLocked deletes a topic Open left closed: from meta.json,
+// then every partition directory of its name (there may be far fewer than
+// meta.json claimed). Nothing else can see the topic, so it runs entirely
+// under l.mu.
+func (l *Log) deleteUnopenedLocked(name string) error {
+	tm := l.unopened[name]
+	delete(l.meta.Topics, name)
+	if err := l.writeMeta(); err != nil {
+		l.meta.Topics[name] = tm
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	delete(l.unopened, name)
+	entries, err := os.ReadDir(l.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("delete topic %s: read data dir: %w", name, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), name+"-")
+		if !e.IsDir() || !ok || strings.TrimLeft(rest, "0123456789") != "" || rest == "" {
+			continue
+		}
+		dir := filepath.Join(l.opts.Dir, e.Name())
+		gone := dir + "." + tm.ID + "-delete"
+		if err := os.Rename(dir, gone); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.RemoveAll(gone); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// The topic is gone; leftovers are removed by a later create of the
+		// name or, once moved aside, by the next Open.
+		l.logger.Warn("remove partition dirs of deleted topic", "topic", name, "error", errors.Join(errs...))
+	}
+	l.logger.Info("deleted topic", "topic", name)
+	return nil
 }
 
 // TopicDescription describes a topic.
@@ -445,10 +640,15 @@ func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 	return d, nil
 }
 
-// CreatePartitions grows a topic to total partitions. Partitions never shrink.
+// CreatePartitions grows a topic to total partitions. Partitions never
+// shrink. Like CreateTopic it is all or nothing: the new partitions exist
+// before meta.json counts them, and are removed again when that fails.
 func (l *Log) CreatePartitions(name string, total int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
 	t, ok := l.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
@@ -457,23 +657,23 @@ func (l *Log) CreatePartitions(name string, total int) error {
 	if total <= have {
 		return fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, have, have)
 	}
+	if err := l.checkPartitionCount(name, total); err != nil {
+		return err
+	}
+	added, err := l.createPartitions(name, have, total, t.config)
+	if err != nil {
+		return fmt.Errorf("add partitions to %s: %w", name, err)
+	}
 	tm := l.meta.Topics[name]
 	tm.Partitions = total
 	l.meta.Topics[name] = tm
 	if err := l.writeMeta(); err != nil {
 		tm.Partitions = have
 		l.meta.Topics[name] = tm
+		l.discardPartitions(added)
 		return fmt.Errorf("add partitions to %s: %w", name, err)
 	}
-	parts := append([]*partition(nil), t.parts...)
-	for i := have; i < total; i++ {
-		p, err := openPartition(l, name, int32(i), t.config)
-		if err != nil {
-			return fmt.Errorf("add partitions to %s: %w", name, err)
-		}
-		parts = append(parts, p)
-	}
-	t.parts = parts
+	t.parts = append(append([]*partition(nil), t.parts...), added...)
 	return nil
 }
 
@@ -558,6 +758,25 @@ func (l *Log) partition(topicName string, id int32) (*partition, error) {
 		return nil, err
 	}
 	return t.partition(l, id)
+}
+
+// deletedErr turns the ErrClosed of a partition whose topic was deleted (or
+// deleted and created again) since the caller looked it up into
+// ErrUnknownTopic, which a producer or consumer with stale metadata gets in
+// Kafka.
+func (l *Log) deletedErr(topicName string, p *partition, err error) error {
+	if err == nil || !errors.Is(err, ErrClosed) {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return err
+	}
+	if t, ok := l.topics[topicName]; ok && int(p.id) < len(t.parts) && t.parts[p.id] == p {
+		return err
+	}
+	return fmt.Errorf("%w: %s (deleted)", ErrUnknownTopic, topicName)
 }
 
 func (t *topic) partition(l *Log, id int32) (*partition, error) {
@@ -646,7 +865,8 @@ func (l *Log) Read(ctx context.Context, topicName string, partition int32, offse
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
 	}
-	return p.read(ctx, offset, opts.MaxBytes, opts.MaxWait)
+	res, err := p.read(ctx, offset, opts.MaxBytes, opts.MaxWait)
+	return res, l.deletedErr(topicName, p, err)
 }
 
 // Append appends recs to one partition and returns the offset of the first.
@@ -678,7 +898,7 @@ func (l *Log) AppendIdempotent(ctx context.Context, topicName string, partition 
 	}
 	bases, err := p.appendBatches(ctx, batches)
 	if err != nil {
-		return 0, err
+		return 0, l.deletedErr(topicName, p, err)
 	}
 	return bases[0], nil
 }
@@ -737,7 +957,7 @@ func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition in
 		}
 	}
 	if err != nil {
-		return 0, wait, err
+		return 0, wait, l.deletedErr(topicName, p, err)
 	}
 	return bases[0], wait, nil
 }
@@ -883,7 +1103,7 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 			return
 		}
 		bases, end, err := parts[p].write(encoded, writeOwned)
-		results[p] = result{end: end, err: err}
+		results[p] = result{end: end, err: l.deletedErr(topicName, parts[p], err)}
 		if err != nil {
 			return
 		}

@@ -48,6 +48,8 @@ func withHint(err error, topic string) error {
 		return &hintError{msg: fmt.Sprintf("topic %s already exists; change it with `tributary topics alter %s`", topic, topic), err: err}
 	case errors.Is(err, tlog.ErrRecordTooLarge):
 		return &hintError{msg: fmt.Sprintf("%v; raise the limit with `tributary topics alter %s --config max.message.bytes=N`", err, topic), err: err}
+	case errors.Is(err, tlog.ErrTooManyPartitions):
+		return &hintError{msg: fmt.Sprintf("%v; the limit is $%s (default %d) of the process that opens the data directory (this command, or `tributary run` behind --server)", err, envMaxPartitions, tlog.DefaultMaxPartitions), err: err}
 	case errors.Is(err, tlog.ErrCompactedTopicNilKey):
 		return &hintError{msg: fmt.Sprintf("%v; give every record a key with -K DELIM or -k KEY", err), err: err}
 	}

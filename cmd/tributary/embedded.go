@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
@@ -21,8 +24,31 @@ type embeddedClient struct {
 
 var _ logClient = (*embeddedClient)(nil)
 
+// envMaxPartitions sets the most partitions a topic of the embedded log may
+// have (tlog.Options.MaxPartitions), in every process that opens the data
+// directory.
+const envMaxPartitions = "TRIBUTARY_MAX_PARTITIONS"
+
+// maxPartitionsFromEnv returns $TRIBUTARY_MAX_PARTITIONS, 0 (the log's
+// default) when unset.
+func maxPartitionsFromEnv() (int, error) {
+	v := os.Getenv(envMaxPartitions)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive number of partitions per topic", envMaxPartitions, v)
+	}
+	return n, nil
+}
+
 func openEmbedded(dir string, logger *slog.Logger) (*embeddedClient, error) {
-	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
+	maxParts, err := maxPartitionsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger, MaxPartitions: maxParts})
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,15 @@ func newGroupsDescribeCmd(a *app) *cobra.Command {
 the committed offset (CURRENT-OFFSET), the end of the partition
 (LOG-END-OFFSET) and the difference (LAG), in kafka-consumer-groups.sh
 --describe columns. "-" marks a missing value: no commit on that partition,
-a topic that no longer exists, or no member owning the partition.`,
+a topic that no longer exists, or no member owning the partition.
+
+LAG is LOG-END-OFFSET minus CURRENT-OFFSET, as kafka-consumer-groups.sh
+computes it, so it is negative when the committed offset is past the end of
+the partition: the records the group had read up to are gone (the topic was
+deleted and created again, or data was lost). Such a partition also gets a
+warning on stderr; the group's consumers then restart from their reset
+policy (auto.offset.reset), so move its offsets deliberately with
+reset-offsets.`,
 		Example: `  tributary groups describe billing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
@@ -109,7 +117,7 @@ a topic that no longer exists, or no member owning the partition.`,
 				}
 				rows = append(rows, r...)
 			}
-			return writeGroupDescription(a.stdout, rows)
+			return writeGroupDescription(a.stdout, a.stderr, rows)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all-groups", false, "describe every group")
@@ -125,15 +133,34 @@ func hasMembers(rows []tlog.PartitionLag) bool {
 	return false
 }
 
-func writeGroupDescription(w io.Writer, rows []tlog.PartitionLag) error {
+// writeGroupDescription prints the rows as a table to w and a warning to
+// warn for every partition whose committed offset is past its end.
+func writeGroupDescription(w, warn io.Writer, rows []tlog.PartitionLag) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
+	var past []tlog.PartitionLag
 	for _, r := range rows {
+		lag := "-"
+		if r.CurrentOffset >= 0 && r.LogEndOffset >= 0 {
+			// Not r.Lag, which stops at 0 (the lag metric does): a committed
+			// offset past the end must show.
+			lag = strconv.FormatInt(r.LogEndOffset-r.CurrentOffset, 10)
+			if r.CurrentOffset > r.LogEndOffset {
+				past = append(past, r)
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Partition,
-			offsetOrDash(r.CurrentOffset), offsetOrDash(r.LogEndOffset), offsetOrDash(r.Lag),
+			offsetOrDash(r.CurrentOffset), offsetOrDash(r.LogEndOffset), lag,
 			orDash(r.ConsumerID), orDash(r.Host), orDash(r.ClientID))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range past {
+		fmt.Fprintf(warn, "Warning: group %s, %s-%d: committed offset %d is past the log end offset %d: the records up to it are gone (the topic was deleted and created again, or data was lost), and the %d records now in the partition are not counted as lag. Its consumers will restart by their auto.offset.reset policy; to read the partition from its start: tributary groups reset-offsets --group %s --topic %s:%d --to-earliest --execute\n",
+			r.Group, r.Topic, r.Partition, r.CurrentOffset, r.LogEndOffset, r.LogEndOffset, r.Group, r.Topic, r.Partition)
+	}
+	return nil
 }
 
 func offsetOrDash(n int64) string {

@@ -137,3 +137,35 @@ func TestGroups_ResetOffsets(t *testing.T) {
 	err := mustFail(t, dir, "", "groups", "reset-offsets", "--group", "g1", "--topic", "nope", "--to-earliest")
 	wantContains(t, "unknown topic", err.Error(), "nope")
 }
+
+// TestGroups_DescribeCommittedPastEnd: a committed offset past the end of
+// its partition (the records it had read are gone) shows as a negative LAG,
+// as kafka-consumer-groups.sh computes it, with a warning saying what
+// happened and how to move on, not as a lag of 0.
+func TestGroups_DescribeCommittedPastEnd(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "", "topics", "create", "web.tracking", "--partitions", "2")
+	mustRun(t, dir, "a\nb\n", "produce", "web.tracking", "-p", "1", "-q")
+	l, err := tlog.Open(tlog.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Groups().Commit(t.Context(), "sink", []tlog.OffsetCommit{{Topic: "web.tracking", Partition: 0, Offset: 296}, {Topic: "web.tracking", Partition: 1, Offset: 1}})
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, errOut := mustRun(t, dir, "", "groups", "describe", "sink")
+	wantTable(t, "describe", desc, [][]string{
+		describeHeader,
+		{"sink", "web.tracking", "0", "296", "0", "-296", "-", "-", "-"},
+		{"sink", "web.tracking", "1", "1", "2", "1", "-", "-", "-"},
+	})
+	wantContains(t, "describe stderr", errOut, "web.tracking-0: committed offset 296 is past the log end offset 0",
+		"tributary groups reset-offsets --group sink --topic web.tracking:0 --to-earliest --execute")
+	if strings.Contains(errOut, "web.tracking-1") {
+		t.Errorf("warning about a partition that is fine: %q", errOut)
+	}
+}

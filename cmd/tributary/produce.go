@@ -58,7 +58,10 @@ and fsync'ed, the lines read meanwhile gather into the next one (up to
 --append-bytes), and all partitions append at the same time. So a fast disk
 gets small, frequent appends and a slow one large ones, and every record is
 durable before it is counted. The count of records acknowledged is printed
-to stderr at the end, also after an error.`,
+to stderr at the end, also after an error. It counts every record the log
+acknowledged: an error or an interrupt starts no further append, but waits
+for those already started (one partition's failure does not abandon another
+partition's append that is already written).`,
 		Example: `  seq 1 1000 | tributary produce numbers
   printf 'user-1:{"plan":"pro"}\nuser-2:{"plan":"free"}\n' | tributary produce users -K :
   tributary produce web.tracking -H source=import -k batch-7 < events.jsonl`,
@@ -145,11 +148,18 @@ type producer struct {
 	parts  []*partQueue
 	sticky int32 // partition of records without a key
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup
-	idle   chan struct{} // a sender finished an append (buffered 1)
-	acked  atomic.Int64
+	// ctx ends on the first failure or when the caller's context ends: no
+	// append starts after that. appendCtx is what appends run with: it ends
+	// with neither, because an append that started may already be written
+	// (in the log, soon fsync'ed) and must be waited for, so that the count
+	// of acknowledged records is exact and a retry of the rest duplicates
+	// nothing.
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	appendCtx context.Context
+	wg        sync.WaitGroup
+	idle      chan struct{} // a sender finished an append (buffered 1)
+	acked     atomic.Int64
 }
 
 // partQueue is one partition: the group being filled (owned by run's
@@ -195,6 +205,7 @@ func newProducer(ctx context.Context, c produceClient, topic string, o produceOp
 		p.delim = []byte(o.keyDelim)
 	}
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
+	p.appendCtx = context.WithoutCancel(ctx)
 	p.parts = make([]*partQueue, n)
 	for i := range p.parts {
 		q := &partQueue{id: int32(i), ch: make(chan *recordGroup)}
@@ -446,7 +457,7 @@ func (p *producer) sender(q *partQueue) {
 		if p.ctx.Err() != nil {
 			continue // failed or interrupted: drain
 		}
-		if _, err := p.c.Append(p.ctx, p.topic, q.id, g.recs); err != nil {
+		if _, err := p.c.Append(p.appendCtx, p.topic, q.id, g.recs); err != nil {
 			p.fail(fmt.Errorf("partition %d: %w", q.id, err))
 			continue
 		}

@@ -77,8 +77,11 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		defer kb.Close()
 		backend = kb
 	default:
-		var err error
-		l, err = tlog.Open(tlog.Options{Dir: lc.Dir, Logger: a.logger, NumPartitions: lc.Defaults.Partitions})
+		maxParts, err := maxPartitionsFromEnv()
+		if err != nil {
+			return err
+		}
+		l, err = tlog.Open(tlog.Options{Dir: lc.Dir, Logger: a.logger, NumPartitions: lc.Defaults.Partitions, MaxPartitions: maxParts})
 		if err != nil {
 			return err
 		}

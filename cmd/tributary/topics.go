@@ -56,6 +56,12 @@ func newTopicsCreateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
+		Long: fmt.Sprintf(`Create a topic with --partitions partitions: at most %d, or $%s of the
+process that opens the data directory. Every partition keeps files open and
+a goroutine, so the embedded log caps the count to protect its data
+directory (Kafka has no hard cap, but advises a few thousand partitions per
+broker in all). A create is all or nothing: one that fails leaves no
+partition directory behind.`, tlog.DefaultMaxPartitions, envMaxPartitions),
 		Example: `  tributary topics create web.tracking --partitions 3
   tributary topics create users --partitions 6 --config cleanup.policy=compact --config retention.ms=-1`,
 		Args: exactArgs("NAME"),
@@ -84,7 +90,7 @@ func newTopicsCreateCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&partitions, "partitions", 1, "number of partitions")
+	f.IntVar(&partitions, "partitions", 1, fmt.Sprintf("number of partitions (1 to %d, or $%s)", tlog.DefaultMaxPartitions, envMaxPartitions))
 	f.StringArrayVar(&configs, "config", nil, "topic config override name=value (repeatable; see `tributary topics --help` for the names)")
 	f.IntVar(&replication, "replication-factor", 1, "replicas per partition (only 1 on a single node)")
 	f.BoolVar(&ifNotExists, "if-not-exists", false, "succeed quietly when the topic already exists")

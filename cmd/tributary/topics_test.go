@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,4 +101,30 @@ func TestTopics_ListExcludeInternal(t *testing.T) {
 	if out, _ := mustRun(t, dir, "", "topics", "list", "--exclude-internal"); out != "visible\n" {
 		t.Errorf("list --exclude-internal = %q", out)
 	}
+}
+
+// TestTopics_CreatePartitionLimit: `topics create` and `topics alter
+// --partitions` refuse more partitions than the limit, with an error naming
+// it and how to change it, and leave no partition directory behind; the
+// limit follows $TRIBUTARY_MAX_PARTITIONS.
+func TestTopics_CreatePartitionLimit(t *testing.T) {
+	dir := t.TempDir()
+	err := mustFail(t, dir, "", "topics", "create", "n1", "--partitions", "100000000")
+	if !errors.Is(err, tlog.ErrInvalidPartitions) {
+		t.Fatalf("create 100000000 partitions: %v", err)
+	}
+	wantContains(t, "create 100000000", err.Error(), "at most 1000", "TRIBUTARY_MAX_PARTITIONS")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "n1-") {
+			t.Fatalf("a refused create left %s", e.Name())
+		}
+	}
+	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "4")
+	mustRun(t, dir, "", "topics", "create", "n1", "--partitions", "4")
+	err = mustFail(t, dir, "", "topics", "alter", "n1", "--partitions", "5")
+	wantContains(t, "alter to 5", err.Error(), "at most 4")
+	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "many")
+	err = mustFail(t, dir, "", "topics", "list")
+	wantContains(t, "bad env", err.Error(), `TRIBUTARY_MAX_PARTITIONS="many"`)
 }

@@ -822,10 +822,22 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
 		return
 	}
-	offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
-	maxBytes, _ := strconv.Atoi(q.Get("max_bytes"))
-	waitMs, _ := strconv.Atoi(q.Get("max_wait_ms"))
-	res, err := s.log.Read(r.Context(), r.PathValue("topic"), int32(p), offset, tlog.ReadOptions{MaxBytes: maxBytes, MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
+	offset, err := queryInt(q, "offset", 0)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	maxBytes, err := queryInt(q, "max_bytes", 0)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	waitMs, err := queryInt(q, "max_wait_ms", 0)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	res, err := s.log.Read(r.Context(), r.PathValue("topic"), int32(p), offset, tlog.ReadOptions{MaxBytes: int(min(maxBytes, 64<<20)), MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -839,6 +851,21 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		out.Records = append(out.Records, rj)
 	}
 	writeJSON(w, 200, out)
+}
+
+// queryInt parses an optional non-negative integer query parameter: def
+// when absent, a 400 when it is not a number or negative (a typo must not
+// read from somewhere else than asked).
+func queryInt(q map[string][]string, name string, def int64) (int64, error) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: query parameter %s=%q: want a non-negative integer", engine.ErrBadRequest, name, v[0])
+	}
+	return n, nil
 }
 
 // ProduceJSON is the body of a produce request: records with an optional
@@ -1006,8 +1033,12 @@ func (s *Server) commitGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req CommitJSON
-	if err := decodeBody(r, &req); err != nil {
-		s.fail(w, err)
+	// Strict: an unknown field (say "offset" for "current_offset") would
+	// otherwise commit offset 0.
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, fmt.Errorf("%w: request body: %v", engine.ErrBadRequest, err))
 		return
 	}
 	if err := s.checkIdle(r.PathValue("group"), "commit offsets of"); err != nil {
@@ -1016,6 +1047,21 @@ func (s *Server) commitGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	var cs []tlog.OffsetCommit
 	for _, o := range req.Offsets {
+		// The log accepts commits for topics that do not exist, as Kafka's
+		// coordinator does; an admin request naming one is a mistake.
+		if o.CurrentOffset < 0 {
+			s.fail(w, fmt.Errorf("%w: %s-%d: current_offset %d: offsets start at 0", engine.ErrBadRequest, o.Topic, o.Partition, o.CurrentOffset))
+			return
+		}
+		n, err := s.log.Partitions(o.Topic)
+		if err != nil {
+			s.fail(w, fmt.Errorf("commit offsets of group %s: %w", r.PathValue("group"), err))
+			return
+		}
+		if o.Partition < 0 || int(o.Partition) >= n {
+			s.fail(w, fmt.Errorf("commit offsets of group %s: %w: %s has no partition %d (it has %d)", r.PathValue("group"), tlog.ErrUnknownPartition, o.Topic, o.Partition, n))
+			return
+		}
 		cs = append(cs, tlog.OffsetCommit{Topic: o.Topic, Partition: o.Partition, Offset: o.CurrentOffset})
 	}
 	if err := s.log.Groups().Commit(r.Context(), r.PathValue("group"), cs); err != nil {

@@ -1,0 +1,68 @@
+package rest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestREST_Records_BadQueryIs400: a query parameter that is not a
+// non-negative number is a 400 with Kafka Connect's error body, never a
+// read from offset 0.
+func TestREST_Records_BadQueryIs400(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	if code, body := call(t, srv, "POST", "/topics", `{"name":"t","partitions":1}`); code != 201 {
+		t.Fatalf("create topic = %d %s", code, body)
+	}
+	if code, body := call(t, srv, "POST", "/topics/t/records", `{"records":[{"partition":0,"value":"a"},{"partition":0,"value":"b"}]}`); code != 200 {
+		t.Fatalf("produce = %d %s", code, body)
+	}
+	for _, q := range []string{"offset=abc", "offset=-1", "offset=1x", "max_bytes=lots", "max_wait_ms=1.5"} {
+		code, body := call(t, srv, "GET", "/topics/t/partitions/0/records?"+q, "")
+		var e apiError
+		if code != 400 || json.Unmarshal([]byte(body), &e) != nil || e.ErrorCode != 400 || !strings.Contains(e.Message, strings.SplitN(q, "=", 2)[0]) {
+			t.Errorf("?%s = %d %s, want 400 naming the parameter", q, code, body)
+		}
+	}
+	code, body := call(t, srv, "GET", "/topics/t/partitions/0/records?offset=1", "")
+	var res ReadJSON
+	if code != 200 || json.Unmarshal([]byte(body), &res) != nil || len(res.Records) != 1 || res.Records[0].Offset != 1 {
+		t.Fatalf("?offset=1 = %d %s, want the record at 1", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/topics/t/partitions/0/records", ""); code != 200 || !strings.Contains(body, `"offset":0`) {
+		t.Fatalf("no offset = %d %s, want a read from 0", code, body)
+	}
+}
+
+// TestREST_Groups_CommitChecksTopicAndOffset: committing offsets over REST
+// refuses an unknown topic or partition (404) and a negative offset or an
+// unknown field (400), with Kafka Connect's error body, and commits nothing.
+func TestREST_Groups_CommitChecksTopicAndOffset(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	if code, body := call(t, srv, "POST", "/topics", `{"name":"t","partitions":2}`); code != 201 {
+		t.Fatalf("create topic = %d %s", code, body)
+	}
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"offsets":[{"topic":"nope","partition":0,"current_offset":5}]}`, 404},
+		{`{"offsets":[{"topic":"t","partition":2,"current_offset":5}]}`, 404},
+		{`{"offsets":[{"topic":"t","partition":-1,"current_offset":5}]}`, 404},
+		{`{"offsets":[{"topic":"t","partition":0,"current_offset":-3}]}`, 400},
+		{`{"offsets":[{"topic":"t","partition":0,"offset":7}]}`, 400},
+		{`{"offsets":[{"topic":"t","partition":0,"current_offset":1},{"topic":"nope","partition":0,"current_offset":5}]}`, 404},
+	} {
+		code, body := call(t, srv, "POST", "/groups/g/offsets", c.body)
+		var e apiError
+		if code != c.code || json.Unmarshal([]byte(body), &e) != nil || e.ErrorCode != c.code || e.Message == "" {
+			t.Errorf("commit %s = %d %s, want %d with an error body", c.body, code, body, c.code)
+		}
+	}
+	if code, body := call(t, srv, "GET", "/groups/g", ""); code != 404 {
+		t.Fatalf("group after refused commits = %d %s, want 404 (nothing committed)", code, body)
+	}
+	if code, body := call(t, srv, "POST", "/groups/g/offsets", `{"offsets":[{"topic":"t","partition":1,"current_offset":0}]}`); code != 204 {
+		t.Fatalf("valid commit = %d %s", code, body)
+	}
+}

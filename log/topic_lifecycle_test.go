@@ -1,0 +1,348 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// partitionDirs lists the directories of the data dir that belong to topic
+// (name-N) and those left over with a -delete suffix.
+func partitionDirs(t *testing.T, dir, topic string) (dirs, deleted []string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case !e.IsDir():
+		case strings.HasSuffix(n, "-delete"):
+			deleted = append(deleted, n)
+		case strings.HasPrefix(n, topic+"-"):
+			dirs = append(dirs, n)
+		}
+	}
+	sort.Strings(dirs)
+	return dirs, deleted
+}
+
+// TestDeleteTopic_RacingAutoCreatingProducers deletes a topic again and
+// again while producers keep appending to it with auto-creation on (the
+// quickstart's source does). Every delete must succeed, and after a restart
+// every record acknowledged by an append that started after the last delete
+// returned must be there, in a topic that holds nothing else of before.
+func TestDeleteTopic_RacingAutoCreatingProducers(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, func(o *Options) { o.NumPartitions = 3 })
+	const topic = "web.tracking"
+	type acked struct {
+		part   int32
+		offset int64
+		value  string
+	}
+	var (
+		epoch atomic.Int64 // deletes that returned
+		stop  atomic.Bool
+		mu    sync.Mutex
+		after = map[int64][]acked{} // by the epoch seen before the append started
+		wg    sync.WaitGroup
+	)
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				e := epoch.Load()
+				recs := []Record{{Value: fmt.Appendf(nil, "w%d-%d", w, i)}, {Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "w%d-%d-k", w, i)}}
+				err := l.Produce(t.Context(), topic, recs)
+				switch {
+				case err == nil:
+					mu.Lock()
+					for _, r := range recs {
+						after[e] = append(after[e], acked{r.Partition, r.Offset, string(r.Value)})
+					}
+					mu.Unlock()
+				case errors.Is(err, ErrUnknownTopic):
+					// Stale: the topic went between look-up and append.
+				default:
+					t.Errorf("Produce: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 30 {
+		time.Sleep(2 * time.Millisecond)
+		if err := l.DeleteTopic(topic); err != nil && !errors.Is(err, ErrUnknownTopic) {
+			t.Errorf("DeleteTopic #%d: %v", i, err)
+		}
+		epoch.Add(1)
+	}
+	last := epoch.Load()
+	// Appends that start now see only the last incarnation: wait for a
+	// few of them.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(after[last])
+		mu.Unlock()
+		if n >= 20 {
+			break
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	l = openTestLog(t, dir, func(o *Options) { o.NumPartitions = 3 })
+	defer l.Close()
+	n, err := l.Partitions(topic)
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	got := map[string]int64{}
+	for p := range int32(n) {
+		start, _, err := l.Offsets(topic, p)
+		if err != nil || start != 0 {
+			t.Fatalf("partition %d starts at %d (%v), want 0", p, start, err)
+		}
+		for i, r := range readAll(t, l, topic, p, 0) {
+			if r.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d has offset %d", p, i, r.Offset)
+			}
+			got[fmt.Sprintf("%d/%s", p, r.Value)] = r.Offset
+		}
+	}
+	if len(after[last]) == 0 {
+		t.Fatal("no append started after the last delete: the test proves nothing")
+	}
+	for _, a := range after[last] {
+		off, ok := got[fmt.Sprintf("%d/%s", a.part, a.value)]
+		if !ok || off != a.offset {
+			t.Errorf("acknowledged %s at %d/%d is lost after restart (found at %d: %v)", a.value, a.part, a.offset, off, ok)
+		}
+	}
+	dirs, deleted := partitionDirs(t, dir, topic)
+	if len(dirs) != n || len(deleted) != 0 {
+		t.Errorf("partition dirs %v, leftovers %v; want %d dirs and no leftovers", dirs, deleted, n)
+	}
+}
+
+// TestDeleteTopic_RemovesDataAndGroupOffsets: a deleted topic made again is
+// empty, and the groups' committed offsets of the old one are gone.
+func TestDeleteTopic_RemovesDataAndGroupOffsets(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	defer l.Close()
+	ctx := t.Context()
+	if err := l.CreateTopic("t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := l.Append(ctx, "t", int32(i%2), []Record{{Value: []byte("old")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Groups().Commit(ctx, "g", []OffsetCommit{{Topic: "t", Partition: 0, Offset: 3}, {Topic: "other", Partition: 0, Offset: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteTopic("t"); err != nil {
+		t.Fatalf("DeleteTopic: %v", err)
+	}
+	if _, ok := l.Groups().CommittedOffset("g", "t", 0); ok {
+		t.Error("the group still has an offset of the deleted topic")
+	}
+	if off, ok := l.Groups().CommittedOffset("g", "other", 0); !ok || off != 1 {
+		t.Errorf("offset of another topic = %d, %v; want 1", off, ok)
+	}
+	if err := l.CreateTopic("t", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if start, end, err := l.Offsets("t", p); err != nil || start != 0 || end != 0 {
+			t.Errorf("new t-%d = [%d, %d) %v, want empty", p, start, end, err)
+		}
+	}
+	if _, deleted := partitionDirs(t, dir, "t"); len(deleted) != 0 {
+		t.Errorf("leftovers %v", deleted)
+	}
+}
+
+// TestCreateTopic_StrayDirIsNotInherited: a partition directory no topic
+// owns (a crash between a delete's meta.json write and its rename, or a
+// create that failed before meta.json) never becomes part of a new topic.
+func TestCreateTopic_StrayDirIsNotInherited(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(t.Context(), "t", 0, []Record{{Value: []byte("old")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Forget the topic in meta.json only, as a crash right after the
+	// delete's meta.json write would.
+	l = openTestLog(t, dir)
+	l.mu.Lock()
+	delete(l.meta.Topics, "t")
+	if err := l.writeMeta(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Unlock()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	defer l.Close()
+	if err := l.CreateTopic("t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, end, err := l.Offsets("t", 0); err != nil || end != 0 {
+		t.Fatalf("new t-0 ends at %d (%v), want 0: it inherited the old data", end, err)
+	}
+}
+
+// TestCreateTopic_PartitionLimit: a topic may not have more than
+// MaxPartitions partitions, neither at creation nor by growing, and a
+// refused or failed create leaves nothing behind.
+func TestCreateTopic_PartitionLimit(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 8 })
+	defer l.Close()
+	err := l.CreateTopic("n1", 100000000, nil)
+	if !errors.Is(err, ErrInvalidPartitions) || !strings.Contains(err.Error(), "at most 8") {
+		t.Fatalf("CreateTopic(100000000) = %v, want ErrInvalidPartitions naming the limit", err)
+	}
+	if dirs, _ := partitionDirs(t, dir, "n1"); len(dirs) != 0 {
+		t.Fatalf("a refused create left %v", dirs)
+	}
+	if _, err := l.Partitions("n1"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("Partitions(n1) = %v, want ErrUnknownTopic", err)
+	}
+	if err := l.CreateTopic("n1", 8, nil); err != nil {
+		t.Fatalf("CreateTopic(8) = %v", err)
+	}
+	if err := l.CreatePartitions("n1", 9); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("CreatePartitions(9) = %v, want ErrInvalidPartitions", err)
+	}
+	if dirs, _ := partitionDirs(t, dir, "n1"); len(dirs) != 8 {
+		t.Fatalf("dirs %v, want 8", dirs)
+	}
+	if l2, err := Open(Options{Dir: t.TempDir(), NumPartitions: 2000}); err == nil {
+		l2.Close()
+		t.Fatal("Open with NumPartitions above the default limit succeeded")
+	}
+}
+
+// TestCreateTopic_AllOrNothing: a create is whole or absent, also across a
+// restart. A stray file where a partition directory goes is no reason to
+// leave a topic half made (meta.json listing partitions that do not exist
+// made the data dir impossible to open); a create whose meta.json write
+// fails removes the partitions it made.
+func TestCreateTopic_AllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "n1-3"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := l.CreateTopic("n1", 6, nil)
+	// Make meta.json's next write fail: its temporary file is a directory.
+	if err := os.Mkdir(filepath.Join(dir, metaFileName+".tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err2 := l.CreateTopic("n2", 6, nil); err2 == nil {
+		t.Fatal("CreateTopic(n2) succeeded without writing meta.json")
+	}
+	if dirs, _ := partitionDirs(t, dir, "n2"); len(dirs) != 0 {
+		t.Errorf("a failed create left %v", dirs)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, metaFileName+".tmp")); err != nil {
+		t.Fatal(err)
+	}
+	l, err2 := Open(Options{Dir: dir})
+	if err2 != nil {
+		t.Fatalf("Open after the creates: %v", err2)
+	}
+	defer l.Close()
+	switch names := l.ListTopics(); {
+	case err != nil && len(names) != 0:
+		t.Fatalf("CreateTopic(n1) failed (%v) but the topics are %v", err, names)
+	case err == nil && (len(names) != 1 || names[0] != "n1"):
+		t.Fatalf("topics %v, want [n1]", names)
+	case err == nil:
+		for p := range int32(6) {
+			if _, end, err := l.Offsets("n1", p); err != nil || end != 0 {
+				t.Errorf("n1-%d ends at %d (%v), want an empty partition", p, end, err)
+			}
+		}
+	}
+	if dirs, _ := partitionDirs(t, dir, "n2"); len(dirs) != 0 {
+		t.Errorf("dirs of n2 after restart: %v", dirs)
+	}
+}
+
+// TestOpen_TopicOverPartitionLimitIsDeletable: a data directory whose
+// meta.json lists a topic with more partitions than the limit (an older
+// version wrote meta.json before creating 100,000,000 partitions and died
+// of EMFILE part way) opens, without opening that topic, and the topic can
+// be deleted, leaving none of its directories.
+func TestOpen_TopicOverPartitionLimitIsDeletable(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("ok", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.meta.Topics["n1"] = topicMeta{ID: newID(), Partitions: 100000000}
+	err := l.writeMeta()
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("n1-%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = openTestLog(t, dir)
+	defer func() { l.Close() }()
+	if _, _, err := l.Offsets("ok", 0); err != nil {
+		t.Fatalf("the other topic: %v", err)
+	}
+	if err := l.CreateTopic("n1", 1, nil); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("CreateTopic(n1) = %v, want ErrTopicExists while the old one is there", err)
+	}
+	if err := l.DeleteTopic("n1"); err != nil {
+		t.Fatalf("DeleteTopic(n1) = %v", err)
+	}
+	if dirs, deleted := partitionDirs(t, dir, "n1"); len(dirs)+len(deleted) != 0 {
+		t.Fatalf("left %v %v", dirs, deleted)
+	}
+	if err := l.CreateTopic("n1", 2, nil); err != nil {
+		t.Fatalf("CreateTopic(n1) after the delete = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	if n, err := l.Partitions("n1"); err != nil || n != 2 {
+		t.Fatalf("after restart n1 has %d partitions (%v), want 2", n, err)
+	}
+}
