@@ -52,8 +52,8 @@
 // become durable from doubling it.
 //
 // Under load Read gathers (group commit): once the worker announces
-// durability, a Read that finds requests while the records of its last
-// two Reads are not durable yet waits until the older are (at most
+// durability, a Read that finds requests while the records of the last
+// Read are not durable yet waits until they are (at most
 // maxGather), and returns every request that arrived meanwhile, so that
 // one append and one fsync per partition cover them all. Those requests
 // could not have been answered sooner: the fsyncs in flight do not cover

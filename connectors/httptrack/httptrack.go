@@ -439,10 +439,10 @@ func (s *Source) Addr() net.Addr { return s.ln.Addr() }
 // read.batch.events records wait), then returns every request that
 // arrived meanwhile. Those requests could not have been answered before
 // the fsyncs in flight ended anyway, and so one append and one fsync cover
-// them all instead of one per handful of requests; with two Reads in
-// flight the next batch is appended while the previous one is fsync'ed.
-// With fewer in flight (an idle or lightly loaded source) Read returns at
-// once.
+// them all instead of one per handful of requests. The next batch is
+// gathered (and its clients keep sending) while the previous one is
+// fsync'ed. With nothing in flight (an idle or lightly loaded source) Read
+// returns at once.
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 	s.readyOnce.Do(func() {
 		if n := s.recoveredIDs.Load(); n > 0 {
@@ -510,8 +510,12 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 var maxGather = 20 * time.Millisecond
 
 // gatherDepth is how many Reads may have records on their way to the disk
-// before the next Read gathers.
-const gatherDepth = 2
+// before the next Read gathers. With 1, each partition is fsync'ed once
+// per Read under load, and a Read carries about half the waiting clients;
+// with 2 the partitions were fsync'ed about 20% more often per request
+// (Reads of about a third of the clients) for more CPU per request:
+// 64 clients on the 2-core VM, alternated runs, bench/httptrack/README.md.
+const gatherDepth = 1
 
 // gatherLocked reports whether a Read should wait before taking the queue:
 // the worker tells of durability, the records of the last gatherDepth
