@@ -1,6 +1,7 @@
 package httptrack
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -303,6 +304,13 @@ func position(seq uint64) connect.Position {
 }
 
 func parsePosition(pos connect.Position) (uint64, error) {
+	// The form position writes, parsed without encoding/json: the worker
+	// hands every Durable and Ack one.
+	if digits, ok := bytes.CutPrefix(pos, []byte(`{"seq":`)); ok && len(digits) > 1 && len(digits) <= 21 && digits[len(digits)-1] == '}' && (digits[0] != '0' || len(digits) == 2) {
+		if seq, err := strconv.ParseUint(string(digits[:len(digits)-1]), 10, 64); err == nil {
+			return seq, nil
+		}
+	}
 	var p struct {
 		Seq *uint64 `json:"seq"`
 	}
