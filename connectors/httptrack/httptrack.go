@@ -233,17 +233,19 @@ type request struct {
 // never run with it).
 type Source struct {
 	// Set by Open, read-only afterwards.
-	set     settings
-	cfg     connect.Config
-	logger  *slog.Logger
-	srv     *http.Server
-	ln      net.Listener
-	served  chan struct{} // closed when Serve has returned
-	closing chan struct{} // closed when Close starts: waiting requests answer 503
-	ready   chan struct{} // closed by the first Read, after RecoverTail: requests are enqueued
-	limiter *limiter
-	metrics *metrics
-	journal *journal // nil without state.dir
+	set    settings
+	cfg    connect.Config
+	logger *slog.Logger
+	srv    *http.Server
+	ln     net.Listener
+	served chan struct{} // closed when Serve has returned
+	// wakerDone is closed when wakeWaiters has returned.
+	wakerDone chan struct{}
+	closing   chan struct{} // closed when Close starts: waiting requests answer 503
+	ready     chan struct{} // closed by the first Read, after RecoverTail: requests are enqueued
+	limiter   *limiter
+	metrics   *metrics
+	journal   *journal // nil without state.dir
 
 	closeOnce sync.Once
 	closeErr  error
@@ -352,6 +354,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.closing = make(chan struct{})
 	s.ready = make(chan struct{})
 	s.served = make(chan struct{})
+	s.wakerDone = make(chan struct{})
 	s.limiter = newLimiter(set.rateLimit)
 	s.metrics = newMetrics(len(set.keys))
 
@@ -407,6 +410,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
+	go s.wakeWaiters()
 	go func() {
 		defer close(s.served)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -637,8 +641,7 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	}
 	if a := s.answeredLocked(); a > before {
 		s.answered.Store(a)
-		ch := make(chan struct{})
-		close(*s.ackCh.Swap(&ch))
+		s.wakeLocked()
 	}
 	return nil
 }
@@ -664,6 +667,9 @@ func (s *Source) Close(ctx context.Context) error {
 			return
 		}
 		close(s.closing)
+		s.mu.Lock()
+		s.wakeLocked() // waiting requests answer 503
+		s.mu.Unlock()
 		var errs []error
 		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
 			var cancel context.CancelFunc
@@ -674,6 +680,7 @@ func (s *Source) Close(ctx context.Context) error {
 			s.srv.Close() // hard stop
 		}
 		<-s.served
+		<-s.wakerDone
 		if s.journal != nil {
 			if err := s.journal.close(); err != nil {
 				errs = append(errs, err)
