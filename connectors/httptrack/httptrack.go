@@ -287,8 +287,12 @@ type Source struct {
 	notified   bool          // the worker calls Durable: Read may gather (see Read)
 	readable   chan struct{} // holds a token when the queue became non-empty or full
 	durableCh  chan struct{} // holds a token when durable advanced, for a gathering Read
-	dedup      *dedupSet     // nil when dedup is off
-	jbuf       []byte        // journal entries not yet written to the file
+	// takingNext: a Read waits with requests queued and takes them once
+	// durable advances. wakeDue: answered advanced since the waiting
+	// requests were last woken (see advance).
+	takingNext, wakeDue bool
+	dedup               *dedupSet // nil when dedup is off
+	jbuf                []byte    // journal entries not yet written to the file
 }
 
 var (
@@ -473,6 +477,25 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 			gather.Stop()
 		}
 	}()
+	took := false
+	defer func() {
+		if took {
+			return // the next Read wakes the requests answered meanwhile
+		}
+		s.mu.Lock()
+		s.takingNext = false
+		if s.wakeDue {
+			s.wakeLocked()
+		}
+		s.mu.Unlock()
+	}()
+	// The requests answered since the last Read returned are woken now
+	// (see advance), after the worker appended that Read's batch.
+	s.mu.Lock()
+	if s.wakeDue {
+		s.wakeLocked()
+	}
+	s.mu.Unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -481,6 +504,7 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		waits := len(s.queue) > 0
 		if waits && (gathered || !s.gatherLocked()) {
 			recs, jbuf, k := s.takeLocked()
+			s.takingNext, took = false, true
 			s.mu.Unlock()
 			s.reads.Add(1)
 			s.readRequests.Add(int64(k))
@@ -489,6 +513,10 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 			}
 			return recs, nil
 		}
+		if s.wakeDue { // answered, but this Read waits on
+			s.wakeLocked()
+		}
+		s.takingNext = waits && !gathered // a Durable ends the wait: this Read takes the queue
 		s.mu.Unlock()
 		if waits && gather == nil {
 			gather = time.NewTimer(maxGather)
@@ -641,6 +669,17 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	}
 	if a := s.answeredLocked(); a > before {
 		s.answered.Store(a)
+		s.wakeDue = true
+	}
+	// While a Read waits to take the queue once records are durable, the
+	// requests this answers are woken when the worker calls Read next,
+	// after it appended the batch that Read returns: woken first, they
+	// (and their clients' next requests) would run before the appending
+	// goroutine and the log's fsync goroutines, and the next group commit
+	// would start that much later. Nothing else waits for them: Read comes
+	// right back under load, and wakeWaiters, Close and every later
+	// advance without such a Read wake them too.
+	if s.wakeDue && !s.takingNext {
 		s.wakeLocked()
 	}
 	return nil

@@ -333,6 +333,7 @@ const (
 
 // wakeLocked wakes every request waiting in awaitDurable, to check again.
 func (s *Source) wakeLocked() {
+	s.wakeDue = false
 	ch := make(chan struct{})
 	close(*s.ackCh.Swap(&ch))
 }
