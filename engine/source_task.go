@@ -70,7 +70,8 @@ var testHookBeforePositionStore func(connector string, pos connect.Position) err
 // goroutines share the work: a reader (Read and transforms), the appender
 // (this one) and a committer that waits for durability, so the next batch
 // is read and appended while the previous ones are fsync'ed. Appends keep
-// the order of reads.
+// the order of reads. A lazy-acking connect.DurableNotifier without
+// transforms is read and appended by this goroutine alone (see below).
 func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c chain) error {
 	src := r.conn.NewSource()
 	if err := src.Open(soft, cfg); err != nil {
