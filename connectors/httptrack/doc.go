@@ -60,7 +60,12 @@
 // them. An idle or lightly loaded source, or one whose worker never calls
 // Durable, is read at once.
 // A Durable wakes all the requests it answers with one channel close;
-// they check the answered seq without taking the source's lock.
+// they check the answered seq without taking the source's lock. When a
+// Read waits to take the queue as that Durable comes, the close waits for
+// the worker's next Read, so that the batch the waiting Read returns is
+// appended (and its fsyncs started) before the answered requests and
+// their clients compete for the CPU. Waiting requests carry no timer: a
+// ticker (every ack.timeout/8) wakes them to check their ack.timeout.
 //
 // # Dedup
 //
