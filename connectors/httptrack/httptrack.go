@@ -85,7 +85,7 @@ func spec() connect.Spec {
 		{Name: "trusted.proxy.header", Type: connect.TypeString,
 			Description: "Header a trusted reverse proxy sets to the client address (e.g. X-Forwarded-For; its last entry is used). Empty uses the peer address."},
 		{Name: "ack.timeout", Type: connect.TypeDuration, Default: "10s", Min: "1ms",
-			Description: "How long a request waits for its events to be durable in the log before it is answered 503 with Retry-After."},
+			Description: "How long a request waits for its events to be durable in the log before it is answered 503 with Retry-After (noticed within an eighth of it more, at most 1s more)."},
 		{Name: "max.pending.bytes", Type: connect.TypeSize, Default: "64MiB", Min: "1KiB", Max: "1TiB",
 			Description: "Most bytes of events accepted but not yet read by the worker; beyond it requests are answered 503 with Retry-After (backpressure)."},
 		{Name: "read.batch.events", Type: connect.TypeInt, Default: "10000", Min: "1", Max: "10000000",
