@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +70,8 @@ var testHookBeforePositionStore func(connector string, pos connect.Position) err
 // goroutines share the work: a reader (Read and transforms), the appender
 // (this one) and a committer that waits for durability, so the next batch
 // is read and appended while the previous ones are fsync'ed. Appends keep
-// the order of reads.
+// the order of reads. A lazy-acking connect.DurableNotifier without
+// transforms is read and appended by this goroutine alone (see below).
 func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c chain) error {
 	src := r.conn.NewSource()
 	if err := src.Open(soft, cfg); err != nil {
@@ -103,23 +105,44 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	r.setTaskState(StateRunning, "")
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
-	reads := make(chan readBatch, sourceReadAhead)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(reads)
-		readErr <- r.readSource(rctx, src, c, reads)
-	}()
 	window := make(chan inflight, sourceWindow)
 	committed := make(chan error, 1)
 	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail, n) }()
 
-	err := r.appendSource(hard, rctx, reads, window, tail != nil)
+	var err error
+	if n != nil && n.lazy && len(c) == 0 {
+		// A source that answers its clients on Durable and gathers its
+		// reads while records are on their way to the disk (httptrack)
+		// needs no read-ahead: the goroutine that read a batch appends
+		// it, so the log's fsyncs start one goroutine hand-off sooner
+		// after a Read returns, and before the source's next Read.
+		err = r.readSource(rctx, src, c, func(b readBatch) error {
+			_, err := r.appendBatch(hard, b, window, tail != nil)
+			return err
+		})
+	} else {
+		reads := make(chan readBatch, sourceReadAhead)
+		readErr := make(chan error, 1)
+		go func() {
+			defer close(reads)
+			readErr <- r.readSource(rctx, src, c, func(b readBatch) error {
+				select {
+				case reads <- b:
+					return nil
+				case <-rctx.Done():
+					return errStopReading
+				}
+			})
+		}()
+		err = r.appendSource(hard, rctx, reads, window, tail != nil)
+		stopReading()
+		for range reads { // what was read and not appended is not acked and comes again
+		}
+		if rerr := <-readErr; err == nil {
+			err = rerr
+		}
+	}
 	stopReading()
-	for range reads { // what was read and not appended is not acked and comes again
-	}
-	if rerr := <-readErr; err == nil {
-		err = rerr
-	}
 	close(window) // drain: the committer finishes every batch in flight
 	if cerr := <-committed; err == nil {
 		err = cerr
@@ -162,9 +185,14 @@ func (r *runner) durableNotifier(src connect.Source, recovers, resumed bool) *du
 	return &durableNotice{src: dn, armed: true, on: resumed && r.w.offsets.Tail(r.spec.Name) != nil}
 }
 
+// errStopReading is what an emit function of readSource returns when ctx
+// ended while it waited: readSource then returns nil.
+var errStopReading = errors.New("stop reading")
+
 // readSource is the reading half of a source task: Read and transform,
-// until ctx ends (nil) or reading fails. It blocks while paused.
-func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, reads chan<- readBatch) error {
+// handing each batch to emit, until ctx ends (nil), reading fails or emit
+// fails. It blocks while paused.
+func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, emit func(readBatch) error) error {
 	m := r.w.metrics
 	bo := backoff{initial: 100 * time.Millisecond, max: 10 * time.Second}
 	for {
@@ -206,10 +234,8 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 				rec.Position = nil
 				b.bytes += len(rec.Key) + len(rec.Value)
 			}
-			select {
-			case reads <- b:
-			case <-ctx.Done():
-				return nil
+			if err := emit(b); err != nil {
+				return stopped(err)
 			}
 			continue
 		}
@@ -236,12 +262,18 @@ func (r *runner) readSource(ctx context.Context, src connect.Source, c chain, re
 				b.posEnd = len(b.recs)
 			}
 		}
-		select {
-		case reads <- b:
-		case <-ctx.Done():
-			return nil
+		if err := emit(b); err != nil {
+			return stopped(err)
 		}
 	}
+}
+
+// stopped returns err, or nil for errStopReading.
+func stopped(err error) error {
+	if errors.Is(err, errStopReading) {
+		return nil
+	}
+	return err
 }
 
 // appendSource is the appending half of a source task: it appends what the
@@ -265,26 +297,37 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 			return nil
 		}
 		closed := gather(ctx, &b, reads, last, sourceLinger, linger)
-		f := inflight{start: b.start, pos: b.pos, wait: func(context.Context) error { return nil }, done: make(chan struct{})}
-		if len(b.recs) > 0 {
-			// Appends use the hard context: a batch that was read is
-			// finished even while stopping, so its position can be stored.
-			wait, err := r.w.opts.Backend.Append(hard, b.recs)
-			if err != nil {
-				return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
-			}
-			f.wait = wait
-			if track {
-				f.recs, f.posEnd = b.recs, b.posEnd
-			}
-			r.m.recordsWritten.Add(float64(len(b.recs)))
+		done, err := r.appendBatch(hard, b, window, track)
+		if err != nil {
+			return err
 		}
-		window <- f // blocks while sourceWindow batches wait for their fsync
-		last = f.done
+		last = done
 		if closed {
 			return nil
 		}
 	}
+}
+
+// appendBatch appends b and hands it to the committer through window
+// (blocking while sourceWindow batches wait for their fsync). It returns
+// the channel the committer closes once b is durable.
+func (r *runner) appendBatch(hard context.Context, b readBatch, window chan<- inflight, track bool) (chan struct{}, error) {
+	f := inflight{start: b.start, pos: b.pos, wait: func(context.Context) error { return nil }, done: make(chan struct{})}
+	if len(b.recs) > 0 {
+		// Appends use the hard context: a batch that was read is
+		// finished even while stopping, so its position can be stored.
+		wait, err := r.w.opts.Backend.Append(hard, b.recs)
+		if err != nil {
+			return nil, fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
+		}
+		f.wait = wait
+		if track {
+			f.recs, f.posEnd = b.recs, b.posEnd
+		}
+		r.m.recordsWritten.Add(float64(len(b.recs)))
+	}
+	window <- f
+	return f.done, nil
 }
 
 // gather merges into b the batches waiting in reads and, while the last

@@ -52,15 +52,20 @@
 // become durable from doubling it.
 //
 // Under load Read gathers (group commit): once the worker announces
-// durability, a Read that finds requests while the records of its last
-// two Reads are not durable yet waits until the older are (at most
+// durability, a Read that finds requests while the records of the last
+// Read are not durable yet waits until they are (at most
 // maxGather), and returns every request that arrived meanwhile, so that
 // one append and one fsync per partition cover them all. Those requests
 // could not have been answered sooner: the fsyncs in flight do not cover
 // them. An idle or lightly loaded source, or one whose worker never calls
 // Durable, is read at once.
 // A Durable wakes all the requests it answers with one channel close;
-// they check the answered seq without taking the source's lock.
+// they check the answered seq without taking the source's lock. When a
+// Read waits to take the queue as that Durable comes, the close waits for
+// the worker's next Read, so that the batch the waiting Read returns is
+// appended (and its fsyncs started) before the answered requests and
+// their clients compete for the CPU. Waiting requests carry no timer: a
+// ticker (every ack.timeout/8) wakes them to check their ack.timeout.
 //
 // # Dedup
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,10 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 	old := maxGather
 	maxGather = time.Hour
 	t.Cleanup(func() { maxGather = old })
-	h := open(t, nil, nil)
+	// b0 is answered while the gathering Read waits to take the queue:
+	// it is woken by the next Read (not called here) or by wakeWaiters,
+	// every ack.timeout/8.
+	h := open(t, map[string]string{"ack.timeout": "2s"}, nil)
 	ctx := t.Context()
 	msg := func(id string) string { return `{"userId":"u","event":"E","messageId":"` + id + `"}` }
 	answers := make(chan answer, 8)
@@ -146,4 +150,73 @@ func TestRead_GathersWhileInFlight(t *testing.T) {
 		t.Fatal("maxGather did not end the wait")
 	}
 	wantAnswers(gatherDepth - 1 + 4) // the other b's, c, d, e, f
+}
+
+// TestDurable_WokenByNextRead checks that a request made durable while a
+// Read waits to take the queue is answered 200 once the worker calls Read
+// again (after appending what that Read returned), and also when the
+// worker does not: wakeWaiters wakes it within ack.timeout, never 503.
+func TestDurable_WokenByNextRead(t *testing.T) {
+	old := maxGather
+	maxGather = time.Hour
+	t.Cleanup(func() { maxGather = old })
+	h := open(t, map[string]string{"ack.timeout": "1s"}, nil)
+	ctx := t.Context()
+	msg := func(id string) string { return `{"userId":"u","event":"E","messageId":"` + id + `"}` }
+	answers := make(chan answer, 4)
+	post := func(id string) { go func() { answers <- h.post("/v1/track", msg(id), auth) }() }
+	wantAnswer := func(within time.Duration) {
+		t.Helper()
+		select {
+		case a := <-answers:
+			wantStatus(t, a, 200)
+		case <-time.After(within):
+			t.Fatalf("no answer within %s", within)
+		}
+	}
+	// Durable once, so that Read gathers from now on.
+	post("x")
+	recs, err := h.src.Read(ctx)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("first read: %d records, %v", len(recs), err)
+	}
+	h.src.Durable(ctx, lastPosition(t, recs))
+	wantAnswer(10 * time.Second)
+
+	for _, nextRead := range []bool{true, false} {
+		post("a" + strconv.FormatBool(nextRead))
+		a := <-readAsync(ctx, h.src) // nothing in flight: at once
+		post("b" + strconv.FormatBool(nextRead))
+		waitPending(t, h.src, 1)
+		got := readAsync(ctx, h.src) // gathers: a is in flight
+		// Wait until that Read waits to take the queue.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			h.src.mu.Lock()
+			waiting := h.src.takingNext
+			h.src.mu.Unlock()
+			if waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second Read does not wait for the first one's records")
+			}
+		}
+		if err := h.src.Durable(ctx, lastPosition(t, a)); err != nil {
+			t.Fatal(err)
+		}
+		b := <-got
+		if nextRead {
+			rctx, cancel := context.WithCancel(ctx)
+			next := readAsync(rctx, h.src)
+			wantAnswer(10 * time.Second) // a
+			h.src.Durable(ctx, lastPosition(t, b))
+			wantAnswer(10 * time.Second) // b
+			cancel()
+			<-next
+		} else {
+			wantAnswer(time.Second) // a, woken by wakeWaiters before its ack.timeout
+			h.src.Durable(ctx, lastPosition(t, b))
+			wantAnswer(10 * time.Second) // b: no Read waits, so at once
+		}
+	}
 }

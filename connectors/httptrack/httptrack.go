@@ -1,6 +1,7 @@
 package httptrack
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -84,7 +85,7 @@ func spec() connect.Spec {
 		{Name: "trusted.proxy.header", Type: connect.TypeString,
 			Description: "Header a trusted reverse proxy sets to the client address (e.g. X-Forwarded-For; its last entry is used). Empty uses the peer address."},
 		{Name: "ack.timeout", Type: connect.TypeDuration, Default: "10s", Min: "1ms",
-			Description: "How long a request waits for its events to be durable in the log before it is answered 503 with Retry-After."},
+			Description: "How long a request waits for its events to be durable in the log before it is answered 503 with Retry-After (noticed within an eighth of it more, at most 1s more)."},
 		{Name: "max.pending.bytes", Type: connect.TypeSize, Default: "64MiB", Min: "1KiB", Max: "1TiB",
 			Description: "Most bytes of events accepted but not yet read by the worker; beyond it requests are answered 503 with Retry-After (backpressure)."},
 		{Name: "read.batch.events", Type: connect.TypeInt, Default: "10000", Min: "1", Max: "10000000",
@@ -232,17 +233,19 @@ type request struct {
 // never run with it).
 type Source struct {
 	// Set by Open, read-only afterwards.
-	set     settings
-	cfg     connect.Config
-	logger  *slog.Logger
-	srv     *http.Server
-	ln      net.Listener
-	served  chan struct{} // closed when Serve has returned
-	closing chan struct{} // closed when Close starts: waiting requests answer 503
-	ready   chan struct{} // closed by the first Read, after RecoverTail: requests are enqueued
-	limiter *limiter
-	metrics *metrics
-	journal *journal // nil without state.dir
+	set    settings
+	cfg    connect.Config
+	logger *slog.Logger
+	srv    *http.Server
+	ln     net.Listener
+	served chan struct{} // closed when Serve has returned
+	// wakerDone is closed when wakeWaiters has returned.
+	wakerDone chan struct{}
+	closing   chan struct{} // closed when Close starts: waiting requests answer 503
+	ready     chan struct{} // closed by the first Read, after RecoverTail: requests are enqueued
+	limiter   *limiter
+	metrics   *metrics
+	journal   *journal // nil without state.dir
 
 	closeOnce sync.Once
 	closeErr  error
@@ -284,8 +287,12 @@ type Source struct {
 	notified   bool          // the worker calls Durable: Read may gather (see Read)
 	readable   chan struct{} // holds a token when the queue became non-empty or full
 	durableCh  chan struct{} // holds a token when durable advanced, for a gathering Read
-	dedup      *dedupSet     // nil when dedup is off
-	jbuf       []byte        // journal entries not yet written to the file
+	// takingNext: a Read waits with requests queued and takes them once
+	// durable advances. wakeDue: answered advanced since the waiting
+	// requests were last woken (see advance).
+	takingNext, wakeDue bool
+	dedup               *dedupSet // nil when dedup is off
+	jbuf                []byte    // journal entries not yet written to the file
 }
 
 var (
@@ -303,6 +310,13 @@ func position(seq uint64) connect.Position {
 }
 
 func parsePosition(pos connect.Position) (uint64, error) {
+	// The form position writes, parsed without encoding/json: the worker
+	// hands every Durable and Ack one.
+	if digits, ok := bytes.CutPrefix(pos, []byte(`{"seq":`)); ok && len(digits) > 1 && len(digits) <= 21 && digits[len(digits)-1] == '}' && (digits[0] != '0' || len(digits) == 2) {
+		if seq, err := strconv.ParseUint(string(digits[:len(digits)-1]), 10, 64); err == nil {
+			return seq, nil
+		}
+	}
 	var p struct {
 		Seq *uint64 `json:"seq"`
 	}
@@ -344,6 +358,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.closing = make(chan struct{})
 	s.ready = make(chan struct{})
 	s.served = make(chan struct{})
+	s.wakerDone = make(chan struct{})
 	s.limiter = newLimiter(set.rateLimit)
 	s.metrics = newMetrics(len(set.keys))
 
@@ -399,6 +414,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
+	go s.wakeWaiters()
 	go func() {
 		defer close(s.served)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -439,10 +455,10 @@ func (s *Source) Addr() net.Addr { return s.ln.Addr() }
 // read.batch.events records wait), then returns every request that
 // arrived meanwhile. Those requests could not have been answered before
 // the fsyncs in flight ended anyway, and so one append and one fsync cover
-// them all instead of one per handful of requests; with two Reads in
-// flight the next batch is appended while the previous one is fsync'ed.
-// With fewer in flight (an idle or lightly loaded source) Read returns at
-// once.
+// them all instead of one per handful of requests. The next batch is
+// gathered (and its clients keep sending) while the previous one is
+// fsync'ed. With nothing in flight (an idle or lightly loaded source) Read
+// returns at once.
 func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 	s.readyOnce.Do(func() {
 		if n := s.recoveredIDs.Load(); n > 0 {
@@ -461,6 +477,25 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 			gather.Stop()
 		}
 	}()
+	took := false
+	defer func() {
+		if took {
+			return // the next Read wakes the requests answered meanwhile
+		}
+		s.mu.Lock()
+		s.takingNext = false
+		if s.wakeDue {
+			s.wakeLocked()
+		}
+		s.mu.Unlock()
+	}()
+	// The requests answered since the last Read returned are woken now
+	// (see advance), after the worker appended that Read's batch.
+	s.mu.Lock()
+	if s.wakeDue {
+		s.wakeLocked()
+	}
+	s.mu.Unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -469,6 +504,7 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		waits := len(s.queue) > 0
 		if waits && (gathered || !s.gatherLocked()) {
 			recs, jbuf, k := s.takeLocked()
+			s.takingNext, took = false, true
 			s.mu.Unlock()
 			s.reads.Add(1)
 			s.readRequests.Add(int64(k))
@@ -477,6 +513,10 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 			}
 			return recs, nil
 		}
+		if s.wakeDue { // answered, but this Read waits on
+			s.wakeLocked()
+		}
+		s.takingNext = waits && !gathered // a Durable ends the wait: this Read takes the queue
 		s.mu.Unlock()
 		if waits && gather == nil {
 			gather = time.NewTimer(maxGather)
@@ -510,8 +550,12 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 var maxGather = 20 * time.Millisecond
 
 // gatherDepth is how many Reads may have records on their way to the disk
-// before the next Read gathers.
-const gatherDepth = 2
+// before the next Read gathers. With 1, each partition is fsync'ed once
+// per Read under load, and a Read carries about half the waiting clients;
+// with 2 the partitions were fsync'ed about 20% more often per request
+// (Reads of about a third of the clients) for more CPU per request:
+// 64 clients on the 2-core VM, alternated runs, bench/httptrack/README.md.
+const gatherDepth = 1
 
 // gatherLocked reports whether a Read should wait before taking the queue:
 // the worker tells of durability, the records of the last gatherDepth
@@ -625,8 +669,18 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	}
 	if a := s.answeredLocked(); a > before {
 		s.answered.Store(a)
-		ch := make(chan struct{})
-		close(*s.ackCh.Swap(&ch))
+		s.wakeDue = true
+	}
+	// While a Read waits to take the queue once records are durable, the
+	// requests this answers are woken when the worker calls Read next,
+	// after it appended the batch that Read returns: woken first, they
+	// (and their clients' next requests) would run before the appending
+	// goroutine and the log's fsync goroutines, and the next group commit
+	// would start that much later. Nothing else waits for them: Read comes
+	// right back under load, and wakeWaiters, Close and every later
+	// advance without such a Read wake them too.
+	if s.wakeDue && !s.takingNext {
+		s.wakeLocked()
 	}
 	return nil
 }
@@ -652,6 +706,9 @@ func (s *Source) Close(ctx context.Context) error {
 			return
 		}
 		close(s.closing)
+		s.mu.Lock()
+		s.wakeLocked() // waiting requests answer 503
+		s.mu.Unlock()
 		var errs []error
 		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
 			var cancel context.CancelFunc
@@ -662,6 +719,7 @@ func (s *Source) Close(ctx context.Context) error {
 			s.srv.Close() // hard stop
 		}
 		<-s.served
+		<-s.wakerDone
 		if s.journal != nil {
 			if err := s.journal.close(); err != nil {
 				errs = append(errs, err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -823,5 +824,26 @@ func TestAck_Contract(t *testing.T) {
 	defer cancel()
 	if _, err := src.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("idle read: %v, want the context's error", err)
+	}
+}
+
+// TestParsePosition checks that positions round-trip through the fast
+// path and that what is not {"seq":N} is refused as encoding/json would.
+func TestParsePosition(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 9, 10, 123456789, math.MaxUint64} {
+		got, err := parsePosition(position(seq))
+		if err != nil || got != seq {
+			t.Errorf("parsePosition(%s) = %d, %v; want %d", position(seq), got, err, seq)
+		}
+	}
+	for _, ok := range []string{`{"seq": 7}`, `{ "seq":7 }`, `{"x":1,"seq":7}`} {
+		if got, err := parsePosition(connect.Position(ok)); err != nil || got != 7 {
+			t.Errorf("parsePosition(%s) = %d, %v; want 7", ok, got, err)
+		}
+	}
+	for _, bad := range []string{``, `{}`, `{"seq":}`, `{"seq":-1}`, `{"seq":01}`, `{"seq":+1}`, `{"seq":1.5}`, `{"seq":18446744073709551616}`, `{"seq":"7"}`, `{"seq":7`} {
+		if got, err := parsePosition(connect.Position(bad)); err == nil {
+			t.Errorf("parsePosition(%s) = %d, want an error", bad, got)
+		}
 	}
 }

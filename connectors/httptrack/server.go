@@ -273,51 +273,69 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 }
 
 // awaitDurable waits until the request with seq may be answered 200 (see
-// answeredLocked), or answers 503 on timeout and when the source is
-// stopping.
+// answeredLocked), or answers 503 once it has waited ack.timeout (checked
+// whenever ackCh is closed: by advance, by the ticker of wakeWaiters, and
+// by Close) and when the source is stopping. It waits on ackCh alone, not
+// on a timer of its own and on closing too: every request waits here, and
+// a select over three channels, two of them shared by all the waiting
+// requests, cost it about as much as its decoding.
 func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
-	var timeout <-chan time.Time
+	var since time.Time
 	for {
 		ch := *s.ackCh.Load()
 		if s.answered.Load() >= seq {
 			return http.StatusOK, nil
 		}
-		if timeout == nil {
-			timer := getTimer(s.set.ackTimeout)
-			defer putTimer(timer)
-			timeout = timer.C
-		}
 		select {
-		case <-ch:
-		case <-timeout:
-			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
 		case <-s.closing:
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "stopping", Message: "the source is stopping: retry later"}
+		default:
+		}
+		if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) >= s.set.ackTimeout {
+			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
+		}
+		<-ch
+	}
+}
+
+// wakeWaiters closes ackCh every ack.timeout/8 (at least every
+// maxWakeInterval, at most every minWakeInterval) while requests wait, so
+// that a request whose records do not become durable notices its timeout
+// within about an eighth of ack.timeout after it. It returns once closing
+// is closed.
+func (s *Source) wakeWaiters() {
+	defer close(s.wakerDone)
+	t := time.NewTicker(min(max(s.set.ackTimeout/8, minWakeInterval), maxWakeInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+			if s.waiting.Load() > 0 {
+				s.mu.Lock()
+				s.wakeLocked()
+				s.mu.Unlock()
+			}
 		}
 	}
 }
 
-// timerPool holds stopped timers for awaitDurable: nearly every request
-// waits, and a pooled timer saves its allocations (the timer and its
-// channel). Since Go 1.23 a stopped timer's channel holds no stale value,
-// so a timer from the pool fires only after its own Reset.
-var timerPool sync.Pool
+// The bounds of wakeWaiters' interval.
+const (
+	minWakeInterval = time.Millisecond
+	maxWakeInterval = time.Second
+)
 
-// getTimer returns a timer that fires after d.
-func getTimer(d time.Duration) *time.Timer {
-	if t, ok := timerPool.Get().(*time.Timer); ok {
-		t.Reset(d)
-		return t
-	}
-	return time.NewTimer(d)
-}
-
-// putTimer stops t and pools it.
-func putTimer(t *time.Timer) {
-	t.Stop()
-	timerPool.Put(t)
+// wakeLocked wakes every request waiting in awaitDurable, to check again.
+func (s *Source) wakeLocked() {
+	s.wakeDue = false
+	ch := make(chan struct{})
+	close(*s.ackCh.Swap(&ch))
 }
 
 // answerProblems answers 400 listing the rejected messages; accepted says
