@@ -5,6 +5,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,7 +177,13 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	for _, prefix := range []string{engine.ErrNotFound.Error() + ": ", engine.ErrConflict.Error() + ": ", engine.ErrBadRequest.Error() + ": "} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
-	if code == http.StatusInternalServerError {
+	switch {
+	case code != http.StatusInternalServerError:
+	case errors.Is(err, context.Canceled):
+		// The client went away (a consumer that ends, Ctrl-C): nobody
+		// reads the answer, and nothing is wrong with the worker.
+		s.logger.Debug("rest request ended: the client went away", "error", err)
+	default:
 		s.logger.Error("rest request failed", "error", err)
 	}
 	writeJSON(w, code, apiError{ErrorCode: code, Message: msg})
