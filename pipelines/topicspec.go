@@ -68,4 +68,3 @@ func (d *decoder) topicConfig(s settings, path string, missingAt *yaml.Node) map
 	}
 	return out
 }
-
