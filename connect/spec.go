@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,22 @@ type Param struct {
 	// Format requires a string value of a given shape, such as
 	// FormatHostPort.
 	Format Format `json:"format,omitempty"`
+	// Exclusive marks a resource that one connector of a worker holds
+	// alone, such as the file a sink appends to: pipeline validation and
+	// the REST API refuse a second connector of the same type with the
+	// same value (compared as ExclusiveValue gives it).
+	Exclusive bool `json:"exclusive,omitempty"`
+}
+
+// ExclusiveValue is the form in which the values of an Exclusive parameter
+// are compared: trimmed, and cleaned as a path (./out.jsonl and out.jsonl
+// are one file).
+func ExclusiveValue(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return ""
+	}
+	return filepath.Clean(v)
 }
 
 // Format is the shape a string parameter's value must have.
