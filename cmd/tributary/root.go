@@ -27,13 +27,13 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	dataDir  string
+	dataDir string
 	// dataDirSet says --data-dir was given on the command line: run then
 	// puts the pipelines' embedded log there (see pipelineEnv).
 	dataDirSet bool
-	server   string // a running worker's REST API (--server); "" means the data directory
-	logLevel string
-	logger   *slog.Logger
+	server     string // a running worker's REST API (--server); "" means the data directory
+	logLevel   string
+	logger     *slog.Logger
 
 	client logClient
 }
