@@ -177,6 +177,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	for _, prefix := range []string{engine.ErrNotFound.Error() + ": ", engine.ErrConflict.Error() + ": ", engine.ErrBadRequest.Error() + ": "} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
+	if ce := (*engine.ConfigError)(nil); errors.As(err, &ce) {
+		msg = configErrorMessage(ce)
+	}
 	switch {
 	case code != http.StatusInternalServerError:
 	case errors.Is(err, context.Canceled):
