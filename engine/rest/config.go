@@ -407,17 +407,21 @@ func (s *Server) connectorConfigClear(name string, clear bool) (engine.Connector
 }
 
 // keepMasked replaces the masked values of a config sent back with the
-// connector's current values: a masked value means "keep the secret".
+// connector's current values: a value as GET shows it masked (wholly, or
+// in part, as a header's credential or a URL's key) means "keep the
+// secret", so that PUT of GET's answer never stores a mask.
 func (s *Server) keepMasked(name string, cfg map[string]string) {
-	old, err := s.connectorConfigClear(name, true)
+	clear, err := s.connectorConfigClear(name, true)
+	if err != nil {
+		return
+	}
+	shown, err := s.connectorConfig(name)
 	if err != nil {
 		return
 	}
 	for k, v := range cfg {
-		if v == connect.Masked {
-			if ov, ok := old.Config[k]; ok {
-				cfg[k] = ov
-			}
+		if ov, ok := clear.Config[k]; ok && (v == connect.Masked || v == shown.Config[k]) {
+			cfg[k] = ov
 		}
 	}
 }

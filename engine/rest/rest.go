@@ -408,6 +408,11 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := info.Config
+	shown, err := s.connectorConfig(name) // as GET shows it, secrets masked
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	if v, ok := patch[keyTransforms]; ok {
 		keep := map[string]bool{}
 		if v != nil {
@@ -426,8 +431,8 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case v == nil:
 			delete(cfg, k)
-		case *v == connect.Masked:
-			// a masked value sent back keeps the secret
+		case *v == connect.Masked || *v == shown.Config[k] && *v != cfg[k]:
+			// a masked value sent back (as GET shows it) keeps the secret
 		default:
 			cfg[k] = *v
 		}
