@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,22 @@ type Param struct {
 	// Format requires a string value of a given shape, such as
 	// FormatHostPort.
 	Format Format `json:"format,omitempty"`
+	// Exclusive marks a resource that one connector of a worker holds
+	// alone, such as the file a sink appends to: pipeline validation and
+	// the REST API refuse a second connector of the same type with the
+	// same value (compared as ExclusiveValue gives it).
+	Exclusive bool `json:"exclusive,omitempty"`
+}
+
+// ExclusiveValue is the form in which the values of an Exclusive parameter
+// are compared: trimmed, and cleaned as a path (./out.jsonl and out.jsonl
+// are one file).
+func ExclusiveValue(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return ""
+	}
+	return filepath.Clean(v)
 }
 
 // Format is the shape a string parameter's value must have.
@@ -82,6 +99,13 @@ type Spec struct {
 	// whole. Check travels with the Go value only: a plugin's spec has none,
 	// and its Open still checks.
 	Check func(cfg Config) error `json:"-"`
+
+	// Redact, when set, returns the value of the setting name with the
+	// secret parts of it masked: a credential in a header line or in a
+	// URL's query, in a setting that is not secret as a whole. Mask
+	// applies it, so that REST answers, status and logs never show those
+	// parts. Like Check, it travels with the Go value only.
+	Redact func(name, value string) string `json:"-"`
 }
 
 // Param returns the parameter called name.
@@ -184,12 +208,14 @@ func (s Spec) WithDefaults(cfg map[string]string) map[string]string {
 }
 
 // Mask returns a copy of cfg in which the values of secret parameters are
-// replaced by "********".
+// replaced by "********", and the secret parts of other values by Redact.
 func (s Spec) Mask(cfg map[string]string) map[string]string {
 	out := make(map[string]string, len(cfg))
 	for k, v := range cfg {
 		if p, ok := s.Param(k); ok && p.IsSecret() && v != "" {
 			v = Masked
+		} else if s.Redact != nil && v != "" {
+			v = s.Redact(k, v)
 		}
 		out[k] = v
 	}

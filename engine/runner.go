@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -22,6 +23,10 @@ type runner struct {
 	conn   connect.Connector
 	logger *slog.Logger
 	m      *connectorMetrics
+
+	// dlqSkipped is set once a sink's topics regex matched its own
+	// dead-letter topic and the warning was logged.
+	dlqSkipped atomic.Bool
 
 	stopSupervisor context.CancelFunc // hard stop, on shutdown
 	supervisorDone chan struct{}

@@ -233,7 +233,9 @@ func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commi
 }
 
 // sinkTopics returns the topics a sink reads: its list, or the existing
-// topics its regex matches as a whole (internal topics excluded).
+// topics its regex matches as a whole (internal topics and the sink's own
+// dead-letter topic excluded: reading it would feed each failure back
+// into the sink without end).
 func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
 	if r.spec.TopicsRegex == "" {
 		return r.spec.Topics, nil
@@ -248,9 +250,16 @@ func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, t := range all {
-		if re.MatchString(t) && !strings.HasPrefix(t, "_") {
-			out = append(out, t)
+		if !re.MatchString(t) || strings.HasPrefix(t, "_") {
+			continue
 		}
+		if t == r.spec.Errors.DeadLetterTopic {
+			if !r.dlqSkipped.Swap(true) {
+				r.logger.Warn("topics regex matches the sink's own dead-letter topic; not reading it", "topics_regex", r.spec.TopicsRegex, "dead_letter_topic", t)
+			}
+			continue
+		}
+		out = append(out, t)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("sink %s: no topic matches %q yet", r.spec.Name, r.spec.TopicsRegex)

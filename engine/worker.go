@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/pipelines"
 )
 
 // Errors the REST API maps to status codes.
@@ -137,6 +139,9 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	if _, ok := w.connectors[spec.Name]; ok {
 		return fmt.Errorf("%w: Connector %s already exists", ErrConflict, spec.Name)
 	}
+	if err := w.checkClaimsLocked(spec, c); err != nil {
+		return err
+	}
 	r := newRunner(w, spec, c)
 	w.connectors[spec.Name] = r
 	r.setTarget(initial)
@@ -203,6 +208,52 @@ func (w *Worker) lookup(spec ConnectorSpec) (connect.Connector, error) {
 		}
 	}
 	return c, nil
+}
+
+// ConfigError is a connector config that breaks the rules a pipeline
+// file's sources and sinks follow (package pipelines): a bad request, with
+// each problem at its key.
+type ConfigError struct {
+	Connector string
+	Problems  []pipelines.Problem
+}
+
+func (e *ConfigError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.String()
+	}
+	return fmt.Sprintf("connector %s: %s", e.Connector, strings.Join(msgs, "; "))
+}
+
+// Is makes a ConfigError an ErrBadRequest.
+func (e *ConfigError) Is(target error) bool { return target == ErrBadRequest }
+
+// claimsOf returns what a connector holds alone: a sink's consumer group,
+// and the values of its connector's exclusive parameters (the file a sink
+// appends to).
+func claimsOf(spec ConnectorSpec, c connect.Connector) []pipelines.Claim {
+	if spec.Kind == connect.KindSink {
+		return pipelines.SinkClaims(pipelines.Sink{Name: spec.Name, Connector: spec.Connector, Group: spec.Group, Config: spec.Config}, &c.Spec)
+	}
+	return pipelines.SourceClaims(pipelines.Source{Name: spec.Name, Connector: spec.Connector, Config: spec.Config}, &c.Spec)
+}
+
+// checkClaimsLocked refuses a spec that claims what another connector of
+// the worker holds: two sinks committing to one group skip each other's
+// records, two file sinks on one path tear each other's lines. w.mu is
+// held.
+func (w *Worker) checkClaimsLocked(spec ConnectorSpec, c connect.Connector) error {
+	var held []pipelines.Claim
+	for name, r := range w.connectors {
+		if name != spec.Name {
+			held = append(held, claimsOf(r.spec, r.conn)...)
+		}
+	}
+	if ps := pipelines.CheckClaims(claimsOf(spec, c), held); len(ps) > 0 {
+		return &ConfigError{Connector: spec.Name, Problems: ps}
+	}
+	return nil
 }
 
 func (w *Worker) runner(name string) (*runner, error) {
@@ -318,7 +369,14 @@ func (w *Worker) Replace(ctx context.Context, spec ConnectorSpec) (created bool,
 	if err != nil {
 		return false, err
 	}
-	if _, err := w.lookup(spec); err != nil {
+	c, err := w.lookup(spec)
+	if err != nil {
+		return false, err
+	}
+	w.mu.Lock()
+	err = w.checkClaimsLocked(spec, c)
+	w.mu.Unlock()
+	if err != nil {
 		return false, err
 	}
 	target := r.targetState()

@@ -8,7 +8,9 @@ import (
 
 // crossCheck checks what relates the entries of the files to each other:
 // pipeline, source and sink names and consumer groups are unique, no topic
-// is defined twice, a plugin file is pinned to one sha256, every topic a sink reads is defined or produced, and all
+// is defined twice, no two connectors hold one exclusive resource
+// (connect.Param.Exclusive: the file a sink appends to), a plugin file is
+// pinned to one sha256, every topic a sink reads is defined or produced, and all
 // files use the same log. The files are those loaded together: one file, or
 // the files of one directory.
 func crossCheck(files []*file) ErrorList {
@@ -47,6 +49,19 @@ func crossCheck(files []*file) ErrorList {
 		"consumer group %q is already used %s", "each sink needs a consumer group of its own; set group:")
 	unique(func(f *file) []ref { return f.topics },
 		"topic %q is already defined %s", "define each topic once")
+
+	claimed := make(map[string]claimRef)
+	for _, f := range files {
+		for _, c := range f.claims {
+			prev, dup := claimed[c.Key+"\x00"+c.Value]
+			if !dup {
+				claimed[c.Key+"\x00"+c.Value] = c
+				continue
+			}
+			p := claimProblem(c.Claim, prev.Owner)
+			add(c.ref, p.Hint, "%s %s", p.Message, where(prev.pos, c.pos))
+		}
+	}
 
 	pinned := make(map[string]pinRef)
 	for _, f := range files {

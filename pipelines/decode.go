@@ -3,7 +3,6 @@ package pipelines
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -55,6 +54,13 @@ type file struct {
 	anyTopic bool  // a source writes to a topic template, which can be any topic
 	reads    []ref // topics that sinks read
 	pins     []pinRef
+	claims   []claimRef // what a connector holds alone (connect.Param.Exclusive)
+}
+
+// claimRef is a Claim written at a place in a file.
+type claimRef struct {
+	Claim
+	ref
 }
 
 // pinRef is a plugin file pinned to a sha256 under plugins.sha256.
@@ -218,8 +224,8 @@ func (d *fileDecoder) name(n *yaml.Node, path, what string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if !validName(v) {
-		d.errorf(n, path, "use letters, digits, '.', '_' and '-', at most 249 characters", "invalid %s %q", what, v)
+	if p := checkName(path, what, v); p != nil {
+		d.problem(n, path, p)
 		return "", false
 	}
 	return v, true
@@ -239,20 +245,19 @@ func validName(s string) bool {
 	return true
 }
 
+// problem reports p at n, under path (a file's path of the value, not
+// p.Key).
+func (d *fileDecoder) problem(n *yaml.Node, path string, p *Problem) {
+	d.errorf(n, path, p.Hint, "%s", p.Message)
+}
+
 // isTemplate reports whether topic is a template the connector fills in.
 func isTemplate(topic string) bool { return strings.Contains(topic, "{") }
 
 // topicName checks a topic name as Kafka does.
 func (d *fileDecoder) topicName(v string, n *yaml.Node, path string, templates bool) bool {
-	if templates && isTemplate(v) {
-		return true
-	}
-	if !validName(v) || v == "." || v == ".." {
-		hint := "use letters, digits, '.', '_' and '-', at most 249 characters"
-		if isTemplate(v) {
-			hint = "templates such as {table} are only allowed in a source's topic"
-		}
-		d.errorf(n, path, hint, "invalid topic name %q", v)
+	if p := checkTopicName(path, v, templates); p != nil {
+		d.problem(n, path, p)
 		return false
 	}
 	return true
@@ -541,6 +546,7 @@ func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
 		}
 		s.Tasks = d.tasks(f, path)
 		s.Config, s.Secrets = d.connectorConfig(f, spec, item, path, fmt.Sprintf("source connector %q", s.Connector))
+		d.claims(exclusiveClaims(s.Name, s.Connector, s.Config, spec), f, item, path)
 		s.Transforms = d.transforms(f, path)
 		p.Sources = append(p.Sources, s)
 	}
@@ -581,20 +587,38 @@ func (d *fileDecoder) sinks(n *yaml.Node, p *Pipeline) {
 
 		s.Tasks = d.tasks(f, path)
 		s.Config, s.Secrets = d.connectorConfig(f, spec, item, path, fmt.Sprintf("sink connector %q", s.Connector))
+		d.claims(exclusiveClaims(s.Name, s.Connector, s.Config, spec), f, item, path)
 		s.Transforms = d.transforms(f, path)
 		s.Errors = d.errorPolicy(f["errors"], path, &s)
 		p.Sinks = append(p.Sinks, s)
 	}
 }
 
+// claims records where a connector's claims are written: at their
+// setting under config.
+func (d *fileDecoder) claims(cs []Claim, f map[string]entry, item *yaml.Node, path string) {
+	for _, c := range cs {
+		at, cpath := item, join(path, c.Key)
+		if e, ok := f["config"]; ok && e.value != nil && e.value.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(e.value.Content); i += 2 {
+				if "config."+e.value.Content[i].Value == c.Key {
+					at = e.value.Content[i+1]
+				}
+			}
+		}
+		d.f.claims = append(d.f.claims, claimRef{Claim: c, ref: ref{name: c.Value, pos: d.pos(at), path: cpath}})
+	}
+}
+
 func (d *fileDecoder) sinkTopics(f map[string]entry, item *yaml.Node, path string, s *Sink) {
 	topicsEntry, hasTopics := f["topics"]
 	regexEntry, hasRegex := f["topics_regex"]
-	switch {
-	case hasTopics && hasRegex:
-		d.errorf(regexEntry.key, join(path, "topics_regex"), "keep one of them", "topics and topics_regex exclude each other")
-	case !hasTopics && !hasRegex:
-		d.errorf(item, path, "e.g. topics: [web.tracking]", "missing required key \"topics\" (or \"topics_regex\") in a sink")
+	if p := checkTopicsChoice(hasTopics, hasRegex); p != nil {
+		if hasRegex {
+			d.problem(regexEntry.key, join(path, "topics_regex"), p)
+		} else {
+			d.problem(item, path, p)
+		}
 	}
 	if hasTopics {
 		topics, nodes, _ := d.stringList(topicsEntry.value, join(path, "topics"), "a list of topic names")
@@ -618,10 +642,8 @@ func (d *fileDecoder) sinkTopics(f map[string]entry, item *yaml.Node, path strin
 	}
 	if hasRegex {
 		if v, ok := d.str(regexEntry.value, join(path, "topics_regex")); ok {
-			if v == "" {
-				d.errorf(regexEntry.value, join(path, "topics_regex"), "", "topics_regex must not be empty")
-			} else if _, err := regexp.Compile(v); err != nil {
-				d.errorf(regexEntry.value, join(path, "topics_regex"), "Go regular expression syntax (RE2)", "invalid regular expression: %v", err)
+			if p := checkTopicsRegex(v); p != nil {
+				d.problem(regexEntry.value, join(path, "topics_regex"), p)
 			} else {
 				s.TopicsRegex = v
 			}
@@ -674,12 +696,12 @@ func (d *fileDecoder) errorPolicy(e entry, path string, s *Sink) ErrorPolicy {
 	if e, ok := f["deadletter"]; ok {
 		dpath := join(path, "deadletter")
 		dl := d.fields(e.value, dpath, "errors.deadletter", deadletterKeys, false)
-		if ep.Tolerance != ToleranceAll {
-			d.errorf(e.key, dpath, "set tolerance: all, or remove deadletter", "a dead-letter topic is only used with tolerance: all")
+		if p := checkDeadLetterTolerance(ep.Tolerance); p != nil {
+			d.problem(e.key, dpath, p)
 		}
-		if topic, node, ok := d.required(dl, "topic", e.value, dpath, "errors.deadletter"); ok && d.topicName(topic, node, join(dpath, "topic"), false) {
-			if contains(s.Topics, topic) {
-				d.errorf(node, join(dpath, "topic"), "use a topic of its own, e.g. dlq."+s.Name, "dead-letter topic %q is also a topic the sink reads", topic)
+		if topic, node, ok := d.required(dl, "topic", e.value, dpath, "errors.deadletter"); ok {
+			if p := checkDeadLetterTopic(topic, s.Topics, s.Name); p != nil {
+				d.problem(node, join(dpath, "topic"), p)
 			} else {
 				ep.DeadLetter.Topic = topic
 				d.f.produced = append(d.f.produced, ref{name: topic, pos: d.pos(node), path: join(dpath, "topic")})

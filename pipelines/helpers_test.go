@@ -28,7 +28,7 @@ var testCatalog = Specs{
 	},
 	KindSink: {
 		"file": {Params: []connect.Param{
-			{Name: "path", Type: connect.TypeString, Required: true, Description: "the file to append to"},
+			{Name: "path", Type: connect.TypeString, Required: true, Exclusive: true, Description: "the file to append to"},
 			{Name: "fsync", Type: connect.TypeBool, Default: "true", Description: "fsync before Write returns"},
 		}},
 		"stdout": {Params: []connect.Param{

@@ -2,48 +2,47 @@ package pipelines
 
 import (
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/tributary-io/tributary/connect"
+	tlog "github.com/tributary-io/tributary/log"
 )
 
 // TopicSpec returns the topic configs a pipeline file accepts under
-// topics[].config and log.defaults.config. They carry Kafka's names and
-// meanings. Byte sizes may be written with units (64MiB) and are handed on
-// in bytes; -1 means "no limit" where Kafka allows it.
+// topics[].config and log.defaults.config: exactly those the log accepts
+// (log.ConfigNames), with the log's defaults and descriptions, so that a
+// file that validates creates its topics. They carry Kafka's names and
+// meanings. Byte sizes (the *.bytes configs) may be written with units
+// (64MiB) and are handed on in bytes; -1 means "no limit" where Kafka
+// allows it. Values are checked by the log's own rules (log.ValidateConfig).
 func TopicSpec() connect.Spec {
-	return connect.Spec{Params: []connect.Param{
-		{Name: "cleanup.policy", Type: connect.TypeList, Enum: []string{"delete", "compact"}, Default: "delete",
-			Description: "delete old segments by retention, compact to the last record per key, or both"},
-		{Name: "retention.ms", Type: connect.TypeInt, Default: "604800000",
-			Description: "how long to keep records, in milliseconds; -1 keeps them forever"},
-		{Name: "retention.bytes", Type: connect.TypeSize, Default: "-1",
-			Description: "the most bytes to keep per partition; -1 for no limit"},
-		{Name: "segment.bytes", Type: connect.TypeSize, Default: "1073741824",
-			Description: "the size at which a segment file is rolled"},
-		{Name: "segment.ms", Type: connect.TypeInt, Default: "604800000",
-			Description: "the age in milliseconds at which a segment file is rolled"},
-		{Name: "max.message.bytes", Type: connect.TypeSize, Default: "1048588",
-			Description: "the largest record batch the topic accepts"},
-		{Name: "min.insync.replicas", Type: connect.TypeInt, Default: "1",
-			Description: "replicas that must have a write before it is acknowledged"},
-		{Name: "min.compaction.lag.ms", Type: connect.TypeInt, Default: "0",
-			Description: "the least time in milliseconds a record stays uncompacted"},
-		{Name: "delete.retention.ms", Type: connect.TypeInt, Default: "86400000",
-			Description: "how long tombstones are kept on compacted topics, in milliseconds"},
-		{Name: "compression.type", Type: connect.TypeString, Enum: []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}, Default: "producer",
-			Description: "the compression of stored batches; producer keeps what the producer used"},
-		{Name: "message.timestamp.type", Type: connect.TypeString, Enum: []string{"CreateTime", "LogAppendTime"}, Default: "CreateTime",
-			Description: "which timestamp a record carries"},
-	}}
+	var spec connect.Spec
+	for _, name := range tlog.ConfigNames() {
+		def, _ := tlog.ConfigDefault(name)
+		spec.Params = append(spec.Params, connect.Param{Name: name, Type: topicConfigType(name), Default: def, Description: tlog.ConfigDoc(name)})
+	}
+	return spec
+}
+
+// topicConfigType is how a pipeline file writes a topic config: sizes with
+// units, a policy as a list; the log checks the value itself.
+func topicConfigType(name string) connect.ParamType {
+	switch {
+	case strings.HasSuffix(name, ".bytes"):
+		return connect.TypeSize
+	case name == tlog.ConfigCleanupPolicy:
+		return connect.TypeList
+	}
+	return connect.TypeString
 }
 
 // topicConfig validates topic configs and returns them with byte sizes
 // converted to plain byte counts.
 func (d *decoder) topicConfig(s settings, path string, missingAt *yaml.Node) map[string]string {
 	spec := TopicSpec()
-	unlimited := func(name, value string) bool { return name == "retention.bytes" && value == "-1" }
+	unlimited := func(name, value string) bool { return name == tlog.ConfigRetentionBytes && value == "-1" }
 	d.check(spec, s, path, "topics", missingAt, unlimited)
 	out := make(map[string]string, len(s.values))
 	for k, v := range s.values {
@@ -57,6 +56,13 @@ func (d *decoder) topicConfig(s settings, path string, missingAt *yaml.Node) map
 				continue
 			}
 			v = strconv.FormatInt(n, 10)
+		}
+		if err := tlog.ValidateConfig(map[string]string{k: v}); err != nil {
+			if st := s.byKey[k]; st != nil && !st.bad {
+				msg := strings.TrimPrefix(err.Error(), tlog.ErrInvalidConfig.Error()+": "+k+"="+v+": ")
+				d.errorf(st.value, join(path, k), p.Description, "%q is not a valid %s: %s", s.values[k], k, msg)
+			}
+			continue
 		}
 		out[k] = v
 	}

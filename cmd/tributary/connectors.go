@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -124,16 +126,7 @@ func newConnectorsCmd(a *app) *cobra.Command {
 		simple("resume", "Resume a paused or stopped connector", "resumed", "PUT", "/resume"),
 		simple("stop", "Stop a connector: its task shuts down and leaves its group (needed to change offsets)", "stopped", "PUT", "/stop"),
 		restart,
-		&cobra.Command{
-			Use: "offsets NAME", Short: "Show a connector's offsets (JSON)", Args: exactArgs("NAME"),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				var out json.RawMessage
-				if err := a.serverClient().do(cmd.Context(), "GET", "/connectors/"+url.PathEscape(args[0])+"/offsets", nil, &out); err != nil {
-					return err
-				}
-				return printJSON(a, out)
-			},
-		},
+		newConnectorOffsetsCmd(a),
 	)
 	return cmd
 }
@@ -171,3 +164,95 @@ func printJSON(a *app, raw json.RawMessage) error {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// newConnectorOffsetsCmd shows a connector's offsets, or changes those of
+// a stopped one as Kafka Connect's PATCH (--set) and DELETE (--reset) of
+// /connectors/NAME/offsets do.
+func newConnectorOffsetsCmd(a *app) *cobra.Command {
+	var reset bool
+	var set string
+	cmd := &cobra.Command{
+		Use:   "offsets NAME [--reset | --set FILE|JSON]",
+		Short: "Show a connector's offsets (JSON); --reset or --set them while it is stopped",
+		Long: `Show a connector's offsets, as GET /connectors/NAME/offsets does. On a stopped
+connector (connectors stop NAME), --reset deletes them (DELETE: a source starts
+over, a sink from where its group has no offsets), and --set changes them
+(PATCH) to those of a JSON document, given inline or as a file ("-" for stdin):
+
+  {"offsets":[{"partition":{"kafka_topic":"orders","kafka_partition":0},
+               "offset":{"kafka_offset":42}}]}
+
+A sink's partitions use kafka_topic and kafka_partition, its offset
+kafka_offset; "offset": null resets one partition. The bare list is accepted too.`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "/connectors/" + url.PathEscape(args[0]) + "/offsets"
+			c := a.serverClient()
+			var done struct {
+				Message string `json:"message"`
+			}
+			switch {
+			case reset && set != "":
+				return usageErrorf(cmd.CommandPath(), "give one of --reset and --set")
+			case reset:
+				if err := c.do(cmd.Context(), "DELETE", path, nil, &done); err != nil {
+					return err
+				}
+			case set != "":
+				body, err := a.offsetsDocument(set)
+				if err != nil {
+					return err
+				}
+				if err := c.do(cmd.Context(), "PATCH", path, body, &done); err != nil {
+					return err
+				}
+			default:
+				var out json.RawMessage
+				if err := c.do(cmd.Context(), "GET", path, nil, &out); err != nil {
+					return err
+				}
+				return printJSON(a, out)
+			}
+			fmt.Fprintf(a.stdout, "%s: %s\n", args[0], done.Message)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&reset, "reset", false, "delete the offsets of the stopped connector")
+	cmd.Flags().StringVar(&set, "set", "", `set offsets of the stopped connector from JSON, inline or a file ("-": stdin)`)
+	return cmd
+}
+
+// offsetsDocument reads --set: inline JSON, a file, or "-" for stdin, as
+// {"offsets":[...]} or the bare list.
+func (a *app) offsetsDocument(v string) (any, error) {
+	data := []byte(v)
+	if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[") {
+		var err error
+		if v == "-" {
+			data, err = io.ReadAll(a.stdin)
+		} else {
+			data, err = os.ReadFile(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--set: %w", err)
+		}
+	}
+	var doc struct {
+		Offsets []json.RawMessage `json:"offsets"`
+	}
+	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
+		if err := json.Unmarshal(data, &doc.Offsets); err != nil {
+			return nil, fmt.Errorf("--set: %w", err)
+		}
+	} else {
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&doc); err != nil {
+			return nil, fmt.Errorf("--set: want {\"offsets\":[{\"partition\":{...},\"offset\":{...}}]}: %w", err)
+		}
+	}
+	if len(doc.Offsets) == 0 {
+		return nil, fmt.Errorf("--set: no offsets given")
+	}
+	return doc, nil
+}

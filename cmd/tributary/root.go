@@ -27,10 +27,13 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	dataDir  string
-	server   string // a running worker's REST API (--server); "" means the data directory
-	logLevel string
-	logger   *slog.Logger
+	dataDir string
+	// dataDirSet says --data-dir was given on the command line: run then
+	// puts the pipelines' embedded log there (see pipelineEnv).
+	dataDirSet bool
+	server     string // a running worker's REST API (--server); "" means the data directory
+	logLevel   string
+	logger     *slog.Logger
 
 	client logClient
 }
@@ -97,7 +100,19 @@ func (a *app) setup(cmd *cobra.Command) error {
 		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)}
 	}
 	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+	a.dataDirSet = changed(cmd.Flags(), "data-dir")
 	return nil
+}
+
+// lookupEnv resolves ${VAR} in pipeline files: as the environment, except
+// that --data-dir, when given, is the value of ${TRIBUTARY_DATA_DIR}, so
+// that a path a file derives from it (an Iceberg warehouse, say) follows
+// the log.
+func (a *app) lookupEnv(name string) (string, bool) {
+	if name == envDataDir && a.dataDirSet {
+		return a.dataDir, true
+	}
+	return os.LookupEnv(name)
 }
 
 // open returns the log client: with --server (env TRIBUTARY_SERVER) a client

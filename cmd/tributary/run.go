@@ -49,6 +49,16 @@ close, within --drain-timeout.`,
 }
 
 func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catalog, restAddr string, drain time.Duration) error {
+	if a.dataDirSet {
+		// --data-dir wins over log.dir (and so over TRIBUTARY_DATA_DIR,
+		// which a file's log.dir may refer to).
+		for _, p := range ps {
+			if p.Log.Backend != pipelines.BackendEmbedded {
+				return usageErrorf("tributary run", "--data-dir is the embedded log's directory, but pipeline %s uses backend %s", p.Name, p.Log.Backend)
+			}
+			p.Log.Dir = a.dataDir
+		}
+	}
 	lc := ps[0].Log
 	for _, p := range ps[1:] {
 		if p.Log.Backend != lc.Backend || p.Log.Dir != lc.Dir {

@@ -66,7 +66,7 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	// connector, built in or plugin.
 	// A file with errors yields no shapes: the full load below then
 	// reports every error at once, unknown connectors included.
-	shapes, err := load(pipelines.Options{})
+	shapes, err := load(pipelines.Options{LookupEnv: a.lookupEnv})
 	_ = err
 	var all []string
 	pins := make(map[string]string) // the files agree on them: LoadDir checks
@@ -95,7 +95,7 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 		}
 		cat.connectors = reg
 	}
-	ps, err := load(pipelines.Options{Catalog: cat})
+	ps, err := load(pipelines.Options{Catalog: cat, LookupEnv: a.lookupEnv})
 	// A connector that is unknown because the plugin file meant to provide
 	// it is not usable (a checksum mismatch, another protocol version, not
 	// a plugin): say so where the pipeline names it.

@@ -88,7 +88,7 @@ func Connector() connect.Connector {
 
 func spec() connect.Spec {
 	return connect.Spec{Params: []connect.Param{
-		{Name: "path", Type: connect.TypeString, Required: true,
+		{Name: "path", Type: connect.TypeString, Required: true, Exclusive: true,
 			Description: "File to append to; it and its parent directories are created when missing. A relative path is relative to the worker's working directory."},
 		{Name: "include.metadata", Type: connect.TypeBool, Default: "false",
 			Description: "Wrap each value in an envelope with the record's topic, partition, offset, timestamp and key."},

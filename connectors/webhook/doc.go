@@ -67,8 +67,11 @@
 // Secret values never show in errors, dead-letter headers or reports: the
 // signing secrets, the values of headers that carry credentials
 // (Authorization, Cookie, names with key, token, secret, auth, password,
-// signature) and the values of environment variables (8 bytes or longer)
-// that occur in the settings, which is how ${VAR} secrets of a pipeline
-// arrive. They are replaced by connect.Masked, also in response bodies that
-// echo them.
+// signature), the password and credential-like query parameters of the url
+// (hapikey, api_key, token, ...), and the values of environment variables
+// (8 bytes or longer) that occur in the settings, which is how ${VAR}
+// secrets of a pipeline arrive. They are replaced by connect.Masked, also
+// in response bodies that echo them. The spec's Redact masks the same
+// header credentials and url parts where the worker shows the settings (the
+// REST API: "Authorization: Bearer ********", "?hapikey=********").
 package webhook

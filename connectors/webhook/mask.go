@@ -28,14 +28,9 @@ func secretValues(values map[string]string, headers []headerTemplate) []string {
 		if h.value.t != nil || !sensitiveHeader(h.name) {
 			continue
 		}
-		// Mask the credential after a scheme (Bearer, Basic), so that
-		// errors still say which scheme was used.
-		v := strings.TrimSpace(h.value.static)
-		if _, cred, ok := strings.Cut(v, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
-			v = strings.TrimSpace(cred)
-		}
-		out = append(out, v)
+		out = append(out, headerCredential(h.value.static))
 	}
+	out = append(out, urlCredentials(values["url"])...)
 	var settings []string
 	for _, k := range []string{"url", "method", "headers", "body", "batch.body"} {
 		if v := values[k]; v != "" {
@@ -55,6 +50,63 @@ func secretValues(values map[string]string, headers []headerTemplate) []string {
 		}
 	}
 	return out
+}
+
+// headerCredential returns the credential in a sensitive header's value:
+// the part after a scheme (Bearer, Basic), so that messages still say
+// which scheme was used, else the whole value.
+func headerCredential(v string) string {
+	v = strings.TrimSpace(v)
+	if _, cred, ok := strings.Cut(v, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
+		v = strings.TrimSpace(cred)
+	}
+	return v
+}
+
+// urlCredentials returns the credentials a URL (or URL template) carries:
+// the password of its user info, and the values of query parameters whose
+// names look like credentials (hapikey, api_key, token, secret, ...).
+func urlCredentials(u string) []string {
+	var out []string
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		if userinfo, _, ok := strings.Cut(host, "@"); ok {
+			if _, pass, ok := strings.Cut(userinfo, ":"); ok && pass != "" {
+				out = append(out, pass)
+			}
+		}
+	}
+	_, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return out
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for _, kv := range strings.Split(query, "&") {
+		name, v, _ := strings.Cut(kv, "=")
+		if v != "" && sensitiveHeader(name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// redact masks the credentials in a setting's value: those of
+// sensitive header lines in headers, and those of the URL in url. It is
+// the connector's connect.Spec.Redact, so that REST answers, status and
+// logs show "Authorization: Bearer ********" and "?hapikey=********".
+func redact(name, value string) string {
+	var secrets []string
+	switch name {
+	case "url":
+		secrets = urlCredentials(value)
+	case "headers":
+		for _, line := range splitHeaders(value) {
+			if n, v, ok := strings.Cut(line, ":"); ok && sensitiveHeader(strings.TrimSpace(n)) {
+				secrets = append(secrets, headerCredential(v))
+			}
+		}
+	}
+	return newMasker(secrets).String(value)
 }
 
 func sensitiveHeader(name string) bool {

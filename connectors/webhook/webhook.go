@@ -73,7 +73,7 @@ func spec() connect.Spec {
 			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED."},
 		{Name: "tls.ca", Type: connect.TypeString,
 			Description: "PEM file of the certificate authorities to trust for https, instead of the system's roots."},
-	}, Check: checkSettings}
+	}, Check: checkSettings, Redact: redact}
 }
 
 // checkSettings is the spec's whole-config check: what Open refuses

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/pipelines"
 )
 
 // The worker's own keys of a Kafka Connect style flat config; every other
@@ -125,8 +126,8 @@ func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.Conn
 		s.logger.Warn("ignoring Kafka Connect converter settings: Tributary does not use converters (records are bytes; the CDC sources' schemas setting controls embedded schemas)",
 			"connector", name, "keys", ignored)
 	}
-	if e := spec.Errors; e.DeadLetterTopic != "" && e.Tolerance != "all" {
-		return spec, fmt.Errorf("%w: %s is only used with %s=all; set it, or remove the dead-letter topic", engine.ErrBadRequest, keyDeadLetter, keyTolerance)
+	if err := s.checkRules(spec); err != nil {
+		return spec, err
 	}
 	if e := spec.Errors; e.BackoffMax > 0 && e.BackoffMax < e.BackoffInitial {
 		return spec, fmt.Errorf("%w: %s %s is less than %s %s", engine.ErrBadRequest, keyRetryDelayMax, e.BackoffMax, keyRetryDelayInit, e.BackoffInitial)
@@ -137,6 +138,66 @@ func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.Conn
 	}
 	spec.Transforms = ts
 	return spec, nil
+}
+
+// checkRules checks a spec by the rules of a pipeline file's sources and
+// sinks (pipelines.CheckSource, pipelines.CheckSink): the one
+// implementation of them. What relates it to the other connectors (a
+// consumer group or a file another one holds) the worker checks.
+func (s *Server) checkRules(spec engine.ConnectorSpec) error {
+	var problems []pipelines.Problem
+	switch spec.Kind {
+	case connect.KindSource:
+		src := pipelines.Source{Name: spec.Name, Connector: spec.Connector, Topic: spec.Topic, Config: spec.Config}
+		if src.Topic == "" {
+			// A connector that names its records' topics itself (the CDC
+			// sources' "topic" template) has a default.
+			if c, err := s.worker.Registry().Lookup(spec.Kind, spec.Connector); err == nil {
+				if p, ok := c.Spec.Param(keyTopic); ok {
+					src.Topic = p.Default
+				}
+			}
+		}
+		problems = pipelines.CheckSource(src)
+	case connect.KindSink:
+		problems = pipelines.CheckSink(pipelines.Sink{Name: spec.Name, Connector: spec.Connector, Topics: spec.Topics, TopicsRegex: spec.TopicsRegex,
+			Group: spec.Group, Config: spec.Config, Errors: pipelines.ErrorPolicy{Tolerance: pipelines.Tolerance(spec.Errors.Tolerance),
+				DeadLetter: pipelines.DeadLetter{Topic: spec.Errors.DeadLetterTopic}}})
+	}
+	if len(problems) > 0 {
+		return &engine.ConfigError{Connector: spec.Name, Problems: problems}
+	}
+	return nil
+}
+
+// flatKeys are the flat config's names of the keys of a pipeline file
+// that problems name.
+var flatKeys = map[string]string{
+	pipelines.KeyName: keyName, pipelines.KeyTopic: keyTopic, pipelines.KeyTopics: keyTopics,
+	pipelines.KeyTopicsRegex: keyTopicsRegex, pipelines.KeyGroup: keyGroup,
+	pipelines.KeyTolerance: keyTolerance, pipelines.KeyDeadLetter: keyDeadLetter,
+}
+
+// flatWords rewrite a pipeline file's key names in messages.
+var flatWords = strings.NewReplacer("topics_regex", keyTopicsRegex, "tolerance: all", keyTolerance+"=all",
+	"remove deadletter", "remove "+keyDeadLetter, "set group:", "set "+keyGroup, "topics: [web.tracking]", "topics=web.tracking")
+
+// configErrorMessage is Kafka Connect's message for an invalid connector
+// config: one line per problem, naming the key as the flat config does.
+func configErrorMessage(e *engine.ConfigError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Connector configuration is invalid and contains the following %d error(s):", len(e.Problems))
+	for _, p := range e.Problems {
+		key, ok := flatKeys[p.Key]
+		if !ok {
+			key = strings.TrimPrefix(p.Key, "config.")
+		}
+		fmt.Fprintf(&b, "\n%s: %s", key, flatWords.Replace(p.Message))
+		if p.Hint != "" {
+			b.WriteString("; " + flatWords.Replace(p.Hint))
+		}
+	}
+	return b.String()
 }
 
 // checkTasksMax accepts tasks.max=1 only: the worker runs one task per
@@ -346,17 +407,21 @@ func (s *Server) connectorConfigClear(name string, clear bool) (engine.Connector
 }
 
 // keepMasked replaces the masked values of a config sent back with the
-// connector's current values: a masked value means "keep the secret".
+// connector's current values: a value as GET shows it masked (wholly, or
+// in part, as a header's credential or a URL's key) means "keep the
+// secret", so that PUT of GET's answer never stores a mask.
 func (s *Server) keepMasked(name string, cfg map[string]string) {
-	old, err := s.connectorConfigClear(name, true)
+	clear, err := s.connectorConfigClear(name, true)
+	if err != nil {
+		return
+	}
+	shown, err := s.connectorConfig(name)
 	if err != nil {
 		return
 	}
 	for k, v := range cfg {
-		if v == connect.Masked {
-			if ov, ok := old.Config[k]; ok {
-				cfg[k] = ov
-			}
+		if ov, ok := clear.Config[k]; ok && (v == connect.Masked || v == shown.Config[k]) {
+			cfg[k] = ov
 		}
 	}
 }

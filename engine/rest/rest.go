@@ -5,6 +5,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,7 +177,16 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	for _, prefix := range []string{engine.ErrNotFound.Error() + ": ", engine.ErrConflict.Error() + ": ", engine.ErrBadRequest.Error() + ": "} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
-	if code == http.StatusInternalServerError {
+	if ce := (*engine.ConfigError)(nil); errors.As(err, &ce) {
+		msg = configErrorMessage(ce)
+	}
+	switch {
+	case code != http.StatusInternalServerError:
+	case errors.Is(err, context.Canceled):
+		// The client went away (a consumer that ends, Ctrl-C): nobody
+		// reads the answer, and nothing is wrong with the worker.
+		s.logger.Debug("rest request ended: the client went away", "error", err)
+	default:
 		s.logger.Error("rest request failed", "error", err)
 	}
 	writeJSON(w, code, apiError{ErrorCode: code, Message: msg})
@@ -398,6 +408,11 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := info.Config
+	shown, err := s.connectorConfig(name) // as GET shows it, secrets masked
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	if v, ok := patch[keyTransforms]; ok {
 		keep := map[string]bool{}
 		if v != nil {
@@ -416,8 +431,8 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case v == nil:
 			delete(cfg, k)
-		case *v == connect.Masked:
-			// a masked value sent back keeps the secret
+		case *v == connect.Masked || *v == shown.Config[k] && *v != cfg[k]:
+			// a masked value sent back (as GET shows it) keeps the secret
 		default:
 			cfg[k] = *v
 		}
