@@ -764,7 +764,7 @@ func (st *streamer) txID() string {
 // history at this point of the binlog. It returns nil for tables that are
 // not captured.
 func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, raw []byte, h *replication.EventHeader) (*table, error) {
-	if t, ok := st.tables[tm.TableID]; ok && (t == nil || (t.def.DB == string(tm.Schema) && t.def.Name == string(tm.Table) && t.def.sameShape(tm))) {
+	if t, ok := st.tables[tm.TableID]; ok && (t == nil || (t.def.DB == string(tm.Schema) && t.def.Name == string(tm.Table) && t.def.sameShape(tm) && t.def.sameNulls(tm))) {
 		return t, nil
 	}
 	// The binlog client skips the table maps' optional metadata (column
@@ -825,6 +825,7 @@ func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, 
 		if !def.sameShape(tm) {
 			return nil, fmt.Errorf("table %s.%s at %s: the schema history's definition (%d columns) does not match the binlog's row format (%d columns): it was changed outside the binlog the connector read. Set binlog_row_metadata=FULL, or start over with a snapshot (delete the stored offsets and %s)", db, name, at, len(def.Columns), tm.ColumnCount, s.hist.path)
 		}
+		def = def.withNulls(tm)
 	}
 	t, err := st.enc.mapper.newTable(&s.set, def)
 	if err != nil {
