@@ -260,7 +260,7 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 	// follows the same reader); the medians are reported. Each Go reader
 	// starts after a GC, so that none pays for the garbage of the one
 	// before it. The server's CPU during each read is measured too.
-	var rawT, syncT, parsedT, binlogT, streamT, rawC, syncC, parsedC, binlogC, streamC, rawS, streamS, rawA, streamA []float64
+	var rawT, syncT, parsedT, binlogT, streamT, rawC, syncC, parsedC, binlogC, streamC, rawS, streamS, rawA, streamA, rawG, streamG []float64
 	var rawBytes int64
 	streamed := 0
 	var reads readStats
@@ -268,14 +268,14 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 		readers := []func() error{
 			func() error {
 				runtime.GC()
-				cpu0, srv0, alloc0 := cpuSeconds(), srv.cpuSeconds(), allocated()
+				cpu0, srv0, alloc0, gc0 := cpuSeconds(), srv.cpuSeconds(), allocated(), gcCycles()
 				start := time.Now()
 				var err error
 				if rawBytes, err = syncerRead(srv, coordsOf{from.file, 4}, end, readRaw); err != nil {
 					return fmt.Errorf("raw binlog read: %w", err)
 				}
 				rawT, rawC = append(rawT, time.Since(start).Seconds()), append(rawC, cpuSeconds()-cpu0)
-				rawA = append(rawA, allocated()-alloc0)
+				rawA, rawG = append(rawA, allocated()-alloc0), append(rawG, gcCycles()-gc0)
 				rawS = append(rawS, srv.cpuSeconds()-srv0)
 				return nil
 			},
@@ -315,7 +315,7 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 				if err != nil {
 					return err
 				}
-				cpu0, srv0, alloc0 := cpuSeconds(), srv.cpuSeconds(), allocated()
+				cpu0, srv0, alloc0, gc0 := cpuSeconds(), srv.cpuSeconds(), allocated(), gcCycles()
 				start := time.Now()
 				pos := fmt.Sprintf(`{"file":%q,"pos":4,"server_id":1}`, from.file)
 				streamed, reads, err = readSource(ctx, map[string]string{"dsn": srv.dsn(""), "tables": "bench.stream", "heartbeat.interval": "0"},
@@ -324,7 +324,7 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 					return fmt.Errorf("stream: %w", err)
 				}
 				streamT, streamC = append(streamT, time.Since(start).Seconds()), append(streamC, cpuSeconds()-cpu0)
-				streamA = append(streamA, allocated()-alloc0)
+				streamA, streamG = append(streamA, allocated()-alloc0), append(streamG, gcCycles()-gc0)
 				streamS = append(streamS, srv.cpuSeconds()-srv0)
 				stopProfile()
 				return nil
@@ -339,10 +339,10 @@ func run(rows, txns, clients, latRate, seconds, runs int) error {
 			}
 		}
 		perM := func(c []float64) float64 { return c[len(c)-1] / float64(txns) * 1e6 }
-		fmt.Fprintf(os.Stderr, "stream round %d (load %s): source %.0f/s  raw %.0f/s  ratio %.2f  raw synchronous %.0f/s  mariadb-binlog %.0f/s  parsing %.0f/s;  CPU µs per change: source %.2f raw %.2f raw synchronous %.2f mariadb-binlog %.2f parsing %.2f; server %.2f while the source read, %.2f while the raw;  bytes allocated per change: source %.0f, raw %.0f;  source: Open %s, %d Reads of %.0f records\n",
+		fmt.Fprintf(os.Stderr, "stream round %d (load %s): source %.0f/s  raw %.0f/s  ratio %.2f  raw synchronous %.0f/s  mariadb-binlog %.0f/s  parsing %.0f/s;  CPU µs per change: source %.2f raw %.2f raw synchronous %.2f mariadb-binlog %.2f parsing %.2f; server %.2f while the source read, %.2f while the raw;  bytes allocated per change: source %.0f, raw %.0f;  GC cycles per 100k changes: source %.0f, raw %.0f;  source: Open %s, %d Reads of %.0f records\n",
 			round+1, loadAvg(), float64(txns)/streamT[round], float64(txns)/rawT[round], rawT[round]/streamT[round], float64(txns)/syncT[round],
 			float64(txns)/binlogT[round], float64(txns)/parsedT[round], perM(streamC), perM(rawC), perM(syncC), perM(binlogC), perM(parsedC),
-			perM(streamS), perM(rawS), streamA[round]/float64(txns), rawA[round]/float64(txns), reads.open.Round(time.Millisecond), reads.reads, float64(reads.records)/float64(max(reads.reads, 1)))
+			perM(streamS), perM(rawS), streamA[round]/float64(txns), rawA[round]/float64(txns), streamG[round]/float64(txns)*1e5, rawG[round]/float64(txns)*1e5, reads.open.Round(time.Millisecond), reads.reads, float64(reads.records)/float64(max(reads.reads, 1)))
 	}
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 	fmt.Printf("snapshot  rows=%d  source %.0f rows/s  mariadb client %.0f rows/s  ratio %.2f (target 0.30)  cpu %.2fs  peak RSS %d MB\n",
@@ -645,6 +645,13 @@ func allocated() float64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return float64(m.TotalAlloc)
+}
+
+// gcCycles is the number of GC cycles this process has completed so far.
+func gcCycles() float64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.NumGC)
 }
 
 func cpuSeconds() float64 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // encoder turns rows into Debezium change-event records.
@@ -139,7 +140,10 @@ func (e *encoder) record(t *table, ev *connect.ChangeEvent) (connect.Record, err
 // of a batch), or into a buffer of its own when blk is nil.
 func (e *encoder) recordIn(blk *connect.Blocks, t *table, ev *connect.ChangeEvent) (connect.Record, error) {
 	if e.set.schemas {
-		ev.Schema = t.schema
+		// A null in a NOT NULL column (a zero date, a value that could not
+		// be mapped, a partial row image) makes that column optional in
+		// this event's schema: the codec refuses a null in a required field.
+		ev.Schema = cdc.NullsOptional(t.schema, ev.Before, ev.After)
 	}
 	var r connect.Record
 	var err error

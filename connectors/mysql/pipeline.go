@@ -122,6 +122,10 @@ func (e *encodeStage) run(ctx context.Context) error {
 			var a scratch
 			for j := range e.jobs {
 				j.recs, j.err = e.st.encodeItems(&a, j.items)
+				if j.err == nil {
+					e.st.recycle(j.items)
+				}
+				j.items = nil
 				close(j.done)
 			}
 		}()

@@ -307,7 +307,7 @@ func (st *streamer) rawRow(dst connect.Row, t *table, spec *rowSpec, img rowImag
 const changeSlab = 64 // 64 changes stay below the 32 KiB of a small allocation
 
 // freeSlabs is how many encoded slabs the streamer keeps for reuse.
-const freeSlabs = 32
+const freeSlabs = 64
 
 // slab is changes allocated together. Once every one of them is encoded
 // (left reaches 0) nothing refers to them any more: the encoder that

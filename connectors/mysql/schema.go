@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,6 +59,37 @@ func (t *tableDef) sameShape(tm *replication.TableMapEvent) bool {
 		}
 	}
 	return true
+}
+
+// sameNulls reports whether the nullability of t's columns is that of a
+// table map event's null bitmap (which every table map carries): a table
+// changed by ALTER ... MODIFY ... [NOT] NULL has the same shape.
+func (t *tableDef) sameNulls(tm *replication.TableMapEvent) bool {
+	if len(tm.NullBitmap) == 0 {
+		return true
+	}
+	for i := range t.Columns {
+		if _, null := tm.Nullable(i); null != t.Columns[i].Nullable {
+			return false
+		}
+	}
+	return true
+}
+
+// withNulls returns t, or a copy of it with the nullability of a table map
+// event of the same shape when it differs: the binlog's is the one of its
+// rows, a definition from the schema history or information_schema may be
+// older or newer.
+func (t *tableDef) withNulls(tm *replication.TableMapEvent) *tableDef {
+	if t.sameNulls(tm) {
+		return t
+	}
+	cp := *t
+	cp.Columns = slices.Clone(t.Columns)
+	for i := range cp.Columns {
+		_, cp.Columns[i].Nullable = tm.Nullable(i)
+	}
+	return &cp
 }
 
 // sameBinlogType compares binlog types, taking the old and new encodings

@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,152 @@ func FuzzDDLTables(f *testing.F) {
 				t.Fatalf("empty table name from %q", q)
 			}
 		}
+	})
+}
+
+// rowOptional returns, for a record's value (schemas=true), each column's
+// "optional" in the after row's schema and the after row itself.
+func rowOptional(t *testing.T, r connect.Record) (map[string]bool, map[string]any) {
+	t.Helper()
+	var v struct {
+		Schema struct {
+			Fields []struct {
+				Field  string `json:"field"`
+				Fields []struct {
+					Field    string `json:"field"`
+					Optional bool   `json:"optional"`
+				} `json:"fields"`
+			} `json:"fields"`
+		} `json:"schema"`
+		Payload struct {
+			After map[string]any `json:"after"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(r.Value, &v); err != nil {
+		t.Fatalf("value %s: %v", r.Value, err)
+	}
+	opt := map[string]bool{}
+	for _, f := range v.Schema.Fields {
+		if f.Field == "after" {
+			for _, c := range f.Fields {
+				opt[c.Field] = c.Optional
+			}
+		}
+	}
+	return opt, v.Payload.After
+}
+
+// TestSchema_Nullability checks that a NOT NULL column is required in the
+// embedded schema and a nullable one optional, in the snapshot and in the
+// stream, across ALTER ... MODIFY to NOT NULL and to NULL, and that an
+// event holding a null in a NOT NULL column (a zero date, written as null)
+// describes that column as optional in its own schema only.
+func TestSchema_Nullability(t *testing.T) {
+	for _, mode := range []string{"full-metadata", "schema-history"} {
+		t.Run(mode, func(t *testing.T) {
+			d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, nn varchar(10) NOT NULL, n varchar(10) NULL, dt datetime NOT NULL)",
+				"INSERT INTO t VALUES (1, 'a', 'b', '2024-01-02 03:04:05')")
+			values := map[string]string{"schemas": "true"}
+			if mode == "schema-history" {
+				withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+				values["state.dir"] = t.TempDir()
+			}
+			s := openSource(t, d, values, nil)
+			// A session that may write zero dates.
+			conn, err := d.db.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(t.Context(), "SET SESSION sql_mode = ''"); err != nil {
+				t.Fatal(err)
+			}
+			type want struct {
+				nn, n, dt bool // optional
+				dtNull    bool
+			}
+			check := func(what string, r connect.Record, w want) {
+				t.Helper()
+				opt, after := rowOptional(t, r)
+				got := want{opt["nn"], opt["n"], opt["dt"], after["dt"] == nil}
+				if opt["id"] || got != w {
+					t.Errorf("%s: optional id %v nn %v n %v dt %v, dt null %v; want id false, %+v\n%s", what, opt["id"], got.nn, got.n, got.dt, got.dtNull, w, r.Value)
+				}
+			}
+			// The snapshot row, then the stream.
+			recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
+				return len(r) > 0 && r[len(r)-1].Position != nil && !strings.Contains(string(r[len(r)-1].Position), `"snapshot"`)
+			})
+			check("snapshot", recs[0], want{false, true, false, false})
+			steps := []struct {
+				q string
+				w want
+			}{
+				{"INSERT INTO t VALUES (2, 'a', NULL, '2024-01-02 03:04:05')", want{false, true, false, false}},
+				{"INSERT INTO t VALUES (3, 'a', 'b', '0000-00-00 00:00:00')", want{false, true, true, true}},
+				{"INSERT INTO t VALUES (4, 'a', 'b', '2024-01-02 03:04:05')", want{false, true, false, false}},
+				{"ALTER TABLE t MODIFY n varchar(10) NOT NULL DEFAULT ''", want{}},
+				{"INSERT INTO t VALUES (5, 'a', 'b', '2024-01-02 03:04:05')", want{false, false, false, false}},
+				{"ALTER TABLE t MODIFY nn varchar(10) NULL", want{}},
+				{"INSERT INTO t VALUES (6, NULL, 'b', '2024-01-02 03:04:05')", want{true, false, false, false}},
+			}
+			for _, st := range steps {
+				if _, err := conn.ExecContext(t.Context(), st.q); err != nil {
+					t.Fatalf("%s: %v", st.q, err)
+				}
+				if strings.HasPrefix(st.q, "ALTER") {
+					continue
+				}
+				// One at a time: the schema history reads definitions from
+				// the server when the stream meets the DDL.
+				r := readRecords(t, s, 1, 30*time.Second)
+				check(st.q, r[0], st.w)
+				recs = append(recs, r...)
+			}
+			s.Close(context.Background())
+			// A stream behind two ALTERs (restarted after them): the schema
+			// history has today's definition for the first one, the table
+			// maps have the nullability of their rows.
+			for _, q := range []string{
+				"ALTER TABLE t MODIFY n varchar(10) NULL",
+				"INSERT INTO t VALUES (7, 'a', 'b', '2024-01-02 03:04:05')",
+				"ALTER TABLE t MODIFY n varchar(10) NOT NULL DEFAULT ''",
+				"INSERT INTO t VALUES (8, 'a', 'b', '2024-01-02 03:04:05')",
+			} {
+				if _, err := conn.ExecContext(t.Context(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			s = openSource(t, d, values, lastPosition(recs))
+			behind := readRecords(t, s, 2, 30*time.Second)
+			check("row 7", behind[0], want{true, true, false, false})
+			check("row 8", behind[1], want{true, false, false, false})
+			s.Close(context.Background())
+			// The snapshot of today's table: the zero date's row only has
+			// an optional dt.
+			snap := tableRecords(t, d, values)
+			if len(snap) != 8 {
+				t.Fatalf("snapshot: %d records:\n%s", len(snap), dump(snap))
+			}
+			for i, r := range snap {
+				check(fmt.Sprintf("snapshot row %d", i+1), r, want{true, false, i == 2, i == 2})
+			}
+		})
+	}
+}
+
+// tableRecords reads the records of an initial_only snapshot.
+func tableRecords(t *testing.T, d *testDB, values map[string]string) []connect.Record {
+	t.Helper()
+	v := map[string]string{"snapshot.mode": "initial_only"}
+	for k, x := range values {
+		if k != "state.dir" {
+			v[k] = x
+		}
+	}
+	s := openSource(t, d, v, nil)
+	defer s.Close(context.Background())
+	return readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
+		return len(r) > 0 && r[len(r)-1].Position != nil && !strings.Contains(string(r[len(r)-1].Position), `"snapshot"`)
 	})
 }

@@ -67,6 +67,10 @@ type streamer struct {
 	slab     *slab      // newChange's
 	slabUsed int        // changes of slab handed out
 	free     chan *slab // encoded slabs, cleared, for newChange
+	// freeItems holds the item slices of encoded batches, cleared, for
+	// flush's next pending: a batch's items are 16 bytes a change, all of
+	// it pointers the GC scans.
+	freeItems chan []item
 
 	// The incremental snapshot (incremental.go).
 	inc        *incState // in progress; nil for none
@@ -106,7 +110,7 @@ type streamer struct {
 
 func newStreamer(s *Source, enc *encoder) *streamer {
 	st := &streamer{src: s, enc: enc, tables: map[uint64]*table{}, maps: map[uint64]*tableMapEntry{}, warned: map[string]bool{},
-		free: make(chan *slab, freeSlabs)}
+		free: make(chan *slab, freeSlabs), freeItems: make(chan []item, freeBatches)}
 	st.file = s.plan.start.File
 	if s.plan.gtids != nil {
 		st.gtids = s.plan.gtids.clone()
@@ -588,11 +592,11 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 	} else if st.lastRec >= n {
 		st.lastRec -= n
 	}
-	batch := st.pending[:n:n]
+	batch := st.pending[:n] // its capacity goes back to freeItems with it
 	rest := st.pending[n:]
 	// The next batch is likely as large as this one: room for it spares
 	// growing pending step by step.
-	st.pending = append(make([]item, 0, max(len(rest)+n/8, n+n/4, 64)), rest...)
+	st.pending = append(st.items(max(len(rest)+n/8, n+n/4, 64)), rest...)
 	st.txMark = max(0, st.txMark-n)
 	if len(batch) <= smallBatch && st.stage.inflight.Load() == 0 {
 		// Nothing in the stage to overtake: encode here, sparing a small
@@ -602,9 +606,38 @@ func (st *streamer) flush(ctx context.Context, atCommit bool) error {
 		if err != nil {
 			return err
 		}
+		st.recycle(batch)
 		return st.src.push(ctx, recs)
 	}
 	return st.stage.send(ctx, batch)
+}
+
+// freeBatches is how many encoded batches' item slices the streamer keeps
+// for reuse: about as many as the stage holds.
+const freeBatches = 2 * stageDepth
+
+// items returns an empty item slice with room for n items, an encoded
+// batch's when one that large is back.
+func (st *streamer) items(n int) []item {
+	select {
+	case s := <-st.freeItems:
+		if cap(s) >= n {
+			return s
+		}
+	default:
+	}
+	return make([]item, 0, n)
+}
+
+// recycle hands the item slice of an encoded batch back to items; nothing
+// reads it afterwards. It runs on the encoder goroutines too.
+func (st *streamer) recycle(batch []item) {
+	batch = batch[:cap(batch)]
+	clear(batch) // drops what the items pointed to
+	select {
+	case st.freeItems <- batch[:0]:
+	default:
+	}
 }
 
 func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) error {
@@ -764,7 +797,7 @@ func (st *streamer) txID() string {
 // history at this point of the binlog. It returns nil for tables that are
 // not captured.
 func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, raw []byte, h *replication.EventHeader) (*table, error) {
-	if t, ok := st.tables[tm.TableID]; ok && (t == nil || (t.def.DB == string(tm.Schema) && t.def.Name == string(tm.Table) && t.def.sameShape(tm))) {
+	if t, ok := st.tables[tm.TableID]; ok && (t == nil || (t.def.DB == string(tm.Schema) && t.def.Name == string(tm.Table) && t.def.sameShape(tm) && t.def.sameNulls(tm))) {
 		return t, nil
 	}
 	// The binlog client skips the table maps' optional metadata (column
@@ -825,6 +858,7 @@ func (st *streamer) resolve(ctx context.Context, tm *replication.TableMapEvent, 
 		if !def.sameShape(tm) {
 			return nil, fmt.Errorf("table %s.%s at %s: the schema history's definition (%d columns) does not match the binlog's row format (%d columns): it was changed outside the binlog the connector read. Set binlog_row_metadata=FULL, or start over with a snapshot (delete the stored offsets and %s)", db, name, at, len(def.Columns), tm.ColumnCount, s.hist.path)
 		}
+		def = def.withNulls(tm)
 	}
 	t, err := st.enc.mapper.newTable(&s.set, def)
 	if err != nil {

@@ -48,11 +48,12 @@ const (
 // isBinary reports whether a string column holds bytes.
 func (c *column) isBinary() bool { return c.Charset == "binary" }
 
-// schema returns the Kafka Connect schema of column c, named c.Name.
+// schema returns the Kafka Connect schema of column c, named c.Name:
+// optional unless the column is NOT NULL, as in Debezium.
 func (m *mapper) schema(c *column) connect.Schema {
 	s := m.typeSchema(c)
 	s.Field = c.Name
-	s.Optional = true
+	s.Optional = c.Nullable
 	return s
 }
 

@@ -91,7 +91,7 @@ func TestTypes_SchemasEmbedded(t *testing.T) {
 	want := map[string]string{
 		"id": `{"type":"int32","optional":false,"field":"id"}`,
 		"dc": `{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"2","connect.decimal.precision":"5"},"field":"dc"}`,
-		"u":  `{"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"0","connect.decimal.precision":"20"},"field":"u"}`,
+		"u":  `{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"0","connect.decimal.precision":"20"},"field":"u"}`,
 		"e":  `{"type":"string","optional":true,"name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"a,b"},"field":"e"}`,
 		"ts": `{"type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","version":1,"field":"ts"}`,
 		"dt": `{"type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1,"field":"dt"}`,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // encoder turns rows into Debezium change-event records.
@@ -90,51 +91,37 @@ func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.Chang
 
 // schemaFor returns rel's event schema, adjusted for an event that the
 // table's schema cannot describe:
+//   - a null in a NOT NULL column (cdc.NullsOptional): the old row of a
+//     delete under REPLICA IDENTITY DEFAULT or USING INDEX holds only the
+//     key, and a value written as null because it could not be parsed, or
+//     a row older than a SET NOT NULL that the catalogue already shows, can
+//     hold one too;
 //   - a non-finite float ("NaN", "Infinity"): Kafka Connect's float schemas
 //     cannot carry those, so such a column is an optional string in that
-//     event;
-//   - a null in a NOT NULL column: the old row of a delete under REPLICA
-//     IDENTITY DEFAULT or USING INDEX holds only the key, and a value
-//     written as null because it could not be parsed, or a row older than
-//     a SET NOT NULL that the catalogue already shows, can hold one too;
-//     such a column is optional in that event, so that the event stays
-//     valid against its own schema. (Debezium writes a fallback value, 0 or
-//     "", there instead; a null does not pretend to know the value.)
+//     event.
 func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
-	es := rel.schema
-	var fix []int      // columns to describe as optional strings
-	var optional []int // columns to describe as optional
-	rows := [2]connect.Row{ev.Before, ev.After}
+	es := cdc.NullsOptional(rel.schema, ev.Before, ev.After)
+	var fix []int // columns to describe as optional strings
 	for i := range rel.columns {
 		k := rel.columns[i].typ.kind
-		float := k == kindFloat32 || k == kindFloat64 || k == kindNumeric || k == kindMoney
-		required := !es.Row.Fields[i].Optional
-		if !float && !required {
+		if k != kindFloat32 && k != kindFloat64 && k != kindNumeric && k != kindMoney || es.Row.Fields[i].Type == connect.SchemaString {
 			continue
 		}
-		for _, row := range rows {
-			if i >= len(row) {
-				continue
-			}
-			if _, ok := row[i].Value.(string); ok && float && es.Row.Fields[i].Type != connect.SchemaString {
-				fix = append(fix, i)
-				break
-			}
-			if row[i].Value == nil && required {
-				optional = append(optional, i)
-				required = false // once is enough; a string in the other row may still need a fix
+		for _, row := range [2]connect.Row{ev.Before, ev.After} {
+			if i < len(row) {
+				if _, ok := row[i].Value.(string); ok {
+					fix = append(fix, i)
+					break
+				}
 			}
 		}
 	}
-	if len(fix) == 0 && len(optional) == 0 {
+	if len(fix) == 0 {
 		return es
 	}
 	cp := *es
 	row := *es.Row
 	row.Fields = append([]connect.Schema(nil), es.Row.Fields...)
-	for _, i := range optional {
-		row.Fields[i].Optional = true
-	}
 	for _, i := range fix {
 		row.Fields[i] = connect.Schema{Type: connect.SchemaString, Optional: true, Field: row.Fields[i].Field}
 	}
