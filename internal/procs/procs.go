@@ -13,43 +13,49 @@
 // hot paths are full of such calls — the log's pwrite and fdatasync, the
 // file sink's write and fsync — so with GOMAXPROCS equal to the cores,
 // runnable goroutines (HTTP handlers, encoders, the sink) wait while a core
-// idles in an fsync. Session 3 measured two more Ps (GOMAXPROCS 4 vs 2 on
+// idles in an fsync. Measured earlier, two more Ps (GOMAXPROCS 4 vs 2 on
 // the 2-core VM, load 1–2): single-event durable HTTP requests +17%,
 // batches +25% (bench/httptrack), generator → log → file sink +10%
 // (bench/engine). But every P beyond the cores also lets the GC's
-// background sweeper and mark workers spin on a P of their own: with the
-// default GOGC=100, CPU per unit at GOMAXPROCS 2 / 3 / 4 (4 alternating
-// rounds, load 10–16) was 3.1 / 3.35 / 3.7 µs per record end to end,
-// 1.07 / 2.04 / 2.17 µs per Kafka record consumed through the listener and
-// 4.1 / 4.95 / 5.1 CPU-s per million MySQL changes (runtime sweeper 13%
-// and scheduler 16% of that profile at 4). With GOGC=400 (below) the
-// collector runs a quarter as often and most of that cost goes: 2.9 / 2.9
-// / 3.15–4.2 µs end to end, 0.82 / 0.74–0.76 / 0.88–0.95 µs per record
-// consumed, 3.35 / 3.3 / 3.55–3.6 CPU-s per million changes. So Tune adds
-// one P (Extra): no more CPU than none at GOGC=400, and a spare P for the
-// goroutine in fsync.
+// background sweeper and mark workers spin on a P of their own. Measured
+// on 2026-11-29 (alternating, CPU per unit from rusage, load 7–16): with
+// the default GOGC=100, at GOMAXPROCS 2 / 3 / 4 (4 rounds), 3.1 / 3.35 /
+// 3.7 µs per record end to end, 1.07 / 2.04 / 2.17 µs per Kafka record
+// consumed through the listener, 4.1 / 4.95 / 5.1 CPU-s per million MySQL
+// changes (at 4 the runtime's sweeper took 13% and the scheduler 16% of
+// that profile), HTTP requests flat (90–94 µs). With GOGC=400 (below) the
+// collector runs a quarter as often and most of that cost goes: 3.0 /
+// 2.9–3.2 / 3.15–3.8 µs end to end, 0.73 / 0.74–0.76 / 0.88–1.07 µs per
+// record consumed, 3.1 / 3.3–3.4 / 3.5–3.6 CPU-s per million changes; and
+// at GOGC=400, load 8, the medians of 4 rounds were 6.7k / 7.8k / 8.4k
+// single-event and 1.20k / 1.63k / 1.54k batch HTTP requests/s, 324k /
+// 279k / 307k records/s end to end (rounds swing 2–4x on the shared
+// machine). So Tune adds one P (Extra): in these runs the throughput of
+// two and about the CPU of none. (Not measured: +1 against +2 on an idle
+// machine, where the fsync effect above was measured.)
 //
 // # Garbage collection
 //
 // At GOGC=100 the collector cost 0.2–0.4 µs of the ~3.2 µs per record end
 // to end and 1.6 µs per HTTP request. Against the previous policy
-// (GOMAXPROCS+2, GOGC=100), Tune's (GOMAXPROCS+1, GOGC=400 with the limit)
-// measured, alternating, load 7–10: end to end 3.5 → 2.9 µs per record,
-// Kafka consume 2.23 → 0.76 µs per record and produce 1.32 → 1.18, the
-// MySQL source 4.95 → 3.3 CPU-s per million changes, HTTP requests
-// unchanged (93 µs per request, load generator included); peak RSS grew
-// 243 → 483 MB (bench/engine), 328 → 610 MB (bench/httptrack), 185 → 308
-// MB (bench/kafka). GOGC=200 kept more of the CPU (3.25 µs per record end
-// to end, 1.14 µs per record consumed, 3.65 CPU-s per million changes) at
-// 310 MB in bench/engine. A higher GOGC alone lets the heap grow to five
-// times the live heap whatever the memory, so Tune sets it only together
-// with a soft memory limit (runtime/debug.SetMemoryLimit) of
-// MemoryLimitFraction of the memory the process may use: its cgroup's
+// (GOMAXPROCS+2, GOGC=100), Tune's (GOMAXPROCS+1, GOGC=400 with the
+// limit) measured, 3 alternating rounds at load 7.5–10: end to end 3.2 →
+// 2.9 µs per record, Kafka consume 2.21 → 0.76 µs per record and produce
+// 1.41 → 1.18, the MySQL source 5.1 → 3.4 CPU-s per million changes (its
+// raw binlog read 3.6 → 2.2), HTTP requests within noise (86.5 → 93.8 µs,
+// load generator included); peak RSS grew 244 → 483 MB (bench/engine),
+// 262 → 610 MB (bench/httptrack), 182 → 308 MB (bench/kafka). GOGC=200
+// (at GOMAXPROCS 3, 4 rounds, load 12–13) kept less of the CPU (3.25 µs per
+// record end to end, 1.14 µs per record consumed, 3.65 CPU-s per million
+// changes) at 310 MB in bench/engine. A higher GOGC alone lets the heap
+// grow to five times the live heap whatever the memory, so Tune sets it
+// only together with a soft memory limit (runtime/debug.SetMemoryLimit)
+// of MemoryLimitFraction of the memory the process may use: its cgroup's
 // limit (v2 memory.max, v1 memory.limit_in_bytes, the lowest from its
-// cgroup up) or the machine's memory if lower. Near the limit the collector
-// runs as often as it must to stay under it; only a live heap above about
-// 3/8 of the memory, where GOGC=100 would reach the limit too, makes it
-// run more often than GOGC=100 would. GOGC or GOMEMLIMIT in the
+// cgroup up) or the machine's memory if lower. Near the limit the
+// collector runs as often as it must to stay under it; only a live heap
+// above 3/8 of that memory, where GOGC=100 would pass the limit too, makes
+// it run more often than GOGC=100 would. GOGC or GOMEMLIMIT in the
 // environment leaves both to the runtime.
 package procs
 
