@@ -39,15 +39,16 @@
 // At GOGC=100 the collector cost 0.2–0.4 µs of the ~3.2 µs per record end
 // to end and 1.6 µs per HTTP request. Against the previous policy
 // (GOMAXPROCS+2, GOGC=100), Tune's (GOMAXPROCS+1, GOGC=400 with the
-// limit) measured, 3 alternating rounds at load 7.5–10: end to end 3.2 →
-// 2.9 µs per record, Kafka consume 2.21 → 0.76 µs per record and produce
-// 1.41 → 1.18, the MySQL source 5.1 → 3.4 CPU-s per million changes (its
-// raw binlog read 3.6 → 2.2), HTTP requests within noise (86.5 → 93.8 µs,
-// load generator included); peak RSS grew 244 → 483 MB (bench/engine),
-// 262 → 610 MB (bench/httptrack), 182 → 308 MB (bench/kafka). GOGC=200
-// (at GOMAXPROCS 3, 4 rounds, load 12–13) kept less of the CPU (3.25 µs per
-// record end to end, 1.14 µs per record consumed, 3.65 CPU-s per million
-// changes) at 310 MB in bench/engine. A higher GOGC alone lets the heap
+// limit) measured, medians of 6 alternating pairs at load 5–11: end to
+// end 3.45 → 2.9 µs per record, Kafka consume 2.17 → 0.73 µs per record
+// and produce 1.43 → 1.11, the MySQL source 4.9 → 3.3 CPU-s per million
+// changes (its raw binlog read 3.5 → 2.25), HTTP single-event requests
+// 93 → 89 µs and batches 597 → 527 µs (load generator included); peak RSS
+// grew 238 → 501 MB (bench/engine), 296 → 620 MB (bench/httptrack), 173 →
+// 307 MB (bench/kafka). GOGC=200 (GOMAXPROCS 3, 4 rounds, load 12–13)
+// kept less of the CPU (3.25 µs per record end to end against 3.35 at
+// GOGC=100 and 2.95 at 400, 1.14 µs per record consumed, 3.65 CPU-s per
+// million changes) at 310 MB in bench/engine. A higher GOGC alone lets the heap
 // grow to five times the live heap whatever the memory, so Tune sets it
 // only together with a soft memory limit (runtime/debug.SetMemoryLimit)
 // of MemoryLimitFraction of the memory the process may use: its cgroup's
