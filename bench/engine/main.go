@@ -698,9 +698,9 @@ func spread(runs int, format string, med, lo, hi float64) string {
 
 func printResults(w io.Writer, c config, rounds []round) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s, GOGC=%s GOMEMLIMIT=%s\n",
+	fmt.Fprintf(w, "\nTributary engine benchmark: %d records of %d B, %d partitions, %d CPUs (%s), load %s, %s, %s\n",
 		c.records, c.size, c.partitions, runtime.NumCPU(), host, loadavg(), time.Now().UTC().Format("2006-01-02T15:04Z"),
-		cmp.Or(os.Getenv("GOGC"), "100"), cmp.Or(os.Getenv("GOMEMLIMIT"), "off"))
+		procs.Settings())
 	if len(rounds) > 1 {
 		fmt.Fprintf(w, "%d rounds; each figure is the median of the rounds, records/s with its spread (min–max)\n", len(rounds))
 	}

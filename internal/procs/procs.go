@@ -61,9 +61,13 @@
 package procs
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
 )
 
 // Extra is how many Ps Tune adds to the runtime's default (the CPUs the
@@ -118,4 +122,19 @@ func memoryLimit(avail uint64) int64 {
 		return maxLimit
 	}
 	return int64(l)
+}
+
+// Settings describes the runtime settings in effect, for the headers of
+// benchmark reports and for logs: "GOMAXPROCS=3 GOGC=400 GOMEMLIMIT=17.9GiB".
+func Settings() string {
+	ss := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(ss)
+	gc, lim := "off", "off"
+	if ss[0].Value.Kind() == metrics.KindUint64 && ss[0].Value.Uint64() < math.MaxInt64 { // off reads as -1
+		gc = strconv.FormatUint(ss[0].Value.Uint64(), 10)
+	}
+	if ss[1].Value.Kind() == metrics.KindUint64 && ss[1].Value.Uint64() < math.MaxInt64 {
+		lim = fmt.Sprintf("%.1fGiB", float64(ss[1].Value.Uint64())/(1<<30))
+	}
+	return fmt.Sprintf("GOMAXPROCS=%d GOGC=%s GOMEMLIMIT=%s", runtime.GOMAXPROCS(0), gc, lim)
 }

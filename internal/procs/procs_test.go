@@ -1,11 +1,13 @@
 package procs
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -185,5 +187,21 @@ func TestMemoryAvailableHere(t *testing.T) {
 	got, machine := memoryAvailable("/"), machineMemory("/proc/meminfo")
 	if machine == 0 || got == 0 || got > machine {
 		t.Fatalf("memoryAvailable = %d, machine %d", got, machine)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	before := debug.SetGCPercent(250)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	lim := debug.SetMemoryLimit(3 << 30)
+	t.Cleanup(func() { debug.SetMemoryLimit(lim) })
+	want := fmt.Sprintf("GOMAXPROCS=%d GOGC=250 GOMEMLIMIT=3.0GiB", runtime.GOMAXPROCS(0))
+	if got := Settings(); got != want {
+		t.Fatalf("Settings() = %q, want %q", got, want)
+	}
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got := Settings(); !strings.HasSuffix(got, "GOGC=off GOMEMLIMIT=off") {
+		t.Fatalf("Settings() = %q, want GOGC and GOMEMLIMIT off", got)
 	}
 }
