@@ -222,8 +222,8 @@ func (g *Groups) resetScope(group string, spec ResetSpec, committed map[TopicPar
 			continue
 		}
 		for _, p := range sc.Partitions {
-			if p < 0 || int(p) >= n {
-				return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)", ErrUnknownPartition, sc.Topic, p, n)
+			if err := CheckPartition(sc.Topic, p, n); err != nil {
+				return nil, err
 			}
 			set[TopicPartition{sc.Topic, p}] = true
 		}
@@ -236,15 +236,62 @@ func (g *Groups) resetScope(group string, spec ResetSpec, committed map[TopicPar
 	return out, nil
 }
 
+// CheckPartition returns an error wrapping ErrUnknownPartition when topic,
+// which has n partitions, has no partition p. Whoever moves a group's
+// offsets checks with it, as Kafka refuses offsets of unknown partitions
+// (UNKNOWN_TOPIC_OR_PARTITION).
+func CheckPartition(topic string, p int32, n int) error {
+	if p < 0 || int(p) >= n {
+		return fmt.Errorf("%w: %s has no partition %d (it has %d)", ErrUnknownPartition, topic, p, n)
+	}
+	return nil
+}
+
+// OffsetRangeError is an offset outside what a partition holds: below its
+// log start offset (those records are gone) or past its log end offset
+// (the offset the next record gets, which a committed offset may equal).
+// It wraps ErrOffsetOutOfRange.
+type OffsetRangeError struct {
+	TopicPartition
+	Offset, Start, End int64
+}
+
+func (e *OffsetRangeError) Error() string {
+	where := fmt.Sprintf("past the log end offset %d", e.End)
+	if e.Below() {
+		where = fmt.Sprintf("below the log start offset %d", e.Start)
+	}
+	return fmt.Sprintf("offset %d is %s of %s-%d (valid offsets: [%d, %d], from the log start to the log end offset)",
+		e.Offset, where, e.Topic, e.Partition, e.Start, e.End)
+}
+
+// Below reports whether the offset is below the log start offset rather
+// than past the end.
+func (e *OffsetRangeError) Below() bool { return e.Offset < e.Start }
+
+func (e *OffsetRangeError) Unwrap() error { return ErrOffsetOutOfRange }
+
+// CheckOffset returns an *OffsetRangeError when off lies outside [start,
+// end], a partition's log start and log end offsets: the range PlanReset
+// clamps new offsets to.
+func CheckOffset(tp TopicPartition, off, start, end int64) error {
+	if off < start || off > end {
+		return &OffsetRangeError{TopicPartition: tp, Offset: off, Start: start, End: end}
+	}
+	return nil
+}
+
 // clampOffset keeps off within [start, end], saying so when it moves it.
 func clampOffset(tp TopicPartition, off, start, end int64) (int64, string) {
-	switch {
-	case off < start:
-		return start, fmt.Sprintf("new offset %d is below the log start offset of %s-%d; set to %d", off, tp.Topic, tp.Partition, start)
-	case off > end:
-		return end, fmt.Sprintf("new offset %d is past the log end offset of %s-%d; set to %d", off, tp.Topic, tp.Partition, end)
+	var re *OffsetRangeError
+	if !errors.As(CheckOffset(tp, off, start, end), &re) {
+		return off, ""
 	}
-	return off, ""
+	to := end
+	if re.Below() {
+		to = start
+	}
+	return to, fmt.Sprintf("new %v; set to %d", re, to)
 }
 
 // addClamped adds without overflowing.

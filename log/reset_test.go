@@ -367,3 +367,37 @@ func TestParseResetDatetime(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckOffset_Range(t *testing.T) {
+	tp := TopicPartition{Topic: "t", Partition: 1}
+	for _, tt := range []struct {
+		off       int64
+		wantErr   bool
+		wantBelow bool
+	}{
+		{10, false, false}, {15, false, false}, {20, false, false},
+		{9, true, true}, {-1, true, true}, {21, true, false},
+	} {
+		err := CheckOffset(tp, tt.off, 10, 20)
+		var re *OffsetRangeError
+		if got := errors.As(err, &re); got != tt.wantErr {
+			t.Errorf("CheckOffset(%d) = %v, want an error: %v", tt.off, err, tt.wantErr)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ErrOffsetOutOfRange) || re.Below() != tt.wantBelow || !strings.Contains(err.Error(), "[10, 20]") {
+			t.Errorf("CheckOffset(%d) = %v (below %v), want ErrOffsetOutOfRange, below %v, naming [10, 20]", tt.off, err, re.Below(), tt.wantBelow)
+		}
+	}
+	if err := CheckPartition("t", 2, 2); !errors.Is(err, ErrUnknownPartition) {
+		t.Errorf("CheckPartition(t, 2 of 2) = %v, want ErrUnknownPartition", err)
+	}
+	if err := CheckPartition("t", -1, 2); !errors.Is(err, ErrUnknownPartition) {
+		t.Errorf("CheckPartition(t, -1) = %v, want ErrUnknownPartition", err)
+	}
+	if err := CheckPartition("t", 1, 2); err != nil {
+		t.Errorf("CheckPartition(t, 1 of 2) = %v, want nil", err)
+	}
+}

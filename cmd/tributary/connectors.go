@@ -75,11 +75,11 @@ func newConnectorsCmd(a *app) *cobra.Command {
 			}
 			switch {
 			case n > 1:
-				return fmt.Errorf("snapshot: give only one of --stop, --pause, --resume")
+				return usageErrorf(cmd.CommandPath(), "snapshot: give only one of --stop, --pause, --resume")
 			case kind == "execute-snapshot" && len(args) < 2:
-				return fmt.Errorf("snapshot: name the tables to re-snapshot, e.g. tributary connectors snapshot %s public.orders", args[0])
+				return usageErrorf(cmd.CommandPath(), "snapshot: name the tables to re-snapshot, e.g. tributary connectors snapshot %s public.orders", args[0])
 			case (pause || resume) && len(args) > 1:
-				return fmt.Errorf("snapshot: --pause and --resume act on the running incremental snapshot; drop the table names")
+				return usageErrorf(cmd.CommandPath(), "snapshot: --pause and --resume act on the running incremental snapshot; drop the table names")
 			}
 			body := map[string]any{"type": kind, "data": map[string]any{"data-collections": args[1:], "type": "incremental"}}
 			if err := a.serverClient().do(cmd.Context(), "POST", "/connectors/"+url.PathEscape(args[0])+"/signals", body, nil); err != nil {
@@ -191,20 +191,28 @@ kafka_offset; "offset": null resets one partition. The bare list is accepted too
 			var done struct {
 				Message string `json:"message"`
 			}
+			// The worker answers a change of a running connector's offsets
+			// with Kafka Connect's words, which name the REST call only.
+			stopFirst := func(err error) error {
+				if err != nil && strings.Contains(err.Error(), "must be in the STOPPED state") {
+					return &hintError{msg: fmt.Sprintf("%v (CLI: tributary connectors stop %s)", err, args[0]), err: err}
+				}
+				return err
+			}
 			switch {
 			case reset && set != "":
 				return usageErrorf(cmd.CommandPath(), "give one of --reset and --set")
 			case reset:
 				if err := c.do(cmd.Context(), "DELETE", path, nil, &done); err != nil {
-					return err
+					return stopFirst(err)
 				}
 			case set != "":
-				body, err := a.offsetsDocument(set)
+				body, err := a.offsetsDocument(cmd.CommandPath(), set)
 				if err != nil {
 					return err
 				}
 				if err := c.do(cmd.Context(), "PATCH", path, body, &done); err != nil {
-					return err
+					return stopFirst(err)
 				}
 			default:
 				var out json.RawMessage
@@ -223,8 +231,9 @@ kafka_offset; "offset": null resets one partition. The bare list is accepted too
 }
 
 // offsetsDocument reads --set: inline JSON, a file, or "-" for stdin, as
-// {"offsets":[...]} or the bare list.
-func (a *app) offsetsDocument(v string) (any, error) {
+// {"offsets":[...]} or the bare list. A document that is not one is a usage
+// error; one that cannot be read is not.
+func (a *app) offsetsDocument(cmdPath, v string) (any, error) {
 	data := []byte(v)
 	if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[") {
 		var err error
@@ -242,17 +251,17 @@ func (a *app) offsetsDocument(v string) (any, error) {
 	}
 	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
 		if err := json.Unmarshal(data, &doc.Offsets); err != nil {
-			return nil, fmt.Errorf("--set: %w", err)
+			return nil, usageErrorf(cmdPath, "--set: %v", err)
 		}
 	} else {
 		dec := json.NewDecoder(strings.NewReader(t))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&doc); err != nil {
-			return nil, fmt.Errorf("--set: want {\"offsets\":[{\"partition\":{...},\"offset\":{...}}]}: %w", err)
+			return nil, usageErrorf(cmdPath, "--set: want {\"offsets\":[{\"partition\":{...},\"offset\":{...}}]}: %v", err)
 		}
 	}
 	if len(doc.Offsets) == 0 {
-		return nil, fmt.Errorf("--set: no offsets given")
+		return nil, usageErrorf(cmdPath, "--set: no offsets given")
 	}
 	return doc, nil
 }

@@ -196,6 +196,9 @@ func runConsume(cmd *cobra.Command, a *app, topic string, o consumeOptions) erro
 	if o.count < 0 {
 		return usageErrorf(path, "-c %d: want a positive count", o.count)
 	}
+	if o.partition < -1 {
+		return usageErrorf(path, "-p %d: partitions are numbered from 0; -1 (the default) reads them all", o.partition)
+	}
 	var tf *textFormatter
 	if !o.json {
 		f := o.format
@@ -538,8 +541,8 @@ func checkGroupFree(ctx context.Context, c consumeClient, group string) error {
 	m := members[0]
 	if m.Connector != "" {
 		return &hintError{err: tlog.ErrGroupNotEmpty, msg: fmt.Sprintf(
-			"consumer group %s belongs to the running sink connector %s (member %s); consume as another group (-g), or stop the connector first: tributary connectors stop %s, then PATCH /connectors/%s/offsets",
-			group, m.Connector, m.ConsumerID, m.Connector, m.Connector)}
+			"consumer group %s belongs to the running sink connector %s (member %s); consume as another group (-g), or stop the connector first and change its offsets: tributary connectors stop %s, then tributary connectors offsets %s --set …|--reset (REST: PUT /connectors/%s/stop, then PATCH|DELETE /connectors/%s/offsets)",
+			group, m.Connector, m.ConsumerID, m.Connector, m.Connector, m.Connector, m.Connector)}
 	}
 	return &hintError{err: tlog.ErrGroupNotEmpty, msg: fmt.Sprintf(
 		"consumer group %s has %d active member(s) (%s, client %s, host %s); consume as another group (-g), or stop those consumers first",

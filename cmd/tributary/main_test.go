@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +88,17 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"consume", "t", "-o", "yesterday"},
 		{"topics", "alter", "t"},
 		{"groups", "reset-offsets", "--group", "g", "--topic", "t"},
+		// Flag values wrong before any I/O.
+		{"topics", "create", "x", "--partitions", "0"},
+		{"topics", "create", "x", "--partitions", "-3"},
+		{"topics", "create", "x", "--replication-factor", "0"},
+		{"topics", "alter", "t", "--partitions", "0"},
+		{"consume", "t", "-p", "-2"},
+		{"consume", "t", "-c", "-1"},
+		{"produce", "t", "-p", "-2"},
+		{"connectors", "snapshot", "src", "--stop", "--pause"},
+		{"connectors", "offsets", "s", "--set", `{"offsets":[]}`},
+		{"connectors", "offsets", "s", "--set", `{"offsets":[{"partition":`},
 	} {
 		err := mustFail(t, dir, "", args...)
 		var ue *usageError
@@ -160,4 +173,40 @@ func TestConnectorsSnapshot_UsageErrors(t *testing.T) {
 			t.Errorf("connectors snapshot %v: %v, want it to say %q", c.args, err, c.want)
 		}
 	}
+}
+
+// Every command that groups subcommands refuses an unknown one as a usage
+// error (exit 2), as root does, suggesting the near miss; given no
+// subcommand it prints its help and succeeds.
+func TestRun_UnknownSubcommandIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	var parents []string
+	for _, c := range newRootCmd(&app{}).Commands() {
+		if c.HasSubCommands() {
+			parents = append(parents, c.Name())
+		}
+	}
+	for _, want := range []string{"topics", "groups", "connectors", "plugins", "iceberg"} {
+		if !slices.Contains(parents, want) {
+			t.Errorf("parents = %q, want %s among them", parents, want)
+		}
+	}
+	for _, p := range parents {
+		err := mustFail(t, dir, "", p, "crate", "foo")
+		var buf bytes.Buffer
+		if code := report(&buf, err); code != exitUsage {
+			t.Errorf("%s crate foo: exit %d (%v), want %d", p, code, err, exitUsage)
+		}
+		wantContains(t, p+" crate foo", buf.String(), fmt.Sprintf(`unknown command "crate" for "tributary %s"`, p), fmt.Sprintf("Run 'tributary %s --help' for usage.", p))
+
+		out, _, err := tributary(t, dir, "", p)
+		if err != nil {
+			t.Errorf("bare %s: %v, want its help", p, err)
+		}
+		wantContains(t, "bare "+p, out, "Available Commands:")
+	}
+	err := mustFail(t, dir, "", "topics", "crate", "foo")
+	wantContains(t, "topics crate", err.Error(), "Did you mean this?\n\tcreate")
+	out, _ := mustRun(t, dir, "", "topics", "help", "create")
+	wantContains(t, "topics help create", out, "tributary topics create NAME [flags]")
 }

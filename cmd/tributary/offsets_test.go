@@ -52,11 +52,21 @@ func TestConnectorsOffsets_SetAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	const doc = `{"offsets":[{"partition":{"kafka_topic":"t","kafka_partition":0},"offset":{"kafka_offset":2}}]}`
-	if _, err := cli("connectors", "offsets", "s", "--set", doc); err == nil || !strings.Contains(err.Error(), "STOPPED") {
+	if _, err := cli("connectors", "offsets", "s", "--set", doc); err == nil || !strings.Contains(err.Error(), "STOPPED") || !strings.Contains(err.Error(), "(CLI: tributary connectors stop s)") {
 		t.Errorf("--set on a running sink: %v, want the worker's refusal", err)
 	}
 	if _, err := cli("connectors", "stop", "s"); err != nil {
 		t.Fatal(err)
+	}
+	// A partition the topic does not have, or an offset past its end, is
+	// refused: nothing would be read there, or the sink would start over.
+	for set, want := range map[string]string{
+		`{"offsets":[{"partition":{"kafka_topic":"t","kafka_partition":7},"offset":{"kafka_offset":42}}]}`:  "t has no partition 7 (it has 1)",
+		`{"offsets":[{"partition":{"kafka_topic":"t","kafka_partition":0},"offset":{"kafka_offset":999}}]}`: "offset 999 is past the log end offset 3 of t-0",
+	} {
+		if _, err := cli("connectors", "offsets", "s", "--set", set); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s: %v, want an error saying %q", set, err, want)
+		}
 	}
 	file := filepath.Join(dir, "offsets.json")
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {

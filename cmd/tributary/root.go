@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+	if ue := (*usageError)(nil); err != nil && !errors.As(err, &ue) && strings.HasPrefix(err.Error(), "unknown command") {
 		err = &usageError{cmd: "tributary", err: err}
 	}
 	if cerr := a.close(); cerr != nil {
@@ -90,7 +90,51 @@ one process may have it open at a time.`,
 
 	root.AddCommand(newTopicsCmd(a), newProduceCmd(a), newConsumeCmd(a), newGroupsCmd(a), newVersionCmd(a),
 		newRunCmd(a), newValidateCmd(a), newConnectorsCmd(a), newPluginsCmd(a), newIcebergCmd(a))
+	for _, c := range root.Commands() {
+		refuseUnknownSubcommands(c)
+	}
 	return root
+}
+
+// refuseUnknownSubcommands makes every command below root that only groups
+// subcommands (topics, groups, connectors, ...) refuse an unknown one with a
+// usage error (exit 2), as cobra does for root itself: without a Run, cobra
+// would print the group's help and succeed. A group given no subcommand
+// still prints its help and exits 0, as kafka-topics.sh does given no
+// action; so do `GROUP help` and `GROUP help SUBCOMMAND`.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	if !cmd.HasSubCommands() {
+		return
+	}
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default for root
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return cmd.Help()
+		case args[0] == "help":
+			target := cmd
+			if len(args) > 1 {
+				if sub, _, err := cmd.Find(args[1:]); err == nil && sub != cmd {
+					target = sub
+				}
+			}
+			return target.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return &usageError{cmd: cmd.CommandPath(), err: errors.New(msg)}
+	}
 }
 
 // setup configures logging; it runs before every command.

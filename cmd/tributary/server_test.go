@@ -61,13 +61,14 @@ func TestServer_SinkOwnsItsGroup(t *testing.T) {
 	if strings.Contains(e, "no active members") {
 		t.Errorf("describe says no active members while the sink runs: %s", e)
 	}
-	hint := "tributary connectors stop events-file"
+	// The hints name the CLI first, the REST calls in parentheses.
+	hints := []string{"tributary connectors stop events-file", "then tributary connectors offsets events-file --set …|--reset", "(REST: PUT /connectors/events-file/stop"}
 	err := mustFail(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--execute", "--server", addr)
-	wantContains(t, "reset while the sink runs", err.Error(), hint)
+	wantContains(t, "reset while the sink runs", err.Error(), hints...)
 	err = mustFail(t, data, "", "groups", "delete", "events-file", "--server", addr)
-	wantContains(t, "delete while the sink runs", err.Error(), hint)
+	wantContains(t, "delete while the sink runs", err.Error(), hints...)
 	err = mustFail(t, data, "", "consume", "web.tracking", "-g", "events-file", "-e", "--server", addr)
-	wantContains(t, "consume as the sink's group", err.Error(), hint)
+	wantContains(t, "consume as the sink's group", err.Error(), hints...)
 	mustRun(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--server", addr) // a dry run is fine
 
 	o, _ = mustRun(t, data, "", "connectors", "stop", "events-file", "--server", addr)

@@ -71,6 +71,9 @@ partition directory behind.`, tlog.DefaultMaxPartitions, envMaxPartitions),
 			if err != nil {
 				return err
 			}
+			if partitions < 1 {
+				return usageErrorf(cmd.CommandPath(), "--partitions %d: a topic needs at least 1 partition (at most %d, or $%s of the process that opens the data directory)", partitions, tlog.DefaultMaxPartitions, envMaxPartitions)
+			}
 			if replication != 1 {
 				return usageErrorf(cmd.CommandPath(), "--replication-factor %d: this log runs on one node, so the only replication factor is 1", replication)
 			}
@@ -230,6 +233,9 @@ applies again.`,
 			f := cmd.Flags()
 			if !changed(f, "partitions") && len(configs) == 0 && len(deletes) == 0 {
 				return usageErrorf(cmd.CommandPath(), "nothing to alter: give --partitions N, --config name=value or --delete-config name")
+			}
+			if changed(f, "partitions") && partitions < 1 {
+				return usageErrorf(cmd.CommandPath(), "--partitions %d: give the new partition count, larger than the current one (see `tributary topics describe %s`)", partitions, name)
 			}
 			set, err := parseConfigs(cmd.CommandPath(), configs)
 			if err != nil {

@@ -97,8 +97,8 @@ func (s *Server) checkIdle(group, op string) error {
 		return nil
 	}
 	n := owners[0].name
-	return fmt.Errorf("%s group %s: %w: sink connector %s consumes as this group and would overwrite its offsets; stop the connector first: tributary connectors stop %s, then PATCH /connectors/%s/offsets",
-		op, group, tlog.ErrGroupNotEmpty, n, n, n)
+	return fmt.Errorf("%s group %s: %w: sink connector %s consumes as this group and would overwrite its offsets; stop the connector first, then change its offsets: tributary connectors stop %s, then tributary connectors offsets %s --set …|--reset (REST: PUT /connectors/%s/stop, then PATCH|DELETE /connectors/%s/offsets)",
+		op, group, tlog.ErrGroupNotEmpty, n, n, n, n, n)
 }
 
 func (s *Server) describeGroup(w http.ResponseWriter, r *http.Request) {

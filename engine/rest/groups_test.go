@@ -57,7 +57,8 @@ func TestREST_Groups_SinkOwnsGroup(t *testing.T) {
 		{"POST", "/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"current_offset":0}]}`},
 	} {
 		code, body := call(t, srv, c.method, c.path, c.body)
-		if code != 409 || !strings.Contains(body, "tributary connectors stop snk") || !strings.Contains(body, "PATCH /connectors/snk/offsets") {
+		if code != 409 || !strings.Contains(body, "tributary connectors stop snk") ||
+			!strings.Contains(body, "tributary connectors offsets snk --set") || !strings.Contains(body, "PATCH|DELETE /connectors/snk/offsets") {
 			t.Errorf("%s %s while the sink runs = %d %s, want 409 with the hint", c.method, c.path, code, body)
 		}
 	}

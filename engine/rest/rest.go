@@ -574,11 +574,18 @@ func (s *Server) patchOffsets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if err := s.worker.AlterOffsets(r.Context(), r.PathValue("name"), body.Offsets); err != nil {
+	notes, err := s.worker.AlterOffsetsWithNotes(r.Context(), r.PathValue("name"), body.Offsets)
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, 200, map[string]string{"message": "The offsets for this connector have been altered successfully"})
+	// Kafka Connect's message, with what the offsets will do where they
+	// are accepted but not applied as written (below the log start).
+	msg := "The offsets for this connector have been altered successfully"
+	if len(notes) > 0 {
+		msg += ". Note: " + strings.Join(notes, "; ")
+	}
+	writeJSON(w, 200, map[string]string{"message": msg})
 }
 
 func (s *Server) deleteOffsets(w http.ResponseWriter, r *http.Request) {
@@ -1073,8 +1080,8 @@ func (s *Server) commitGroup(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, fmt.Errorf("commit offsets of group %s: %w", r.PathValue("group"), err))
 			return
 		}
-		if o.Partition < 0 || int(o.Partition) >= n {
-			s.fail(w, fmt.Errorf("commit offsets of group %s: %w: %s has no partition %d (it has %d)", r.PathValue("group"), tlog.ErrUnknownPartition, o.Topic, o.Partition, n))
+		if err := tlog.CheckPartition(o.Topic, o.Partition, n); err != nil {
+			s.fail(w, fmt.Errorf("commit offsets of group %s: %w", r.PathValue("group"), err))
 			return
 		}
 		cs = append(cs, tlog.OffsetCommit{Topic: o.Topic, Partition: o.Partition, Offset: o.CurrentOffset})
