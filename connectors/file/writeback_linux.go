@@ -15,25 +15,8 @@ import (
 // durability: only the fsync does. Files that cannot (a wrapped file, a
 // file system without support) are skipped.
 func startWriteback(f appendFile, off, n int64) error {
-	sc, ok := f.(syscall.Conn)
-	if !ok || n <= 0 {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return err
-	}
 	const syncFileRangeWrite = 2 // SYNC_FILE_RANGE_WRITE
-	var errno syscall.Errno
-	if err := rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, fd, uintptr(off), uintptr(n), syncFileRangeWrite, 0, 0)
-	}); err != nil {
-		return err
-	}
-	if errno != 0 && !errors.Is(errno, syscall.ENOSYS) && !errors.Is(errno, syscall.EINVAL) {
-		return errno
-	}
-	return nil
+	return rangeCall(f, syscall.SYS_SYNC_FILE_RANGE, off, n, syncFileRangeWrite)
 }
 
 // dropCached tells the kernel that the n bytes of f at off, already
@@ -48,6 +31,16 @@ func startWriteback(f appendFile, off, n int64) error {
 // changes no data and promises nothing; files that cannot (a wrapped file)
 // are skipped.
 func dropCached(f appendFile, off, n int64) error {
+	const fadvDontNeed = 4 // POSIX_FADV_DONTNEED
+	return rangeCall(f, syscall.SYS_FADVISE64, off, n, fadvDontNeed)
+}
+
+// rangeCall makes the system call trap(fd, off, n, arg) on f's descriptor,
+// both calls above having that shape. Files without a descriptor (a
+// wrapped file) and empty ranges are skipped; so are the errors that mean
+// the file system or file cannot (ENOSYS, EINVAL, ESPIPE): both calls are
+// hints that promise nothing.
+func rangeCall(f appendFile, trap uintptr, off, n int64, arg uintptr) error {
 	sc, ok := f.(syscall.Conn)
 	if !ok || n <= 0 {
 		return nil
@@ -56,10 +49,9 @@ func dropCached(f appendFile, off, n int64) error {
 	if err != nil {
 		return err
 	}
-	const fadvDontNeed = 4 // POSIX_FADV_DONTNEED
 	var errno syscall.Errno
 	if err := rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_FADVISE64, fd, uintptr(off), uintptr(n), fadvDontNeed, 0, 0)
+		_, _, errno = syscall.Syscall6(trap, fd, uintptr(off), uintptr(n), arg, 0, 0)
 	}); err != nil {
 		return err
 	}
