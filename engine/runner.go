@@ -206,7 +206,6 @@ func (r *runner) supervise(ctx context.Context) {
 		}
 		if r.targetState() == StateStopped {
 			// It failed on its way out: there is nothing to restart.
-			r.w.metrics.taskFailures.WithLabelValues(r.spec.Name).Inc()
 			r.logger.Error("task failed while stopping", "error", err)
 			bo.reset()
 			continue
