@@ -41,6 +41,16 @@ import "context"
 // record still wins over it. Any other error fails the task, which the
 // worker restarts from the last committed offsets with backoff. On
 // context cancellation, return ctx.Err().
+//
+// # Stopping
+//
+// Write's context ends only when the worker gives up on the task (the end
+// of a shutdown's drain), so that a Write in flight finishes its batch. A
+// sink that waits and retries on its own does so under Stopping(ctx),
+// which also ends when the worker asks the task to stop, and then returns
+// an error wrapping ErrStopping: the worker commits nothing of the batch
+// (it is written again when the task runs again) and ends the task without
+// counting a failure.
 type Sink interface {
 	// Open connects to the outside.
 	Open(ctx context.Context, cfg Config) error

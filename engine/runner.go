@@ -204,6 +204,12 @@ func (r *runner) supervise(ctx context.Context) {
 			bo.reset()
 			continue
 		}
+		if r.targetState() == StateStopped {
+			// It failed on its way out: there is nothing to restart.
+			r.logger.Error("task failed while stopping", "error", err)
+			bo.reset()
+			continue
+		}
 		trace := err.Error()
 		r.w.metrics.taskFailures.WithLabelValues(r.spec.Name).Inc()
 		if connect.IsPermanent(err) {

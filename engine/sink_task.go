@@ -119,7 +119,13 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 		}
 		if len(recs) > 0 {
 			next := nextOffsets(recs) // before the sink sees the records
-			if err := r.deliverBatch(hard, sink, c, recs); err != nil {
+			if err := r.deliverBatch(hard, soft, sink, c, recs); err != nil {
+				if stopping(soft, err) {
+					// The batch is not committed: it is written again
+					// when the task runs again.
+					r.logger.Info("a stop cut the batch short; it will be delivered again", "records", len(recs), "error", err)
+					return nil
+				}
 				return err
 			}
 			if flusher == nil {
@@ -137,7 +143,7 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 }
 
 // deliverBatch transforms and writes one polled batch.
-func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, recs []connect.Record) error {
+func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c chain, recs []connect.Record) error {
 	m := r.w.metrics
 	start := time.Now()
 	r.m.recordsRead.Add(float64(len(recs)))
@@ -156,7 +162,7 @@ func (r *runner) deliverBatch(hard context.Context, sink connect.Sink, c chain, 
 			}
 		}
 	}
-	if err := r.write(hard, sink, out); err != nil {
+	if err := r.write(hard, soft, sink, out); err != nil {
 		return err
 	}
 	r.m.recordsWritten.Add(float64(len(out)))
@@ -303,9 +309,21 @@ func nextOffsets(recs []connect.Record) []PartitionOffset {
 	return out
 }
 
+// stopping reports whether err ended a Write or its retries because the
+// task was asked to stop (soft ended): the batch is then not committed,
+// and the task ends cleanly.
+func stopping(soft context.Context, err error) bool {
+	return soft.Err() != nil && (connect.IsStopping(err) || errors.Is(err, context.Canceled))
+}
+
 // write delivers a batch with retries; bad records go to the dead-letter
-// topic (or fail the task) per the error policy.
-func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Record) error {
+// topic (or fail the task) per the error policy. Write runs under ctx (the
+// hard context: a healthy Write finishes its batch during a stop, within
+// a shutdown's drain) carrying soft as its stop signal (connect.WithStop),
+// so that a sink that retries on its own stops retrying when asked to
+// stop; the worker's own retry waits end with soft too.
+func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []connect.Record) error {
+	wctx := connect.WithStop(ctx, soft)
 	pol := r.spec.Errors
 	bo := backoff{initial: pol.BackoffInitial, max: pol.BackoffMax}
 	if bo.initial <= 0 {
@@ -317,9 +335,12 @@ func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Re
 	attempts := 0
 	for len(recs) > 0 {
 		attempts++
-		err := sink.Write(ctx, recs)
+		err := sink.Write(wctx, recs)
 		if err == nil {
 			return nil
+		}
+		if stopping(soft, err) {
+			return err // not a write error: the task was asked to stop
 		}
 		r.w.metrics.errors.WithLabelValues(r.spec.Name, "write").Inc()
 		var bad *connect.BadRecordError
@@ -339,7 +360,7 @@ func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Re
 				return nil
 			}
 			for i := range recs {
-				if err := r.write(ctx, sink, recs[i:i+1]); err != nil {
+				if err := r.write(ctx, soft, sink, recs[i:i+1]); err != nil {
 					return err
 				}
 			}
@@ -351,8 +372,8 @@ func (r *runner) write(ctx context.Context, sink connect.Sink, recs []connect.Re
 				wait = re.After
 			}
 			r.logger.Warn("write failed; retrying", "attempt", attempts, "wait", wait, "error", err)
-			if err := sleep(ctx, wait); err != nil {
-				return err
+			if err := sleep(soft, wait); err != nil {
+				return fmt.Errorf("sink %s: retry of write: %w", r.spec.Name, connect.ErrStopping)
 			}
 		case connect.IsRetryable(err) && pol.Tolerance == "all":
 			for _, rec := range recs {

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/engine/rest"
@@ -62,9 +65,13 @@ func (c *restClient) do(ctx context.Context, method, path string, in, out any) e
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+	}))
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w (is `tributary run` serving its REST API there? set --server or %s)", method, c.base+path, err, envServer)
+		return c.callError(ctx, method, path, connected.Load(), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
@@ -87,6 +94,27 @@ func (c *restClient) do(ctx context.Context, method, path string, in, out any) e
 		}
 	}
 	return nil
+}
+
+// callError is the error of a call that got no answer. Only when no
+// connection was made is the worker's address in doubt; a call the worker
+// took but did not answer in time, or that a signal (Ctrl-C, timeout(1))
+// interrupted, says so.
+func (c *restClient) callError(ctx context.Context, method, path string, connected bool, err error) error {
+	call := method + " " + c.base + path
+	switch {
+	case ctx.Err() != nil && connected:
+		return fmt.Errorf("%s: interrupted while waiting for the worker's answer (%v); the worker may still carry the request out", call, context.Cause(ctx))
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: interrupted before the worker answered (%v)", call, context.Cause(ctx))
+	case connected:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return fmt.Errorf("%s: the worker did not answer within %s; it may still carry the request out", call, c.http.Timeout)
+		}
+		return fmt.Errorf("%s: %w", call, err)
+	}
+	return fmt.Errorf("%s: %w (is `tributary run` serving its REST API there? set --server or %s)", call, err, envServer)
 }
 
 func isJSON(contentType string) bool {

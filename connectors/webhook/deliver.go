@@ -42,12 +42,21 @@ type result struct {
 // the outcome of every item it finishes. It returns ctx.Err() when ctx
 // ended, or the fatal error of a request, after every request in flight
 // has returned.
+//
+// A stop request (connect.Stopping) lets requests to a healthy receiver
+// finish, but cuts short a request that is retrying, or any request while
+// the receiver is failing: then the whole delivery ends at once (the batch
+// cannot be delivered in full, so it will be written again), and deliver
+// returns an error wrapping connect.ErrStopping.
 func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error {
 	if len(items) == 0 {
 		return nil
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	sctx, stopCancel := connect.Stopping(dctx)
+	defer stopCancel()
+	stopped := false
 	// The lanes with an item to send and none in flight, in the order of
 	// their first item; a lane re-enters at the back when its request
 	// returns.
@@ -71,7 +80,7 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 			}
 			inFlight++
 			s.stats.inFlight.Add(1)
-			go func() { results <- s.send(dctx, req) }()
+			go func() { results <- s.send(dctx, sctx, req) }()
 		}
 		if inFlight == 0 {
 			break
@@ -86,6 +95,11 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 				cancel()
 			}
 		case r.canceled:
+			if !stopped && errors.Is(context.Cause(sctx), connect.ErrStopping) {
+				// Cut short by a stop: the rest need not be tried.
+				stopped = true
+				cancel()
+			}
 		default:
 			s.finish(r, out, &ready)
 		}
@@ -93,7 +107,13 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 	if fatal != nil {
 		return fatal
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if stopped {
+		return fmt.Errorf("webhook sink: delivery cut short while the receiver fails: %w", connect.ErrStopping)
+	}
+	return nil
 }
 
 // finish records the outcome of a request's items and puts their lanes
@@ -140,16 +160,25 @@ func (s *Sink) take(ready []*lane) ([]*item, []*lane) {
 	return items, append(skipped, ready[i:]...)
 }
 
-// send delivers one request, retrying as the settings say.
-func (s *Sink) send(ctx context.Context, req *request) result {
+// send delivers one request, retrying as the settings say. The first
+// attempt to a receiver that is not failing runs under ctx, which ends
+// only when the worker gives up on the task; retries, their waits, and
+// every attempt while the receiver is failing run under stop, which also
+// ends when the worker asks the task to stop (connect.Stopping).
+func (s *Sink) send(ctx, stop context.Context, req *request) result {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		if err := s.lim.wait(ctx); err != nil {
+		actx := ctx
+		if attempt > 1 || s.failing.Load() {
+			actx = stop
+		}
+		if err := s.lim.wait(actx); err != nil {
 			return result{req: req, canceled: true}
 		}
-		a := s.attempt(ctx, req, attempt)
+		a := s.attempt(actx, req, attempt)
 		switch a.class {
 		case classDelivered:
+			s.failing.Store(false)
 			return result{req: req}
 		case classCanceled:
 			return result{req: req, canceled: true}
@@ -170,9 +199,10 @@ func (s *Sink) send(ctx context.Context, req *request) result {
 		if s.set.maxElapsed > 0 && time.Since(start)+wait > s.set.maxElapsed {
 			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.elapsed %s): %w", attempt, since(start), s.set.maxElapsed, a.err)))}
 		}
+		s.failing.Store(true)
 		s.stats.retries.Add(1)
 		slog.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
-		if err := sleep(ctx, wait); err != nil {
+		if err := sleep(stop, wait); err != nil {
 			return result{req: req, canceled: true}
 		}
 	}

@@ -40,6 +40,12 @@
 // Gone, or a TLS certificate the sink does not trust, fails the task
 // instead: nothing would get through.
 //
+// A stop (stop, delete, restart, or a worker's shutdown) lets requests to a
+// receiver that answers finish, but does not wait for one that fails:
+// retries, their waits, and every request while the receiver is failing
+// end at once (connect.Stopping). The batch is then not committed, and is
+// delivered again when the connector runs again.
+//
 // # Failed records and the ack contract
 //
 // Inside one Write the records of different keys are delivered

@@ -37,6 +37,11 @@ type Sink struct {
 	prev    []recordID
 	prevOut []outcome
 
+	// failing is set when an attempt failed and will be retried, and
+	// cleared by a delivery: while it is set, a stop request cuts every
+	// request short (see send).
+	failing atomic.Bool
+
 	stats stats
 }
 
@@ -101,8 +106,10 @@ type request struct {
 // has failed. It returns nil when all were delivered; otherwise
 // connect.BadRecordAt for the first failed record, every record before it
 // being delivered (see the package doc for why the order of delivery
-// allows that). It returns ctx.Err() when ctx ends first, and a plain error
-// (which fails the task) when the receiver is gone or not trusted.
+// allows that). It returns ctx.Err() when ctx ends first, an error wrapping
+// connect.ErrStopping when the worker asked the task to stop while the
+// receiver fails (retries are not waited for), and a plain error (which
+// fails the task) when the receiver is gone or not trusted.
 func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
