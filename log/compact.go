@@ -6,8 +6,10 @@ package log
 // # What a pass keeps
 //
 // A pass works on the cleanable part of a partition: its sealed segments
-// (never the active one) that lie wholly below the durable end. Every record
-// there survives except:
+// (never the active one) that lie wholly below the durable end and, with
+// min.compaction.lag.ms, before the first segment holding a record younger
+// than that lag (by record timestamp, as Kafka). Every record there survives
+// except:
 //
 //   - a record with a later record of the same key in the dirty section
 //     (below): the latest record per key wins;
@@ -172,6 +174,9 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 		return st, nil
 	}
 	defer w.release()
+	if cfg.MinCompactionLag > 0 {
+		w.keepYoungerThan(now.UnixMilli() - cfg.MinCompactionLag)
+	}
 	if len(w.segs) == 0 {
 		return st, nil
 	}
@@ -248,6 +253,7 @@ type cleanerView struct {
 	segs  []*segment
 	sizes []int64
 	ends  []int64 // offset after each segment: the next segment's base
+	maxTs []int64 // largest record timestamp of each segment, -1 if none
 	start int64   // log start offset
 	next  int64   // log end offset
 }
@@ -269,8 +275,25 @@ func (p *partition) cleanerView() *cleanerView {
 		w.segs = append(w.segs, s)
 		w.sizes = append(w.sizes, s.size)
 		w.ends = append(w.ends, end)
+		w.maxTs = append(w.maxTs, s.maxTs)
 	}
 	return w
+}
+
+// keepYoungerThan leaves out of the view (and releases) the first segment
+// holding a record stamped after cutoffMs (Unix ms) and every segment after
+// it, as Kafka's min.compaction.lag.ms bounds the cleanable part: a record
+// stays in the log as written until it is at least that old.
+func (w *cleanerView) keepYoungerThan(cutoffMs int64) {
+	for i, ts := range w.maxTs {
+		if ts > cutoffMs {
+			for _, s := range w.segs[i:] {
+				s.release()
+			}
+			w.segs, w.sizes, w.ends, w.maxTs = w.segs[:i], w.sizes[:i], w.ends[:i], w.maxTs[:i]
+			return
+		}
+	}
 }
 
 func (w *cleanerView) release() {

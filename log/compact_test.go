@@ -1086,3 +1086,44 @@ func TestCompact_WriteCleaned_ErrorLeavesNothing(t *testing.T) {
 		t.Fatalf("the cleaned copy was left behind: %v", statErr)
 	}
 }
+
+// TestCompact_MinCompactionLag: with min.compaction.lag.ms, a segment
+// holding a record younger than the lag is not cleaned, nor is any segment
+// after it; once old enough, it is.
+func TestCompact_MinCompactionLag(t *testing.T) {
+	clock := newTestClock()
+	l := openCompactLog(t, t.TempDir(), clock)
+	defer l.Close()
+	if err := l.CreateTopic("t", 1, map[string]string{ConfigCleanupPolicy: "compact", ConfigMinCompactionLag: "60000"}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, "t", 0)
+	put(t, l, "t", "a", []byte("1"))
+	put(t, l, "t", "b", []byte("1"))
+	put(t, l, "t", "a", []byte("2"))
+	rollNow(t, p) // segment 1 at T0: a=1 superseded within it
+	clock.advance(30 * time.Second)
+	put(t, l, "t", "b", []byte("2"))
+	rollNow(t, p) // segment 2 at T0+30s
+	all := []string{"0:a=1", "1:b=1", "2:a=2", "3:b=2"}
+
+	clock.advance(time.Second) // T0+31s: nothing is 60 s old
+	if st := compactNow(t, p, true); st.superseded != 0 {
+		t.Fatalf("stats %+v before the lag, want nothing removed", st)
+	}
+	wantRecords(t, "before the lag", readAll(t, l, "t", 0, 0), all)
+
+	clock.advance(30 * time.Second) // T0+61s: segment 1 is old enough, segment 2 not
+	if st := compactNow(t, p, true); st.superseded != 1 {
+		t.Fatalf("stats %+v with segment 1 past the lag, want a=1 removed", st)
+	}
+	wantRecords(t, "segment 1 past the lag", readAll(t, l, "t", 0, 0), []string{"1:b=1", "2:a=2", "3:b=2"})
+
+	clock.advance(30 * time.Second) // T0+91s: both
+	compactNow(t, p, true)
+	wantRecords(t, "both past the lag", readAll(t, l, "t", 0, 0), []string{"2:a=2", "3:b=2"})
+
+	if err := ValidateConfig(map[string]string{ConfigMinCompactionLag: "-1"}); err == nil {
+		t.Fatal("min.compaction.lag.ms=-1 accepted")
+	}
+}

@@ -20,6 +20,7 @@ const (
 	ConfigCompressionType   = "compression.type"
 	ConfigMinInsyncReplicas = "min.insync.replicas"
 	ConfigMinCleanableRatio = "min.cleanable.dirty.ratio"
+	ConfigMinCompactionLag  = "min.compaction.lag.ms"
 	ConfigTimestampType     = "message.timestamp.type"
 )
 
@@ -42,6 +43,7 @@ var configDefs = map[string]configDef{
 	ConfigCompressionType:   {"producer", oneOf("producer", "none", "uncompressed", "gzip", "snappy", "lz4", "zstd"), "codec of stored batches; producer keeps what the producer chose"},
 	ConfigMinInsyncReplicas: {"1", intAtLeast(1), "replicas that must have a write before it is acknowledged (one node: 1)"},
 	ConfigMinCleanableRatio: {"0.5", floatBetween(0, 1), "share of a compacted log that must be dirty before it is cleaned"},
+	ConfigMinCompactionLag:  {"0", intAtLeast(0), "how long a record stays uncompacted after its timestamp, in ms"},
 	ConfigTimestampType:     {"CreateTime", oneOf("CreateTime", "LogAppendTime"), "which timestamp records keep"},
 }
 
@@ -102,6 +104,7 @@ type TopicConfig struct {
 	Compression       string // producer, none, gzip, snappy, lz4, zstd
 	LogAppendTime     bool
 	MinCleanableRatio float64
+	MinCompactionLag  int64 // ms: segments holding a newer record are not cleaned yet
 }
 
 // parseTopicConfig resolves overrides on top of base (the log's defaults,
@@ -139,6 +142,7 @@ func parseTopicConfig(base, overrides map[string]string) TopicConfig {
 		Compression:       comp,
 		LogAppendTime:     get(ConfigTimestampType) == "LogAppendTime",
 		MinCleanableRatio: ratio,
+		MinCompactionLag:  i64(ConfigMinCompactionLag),
 	}
 }
 

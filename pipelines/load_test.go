@@ -274,7 +274,7 @@ sinks:
 			`p.yaml:3:27: topics[0].partitions: expected an integer ≥ 1, got "2.5"`,
 		}},
 		{"unknown topic config", "version: 1\ntopics:\n  - name: t\n    config: {retention.hours: 5}\n", []string{
-			`p.yaml:4:14: topics[0].config.retention.hours: unknown setting "retention.hours" for topics; did you mean "retention.bytes"? valid settings: cleanup.policy, compression.type, delete.retention.ms, max.message.bytes, message.timestamp.type, min.cleanable.dirty.ratio, min.insync.replicas, retention.bytes, retention.ms, segment.bytes, segment.ms`,
+			`p.yaml:4:14: topics[0].config.retention.hours: unknown setting "retention.hours" for topics; did you mean "retention.bytes"? valid settings: cleanup.policy, compression.type, delete.retention.ms, max.message.bytes, message.timestamp.type, min.cleanable.dirty.ratio, min.compaction.lag.ms, min.insync.replicas, retention.bytes, retention.ms, segment.bytes, segment.ms`,
 		}},
 		{"bad size", "version: 1\ntopics:\n  - name: t\n    config: {segment.bytes: 64 megs}\n", []string{
 			`p.yaml:4:29: topics[0].config.segment.bytes: "64 megs" has an unknown size unit "megs" (valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB); segment.bytes: size at which a new segment file is started (size)`,

@@ -28,8 +28,8 @@ func TestParse_TopicConfig_AsTheLog(t *testing.T) {
 	if got := p.Topics[0].Config["min.cleanable.dirty.ratio"]; got != "0.3" {
 		t.Errorf("min.cleanable.dirty.ratio = %q, want 0.3", got)
 	}
-	_, err = Parse("p.yaml", []byte("version: 1\ntopics:\n  - name: t\n    config: {min.compaction.lag.ms: 1000}\n"), Options{})
-	if err == nil || !strings.Contains(err.Error(), `unknown setting "min.compaction.lag.ms"`) {
+	_, err = Parse("p.yaml", []byte("version: 1\ntopics:\n  - name: t\n    config: {min.compaction.lag.hours: 1}\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), `unknown setting "min.compaction.lag.hours"`) {
 		t.Errorf("a config the log does not know: got %v, want it refused", err)
 	}
 	_, err = Parse("p.yaml", []byte("version: 1\ntopics:\n  - name: t\n    config: {min.cleanable.dirty.ratio: 2}\n"), Options{})
