@@ -181,14 +181,14 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 			return s.reject(w, code, key.label, reason, *p)
 		}
 	}
-	wait, accepted, ok := s.enqueue(recs, hashes, bytes, received)
+	wait, req, accepted, ok := s.enqueue(recs, hashes, bytes, received)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressure, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
 	}
 	s.metrics.events(key.label, accepted, len(recs)-accepted)
-	if wait > 0 {
-		if code, p := s.awaitDurable(wait); p != nil {
+	if wait.seq > 0 {
+		if code, p := s.awaitDurable(wait, req); p != nil {
 			w.Header().Set("Retry-After", "1")
 			reason := reasonTimeout
 			if p.Code == "stopping" {
@@ -215,12 +215,12 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 //
 // hashes holds the hash of each record's messageId, the zero hash for an
 // id the server generated (never a duplicate); nil when dedup is off.
-func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
+func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait awaited, req *request, accepted int, ok bool) {
 	now := received.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queuedBytes+bytes > s.set.maxPending && s.queuedBytes > 0 {
-		return 0, 0, false
+		return awaited{}, nil, 0, false
 	}
 	seq := s.nextSeq
 	if s.dedup != nil {
@@ -237,7 +237,7 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 			}
 			if old, dup := s.dedup.lookup(h, now); dup {
 				if old.seq > s.answeredLocked() {
-					wait = max(wait, old.seq)
+					wait.dup = max(wait.dup, old.seq)
 				}
 				continue
 			}
@@ -251,14 +251,16 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		recs, hashes = keep, keepHashes
 	}
 	if len(recs) == 0 {
-		return wait, 0, true
+		wait.seq = wait.dup
+		return wait, nil, 0, true
 	}
 	s.nextSeq++
 	recs[len(recs)-1].Position = position(seq)
 	if s.journal != nil && len(hashes) > 0 {
 		s.jbuf = appendJournalEntry(s.jbuf, seq, now, hashes)
 	}
-	s.queue = append(s.queue, &request{seq: seq, recs: recs, bytes: bytes})
+	req = &request{seq: seq, recs: recs, bytes: bytes}
+	s.queue = append(s.queue, req)
 	s.queuedBytes += bytes
 	s.queuedRecs += len(recs)
 	// Read needs waking when the queue was empty, or is full while Read
@@ -269,7 +271,16 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		default:
 		}
 	}
-	return max(wait, seq), len(recs), true
+	wait.seq = seq
+	return wait, req, len(recs), true
+}
+
+// awaited is what a request's answer waits for: every request up to seq
+// durable (the request's own, else the newest one holding a duplicate of
+// its messages), or its own records durable (request.early) and every
+// request up to dup.
+type awaited struct {
+	seq, dup uint64
 }
 
 // awaitDurable waits until the request with seq may be answered 200 (see
@@ -279,13 +290,13 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 // on a timer of its own and on closing too: every request waits here, and
 // a select over three channels, two of them shared by all the waiting
 // requests, cost it about as much as its decoding.
-func (s *Source) awaitDurable(seq uint64) (int, *problem) {
+func (s *Source) awaitDurable(wait awaited, req *request) (int, *problem) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	var since time.Time
 	for {
 		ch := *s.ackCh.Load()
-		if s.answered.Load() >= seq {
+		if a := s.answered.Load(); a >= wait.seq || req != nil && a >= wait.dup && req.early.Load() {
 			return http.StatusOK, nil
 		}
 		select {
