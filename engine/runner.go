@@ -187,6 +187,13 @@ func (r *runner) supervise(ctx context.Context) {
 		}
 		soft, cancel := context.WithCancel(ctx)
 		r.mu.Lock()
+		if r.target == StateStopped {
+			// Stopped since it was read: a Stop that found no task
+			// running has returned, and no cancel would reach this one.
+			r.mu.Unlock()
+			cancel()
+			continue
+		}
 		r.softCancel, r.taskRunning = cancel, true
 		r.mu.Unlock()
 		started := time.Now()
