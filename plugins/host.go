@@ -368,7 +368,8 @@ func (h *Host) describe(ctx context.Context, proc *process) (*pluginpb.DescribeR
 // Connector returns the connector the plugin provides, for a
 // connect.Registry: each instance that NewSource or NewSink makes starts
 // a plugin process of its own in Open and stops it in Close. The Spec is
-// the one the plugin gave, so that validation works as for a built-in.
+// the one the plugin gave, so that validation and masking work as for a
+// built-in: its Redact, if the plugin's has one, asks the plugin.
 func (p *Plugin) Connector() connect.Connector {
 	c := connect.Connector{Name: p.Name, Kind: p.Kind, Version: p.Version, Description: p.Description, Spec: p.Spec}
 	switch p.Kind {
