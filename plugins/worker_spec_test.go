@@ -79,19 +79,20 @@ func TestWorker_PluginSpecAsBuiltIn(t *testing.T) {
 	}
 
 	// And in a pipeline file.
-	p := w.Registry()
-	c, err := p.Lookup(connect.KindSink, "misbehave")
+	c, err := w.Registry().Lookup(connect.KindSink, "misbehave")
 	if err != nil {
 		t.Fatal(err)
 	}
 	yaml := `version: 1
 name: twice
+topics: [{name: in}]
 sinks:
   - {name: one, connector: misbehave, topics: [in], config: {out: ./data/out, retry.wait: 5s}}
   - {name: two, connector: misbehave, topics: [in], config: {out: data/out}}
 `
 	_, err = pipelines.Parse("twice.yaml", []byte(yaml), pipelines.Options{Catalog: pipelines.Specs{pipelines.KindSink: {"misbehave": c.Spec}}})
-	if err == nil || !strings.Contains(err.Error(), "at most 1s") || !strings.Contains(err.Error(), "twice.yaml:5") {
+	if err == nil || !strings.Contains(err.Error(), "config.retry.wait: \"5s\" must be at most 1s") ||
+		!strings.Contains(err.Error(), `sinks[1].config.out: misbehave out "data/out" is already used by one`) {
 		t.Errorf("a pipeline with retry.wait 5s and two sinks on one file: %v", err)
 	}
 }
