@@ -8,9 +8,9 @@
 // before Ack. A sink's Write may be followed, while it runs, by a Stop of
 // it (version 3). Redact (version 3) may come at any time, before Open
 // too: the host keeps a process of its own for it. Every call carries a
-// deadline. Connector errors travel in the
-// Error field of a response; a gRPC error means the call itself failed
-// (the process died, hung or broke the protocol).
+// deadline. Connector errors travel in the Error field of a response; a
+// gRPC error means the call itself failed (the process died, hung or
+// broke the protocol).
 //
 // The protocol version is go-plugin's handshake ProtocolVersion
 // (plugins.ProtocolVersion); a change to this file that an older host or
@@ -31,7 +31,8 @@
 //      Error.Kind STOPPING (the worker's stop signal, connect.WithStop,
 //      reaches a Write in flight). A host calls Redact only on a plugin
 //      that announced redactor, and Stop only with a stop_id it sent; a
-//      plugin answers STOPPING only for a Write that a Stop cut short. With
+//      Write's error is STOPPING only once its Stop came (a Write without
+//      a stop_id has no stop to end). With
 //      an older plugin the host masks what Param.secret says only, as it
 //      did, and a stop waits for a Write in flight.
 //
