@@ -98,6 +98,46 @@ func TestRedact_PluginSpec(t *testing.T) {
 	}
 }
 
+// TestRedact_IdleAndCache: the redacting process ends after its idle
+// time; a value asked before is answered from the cache without starting
+// it again, a new one starts it again.
+func TestRedact_IdleAndCache(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	t.Cleanup(h.Close)
+	h.redactIdle = 20 * time.Millisecond
+	p := h.Inspect(t.Context(), bin.misbehave)
+	if !p.Valid() || p.redactor == nil {
+		t.Fatalf("%+v", p)
+	}
+	running := func() bool {
+		p.redactor.mu.Lock()
+		defer p.redactor.mu.Unlock()
+		return p.redactor.proc != nil
+	}
+	waitStopped := func() {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for running() {
+			if time.Now().After(deadline) {
+				t.Fatal("the redacting process did not end when idle")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if got := p.Spec.Redact("url", secretURL); got != maskedURL {
+		t.Fatalf("Redact = %q", got)
+	}
+	waitStopped()
+	if got := p.Spec.Redact("url", secretURL); got != maskedURL || running() {
+		t.Fatalf("Redact of the same value = %q (process running: %t), want the cached answer", got, running())
+	}
+	const other = "https://al:s3cret@example.com/"
+	if got := p.Spec.Redact("url", other); got != "https://al:"+connect.Masked+"@example.com/" {
+		t.Fatalf("Redact of a new value = %q", got)
+	}
+	waitStopped()
+}
+
 // TestRedact_FailsClosed: when the plugin cannot redact (its file now
 // holds another connector), a value shows masked as a whole, with a
 // warning that does not show it.
