@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -95,26 +96,47 @@ func fromPBConfig(m *pluginpb.Config, spec connect.Spec) connect.Config {
 	return c
 }
 
+// toPBParams describes a spec's parameters, with their constraints. The
+// spec's Check and Redact are code, not data: Check stays in the plugin
+// (its Open checks), and Redact is called across the boundary (Redact).
 func toPBParams(s connect.Spec) []*pluginpb.Param {
 	out := make([]*pluginpb.Param, len(s.Params))
 	for i, p := range s.Params {
 		out[i] = &pluginpb.Param{
 			Name: p.Name, Type: string(p.Type), Required: p.Required, Default: p.Default,
 			Secret: p.Secret, Enum: p.Enum, Description: p.Description,
+			Min: p.Min, Max: p.Max, Positive: p.Positive, Format: string(p.Format), Exclusive: p.Exclusive,
 		}
 	}
 	return out
 }
 
-func fromPBParams(ps []*pluginpb.Param) connect.Spec {
-	s := connect.Spec{Params: make([]connect.Param, len(ps))}
+// fromPBParams rebuilds a plugin's spec. A Format this build of connect
+// does not know (a plugin built against a newer one) is dropped and
+// returned in unknown, so that the host checks less rather than refusing
+// every value of the parameter: the plugin's Open still checks.
+func fromPBParams(ps []*pluginpb.Param) (s connect.Spec, unknown []string) {
+	s = connect.Spec{Params: make([]connect.Param, len(ps))}
 	for i, p := range ps {
 		s.Params[i] = connect.Param{
 			Name: p.Name, Type: connect.ParamType(p.Type), Required: p.Required, Default: p.Default,
 			Secret: p.Secret, Enum: p.Enum, Description: p.Description,
+			Min: p.Min, Max: p.Max, Positive: p.Positive, Format: connect.Format(p.Format), Exclusive: p.Exclusive,
+		}
+		if f := s.Params[i].Format; f != "" && !knownFormat(f) {
+			s.Params[i].Format = ""
+			unknown = append(unknown, fmt.Sprintf("%s (format %q)", p.Name, f))
 		}
 	}
-	return s
+	return s, unknown
+}
+
+// knownFormat reports whether this build of connect checks values of
+// format f: it answers "spec: unknown format" for one it does not know,
+// whatever the value.
+func knownFormat(f connect.Format) bool {
+	err := connect.Param{Name: "probe", Type: connect.TypeString, Format: f}.Check("")
+	return err == nil || err.Error() != fmt.Sprintf("spec: unknown format %q", f)
 }
 
 // toPBError classifies a connector's error for the wire; nil for nil.
@@ -126,6 +148,8 @@ func toPBError(err error) *pluginpb.Error {
 	var bre *connect.BadRecordError
 	var re *connect.RetryableError
 	switch {
+	case connect.IsStopping(err): // first, as the worker asks it first
+		e.Kind = pluginpb.Error_STOPPING
 	case errors.As(err, &bre):
 		e.Kind = pluginpb.Error_BAD_RECORD
 		e.Index = int64(bre.Index)
@@ -144,7 +168,7 @@ func toPBError(err error) *pluginpb.Error {
 
 // fromPBError rebuilds a connector's error with the markers the worker
 // branches on (BadRecord, Permanent, Retryable, WithAttempts, context
-// errors); nil for nil.
+// errors, ErrStopping); nil for nil.
 func fromPBError(e *pluginpb.Error) error {
 	if e == nil {
 		return nil
@@ -165,6 +189,8 @@ func fromPBError(e *pluginpb.Error) error {
 		base.wrapped = context.Canceled
 	case pluginpb.Error_DEADLINE:
 		base.wrapped = context.DeadlineExceeded
+	case pluginpb.Error_STOPPING:
+		base.wrapped = connect.ErrStopping
 	}
 	return err
 }

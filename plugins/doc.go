@@ -32,13 +32,39 @@
 // (ErrProtocolMismatch). The calls and messages are in
 // internal/pluginpb/plugin.proto, which lists what each version added:
 // Describe, Open, Read, Ack, Write, Flush, Report, Close (version 1),
-// Durable and RecoverTail (version 2). Batches cross the boundary, never
+// Durable and RecoverTail (version 2), Redact and Stop (version 3).
+// Batches cross the boundary, never
 // single records; nil and empty keys, values and positions stay distinct.
 // A connector's error keeps its class (connect.BadRecordAt with its index,
 // connect.Permanent, connect.Retryable with its delay, context errors) and
 // the tries it counts (connect.WithAttempts). Permanent and the tries
 // cross with any protocol version: a host older than them reads a
 // permanent error as a plain one and ignores the tries.
+//
+// # Spec
+//
+// A plugin's connect.Spec reaches the host whole: its parameters with
+// their constraints (Min, Max, Positive, Format, Exclusive) as data, so
+// that pipeline validation, the REST validate endpoint and the worker's
+// checks of what a connector holds alone treat it as a built-in's (a
+// Format the host does not know is dropped, with a warning); and its
+// Redact as a call. The host's Spec.Redact asks a plugin process that the
+// Host keeps for that (started at the first value not asked before,
+// ended a minute after its last call or by Host.Close), and remembers the
+// answers; when the plugin cannot answer, the value shows as
+// connect.Masked as a whole. Spec.Check stays in the plugin: its Open
+// checks. Redact needs version 3 on both sides; with an older plugin the
+// Spec has no Redact, as before.
+//
+// # Stop
+//
+// The stop the worker gives Sink.Write (connect.WithStop) reaches a
+// plugin's Write in flight: when it ends, the host calls Stop, and the
+// Write's connect.Stopping context ends in the plugin with
+// connect.ErrStopping, which the host's Write returns as such. A sink
+// that retries on its own stops retrying at a stop, delete or shutdown as
+// in process, and its batch is not committed. It needs version 3 on both
+// sides; with an older plugin a stop waits for the Write, as before.
 //
 // # Optional interfaces
 //

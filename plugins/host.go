@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -47,13 +48,21 @@ type Options struct {
 }
 
 // Host finds plugins and runs their connectors, each instance in a
-// process of its own. It is safe for concurrent use.
+// process of its own. It is safe for concurrent use. Close stops the
+// processes it keeps for itself.
 type Host struct {
 	opts   Options
 	logger *slog.Logger
 	// protocol is the newest protocol version the host offers:
 	// ProtocolVersion, lower only in tests that play an older host.
 	protocol int
+	// redactIdle is how long a redacting process outlives its last call:
+	// redactIdle, shorter in tests.
+	redactIdle time.Duration
+
+	mu        sync.Mutex  // guards redactors and closed
+	redactors []*redactor // those of every plugin inspected
+	closed    bool
 }
 
 // NewHost returns a host with the given options.
@@ -71,7 +80,37 @@ func NewHost(opts Options) *Host {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Host{opts: opts, logger: logger, protocol: ProtocolVersion}
+	return &Host{opts: opts, logger: logger, protocol: ProtocolVersion, redactIdle: redactIdle}
+}
+
+// Close stops the processes the host keeps to apply the plugins'
+// connect.Spec.Redact, and keeps them from starting again: from then on
+// the specs of those plugins mask the whole value of every setting. It
+// does not stop connector instances, which their Close stops. A worker
+// calls it last, after stopping its connectors; without it, such a
+// process ends a minute after its last call, or with the worker.
+func (h *Host) Close() {
+	h.mu.Lock()
+	h.closed = true
+	rs := h.redactors
+	h.redactors = nil
+	h.mu.Unlock()
+	for _, r := range rs {
+		r.close()
+	}
+}
+
+// newRedactor returns the redactor of p, which Close closes.
+func (h *Host) newRedactor(p *Plugin) *redactor {
+	r := &redactor{p: p, idle: h.redactIdle}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		r.closed = true
+	} else {
+		h.redactors = append(h.redactors, r)
+	}
+	return r
 }
 
 // Plugin is a file found in a plugin directory: a usable plugin, with what
@@ -95,6 +134,9 @@ type Plugin struct {
 	reporter bool
 	durable  bool // the source is a connect.DurableNotifier (protocol 2)
 	recovers bool // the source is a connect.TailRecoverer (protocol 2)
+	// redactor applies the spec's Redact (protocol 3); nil when the
+	// plugin's spec has none, or speaks an older protocol.
+	redactor *redactor
 	// notProgram: the file is no program at all (not regular, not
 	// executable): source files, READMEs and lock files beside plugins are
 	// skipped without a warning.
@@ -285,8 +327,18 @@ func (h *Host) inspect(ctx context.Context, path string, pin *pin) *Plugin {
 		return p
 	}
 	p.Name, p.Kind, p.Version, p.Description = d.Name, connect.Kind(d.Kind), d.Version, d.Description
-	p.Spec, p.Protocol, p.flusher, p.reporter = fromPBParams(d.Params), int(d.Protocol), d.Flusher, d.Reporter
+	var unknown []string
+	p.Spec, unknown = fromPBParams(d.Params)
+	p.Protocol, p.flusher, p.reporter = int(d.Protocol), d.Flusher, d.Reporter
 	p.durable, p.recovers = sourceExtras(proc, d)
+	if len(unknown) > 0 {
+		h.logger.Warn("a plugin's parameters have formats this Tributary does not know: their values are not checked for them before Open",
+			"plugin", d.Name, "path", path, "params", strings.Join(unknown, ", "))
+	}
+	if proc.version >= protocolRedactStop && d.Redactor {
+		p.redactor = h.newRedactor(p)
+		p.Spec.Redact = p.redactor.redact
+	}
 	if err := connect.NewRegistry().Register(p.Connector()); err != nil {
 		p.Err = &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("plugin %s describes an invalid connector: %v", path, err)}
 	}
@@ -316,7 +368,8 @@ func (h *Host) describe(ctx context.Context, proc *process) (*pluginpb.DescribeR
 // Connector returns the connector the plugin provides, for a
 // connect.Registry: each instance that NewSource or NewSink makes starts
 // a plugin process of its own in Open and stops it in Close. The Spec is
-// the one the plugin gave, so that validation works as for a built-in.
+// the one the plugin gave, so that validation and masking work as for a
+// built-in: its Redact, if the plugin's has one, asks the plugin.
 func (p *Plugin) Connector() connect.Connector {
 	c := connect.Connector{Name: p.Name, Kind: p.Kind, Version: p.Version, Description: p.Description, Spec: p.Spec}
 	switch p.Kind {

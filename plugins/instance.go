@@ -291,7 +291,10 @@ func (s *source) recoverTail(ctx context.Context, records []connect.Record) erro
 func (s *source) Close(ctx context.Context) error { return s.close(ctx) }
 
 // sink is a connect.Sink running in a plugin process.
-type sink struct{ instance }
+type sink struct {
+	instance
+	writes atomic.Uint64 // the stop_id of the last Write (protocol 3)
+}
 
 // The sink variants for plugins whose sink is a connect.Flusher, a
 // connect.Reporter, or both: the worker finds these by type assertion.
@@ -315,7 +318,7 @@ var (
 )
 
 func newSink(p *Plugin) connect.Sink {
-	s := &sink{instance{p: p}}
+	s := &sink{instance: instance{p: p}}
 	switch {
 	case p.flusher && p.reporter:
 		return flushingReportingSink{s}
@@ -330,12 +333,21 @@ func newSink(p *Plugin) connect.Sink {
 func (s *sink) Open(ctx context.Context, cfg connect.Config) error { return s.open(ctx, cfg) }
 
 // Write sends the batch to the plugin, which returns once its sink did.
+// When the worker asks the task to stop while the plugin writes (the stop
+// of connect.WithStop in ctx ends), a plugin of protocol version 3 hears
+// of it with a Stop call, so that its sink's connect.Stopping context ends
+// as it would in process; with an older one, the stop waits for the Write.
 func (s *sink) Write(ctx context.Context, records []connect.Record) error {
 	proc := s.proc.Load()
 	if proc == nil {
 		return s.notOpen("write")
 	}
 	req := &pluginpb.WriteRequest{Records: toPBRecords(records)}
+	if proc.version >= protocolRedactStop {
+		req.StopId = s.writes.Add(1)
+		release := s.forwardStop(ctx, proc, req.StopId)
+		defer release()
+	}
 	return proc.call(ctx, "write", s.p.host.opts.CallTimeout, func(ctx context.Context) (*pluginpb.Error, error) {
 		resp, err := proc.rpc.Write(ctx, req)
 		if err != nil {
@@ -343,6 +355,33 @@ func (s *sink) Write(ctx context.Context, records []connect.Record) error {
 		}
 		return resp.Error, nil
 	})
+}
+
+// forwardStop calls Stop(id) on the plugin if the stop that ctx carries
+// (connect.WithStop) ends before release is called. release returns once
+// no Stop call is in flight: the goroutine that makes it belongs to the
+// Write. A failed Stop is not the Write's failure: a plugin that is gone
+// or hangs fails the Write itself.
+func (s *sink) forwardStop(ctx context.Context, proc *process, id uint64) (release func()) {
+	sctx, cancel := connect.Stopping(ctx)
+	called := make(chan struct{})
+	unregister := context.AfterFunc(sctx, func() {
+		defer close(called)
+		if !connect.IsStopping(context.Cause(sctx)) {
+			return // ctx ended: the Write's call ends with it
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.p.host.opts.CallTimeout)
+		defer cancel()
+		if _, err := proc.rpc.Stop(cctx, &pluginpb.StopRequest{StopId: id}); err != nil {
+			s.p.host.logger.Debug("a stop did not reach the plugin's Write", "plugin", s.p.Name, "pid", proc.pid, "error", err.Error())
+		}
+	})
+	return func() {
+		if !unregister() {
+			<-called
+		}
+		cancel()
+	}
 }
 
 func (s *sink) flush(ctx context.Context) error {

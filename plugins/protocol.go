@@ -16,15 +16,16 @@ import (
 // to the messages or calls (internal/pluginpb/plugin.proto) would break an
 // older host or plugin, or adds a call; plugin.proto lists what each
 // version added. A field that an older side may ignore, and that an older
-// side never sends, is added without raising it (Error.Kind PERMANENT and
-// Error.attempts; plugin.proto lists these too).
+// side never sends, is added without raising it (Error.Kind PERMANENT,
+// Error.attempts and the constraints of Param; plugin.proto lists these
+// too).
 //
 // A host and a plugin each offer every version from MinProtocolVersion to
 // their ProtocolVersion, and go-plugin picks the highest both speak: a host
 // runs plugins built for an older version (they are offered none of the
 // newer calls), and a plugin runs under an older host. Only a plugin with
 // no version in common fails, with ErrProtocolMismatch.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // MinProtocolVersion is the oldest plugin protocol version this package
 // still speaks.
@@ -38,6 +39,10 @@ const (
 	// and the calls Durable and RecoverTail (connect.DurableNotifier and
 	// connect.TailRecoverer).
 	protocolSourceExtras = 2
+	// protocolRedactStop: DescribeResponse.redactor and the call Redact
+	// (connect.Spec.Redact), WriteRequest.stop_id, the call Stop and
+	// Error.Kind STOPPING (connect.WithStop and connect.Stopping).
+	protocolRedactStop = 3
 )
 
 // The magic cookie tells a plugin that Tributary started it. It is not a

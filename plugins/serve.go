@@ -130,6 +130,50 @@ type server struct {
 	// pending delivers the result of the source's Read in progress; nil
 	// when none is.
 	pending chan readResult
+
+	stops stops // the stops of a sink's Writes (protocol 3)
+}
+
+// stops pairs a sink's Writes with the host's Stop calls, which may come
+// before the Write they stop has started (the two calls travel apart).
+// The host writes one batch at a time, with increasing stop ids.
+type stops struct {
+	mu      sync.Mutex // guards the fields below
+	writing uint64     // the stop id of the Write in progress; 0 none
+	stop    context.CancelFunc
+	early   uint64 // the id of the last Stop that found no Write of its id
+}
+
+// begin returns the stop of Write id, ended already if its Stop came
+// first, and a func to call when the Write returns.
+func (st *stops) begin(id uint64) (context.Context, func()) {
+	stop, cancel := context.WithCancel(context.Background())
+	st.mu.Lock()
+	st.writing, st.stop = id, cancel
+	if st.early == id {
+		cancel()
+	}
+	st.mu.Unlock()
+	return stop, func() {
+		st.mu.Lock()
+		if st.writing == id {
+			st.writing, st.stop = 0, nil
+		}
+		st.mu.Unlock()
+		cancel()
+	}
+}
+
+// request ends the stop of Write id, now or when it begins; a Stop of a
+// Write that has returned already changes nothing.
+func (st *stops) request(id uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.writing == id && st.stop != nil {
+		st.stop()
+		return
+	}
+	st.early = id
 }
 
 type readResult struct {
@@ -152,6 +196,7 @@ func newServer(c connect.Connector) *server {
 	_, d.Reporter = probe.(connect.Reporter)
 	_, d.DurableNotifier = probe.(connect.DurableNotifier)
 	_, d.TailRecoverer = probe.(connect.TailRecoverer)
+	d.Redactor = c.Spec.Redact != nil
 	ctx, cancel := context.WithCancel(context.Background())
 	return &server{conn: c, describe: d, ctx: ctx, cancel: cancel, readSem: make(chan struct{}, 1)}
 }
@@ -311,6 +356,10 @@ func (s *server) RecoverTail(ctx context.Context, req *pluginpb.RecoverTailReque
 	return &pluginpb.RecoverTailResponse{Error: toPBError(tr.RecoverTail(ctx, fromPBRecords(req.Records)))}, nil
 }
 
+// Write runs the sink's Write under the call's context. A host of
+// protocol version 3 sends a stop id with it: the context then carries a
+// stop (connect.WithStop) that the host's Stop of that id ends, so that a
+// sink that retries under connect.Stopping stops retrying, as in process.
 func (s *server) Write(ctx context.Context, req *pluginpb.WriteRequest) (*pluginpb.WriteResponse, error) {
 	_, sink, err := s.instance()
 	if err != nil {
@@ -319,7 +368,31 @@ func (s *server) Write(ctx context.Context, req *pluginpb.WriteRequest) (*plugin
 	if sink == nil {
 		return nil, status.Error(codes.FailedPrecondition, "write to a source")
 	}
+	if req.StopId != 0 {
+		stop, done := s.stops.begin(req.StopId)
+		defer done()
+		ctx = connect.WithStop(ctx, stop)
+	}
 	return &pluginpb.WriteResponse{Error: toPBError(sink.Write(ctx, fromPBRecords(req.Records)))}, nil
+}
+
+// Stop ends the stop of the Write whose request carried the same id, now
+// or when it begins.
+func (s *server) Stop(_ context.Context, req *pluginpb.StopRequest) (*pluginpb.StopResponse, error) {
+	if s.conn.Kind != connect.KindSink {
+		return nil, status.Error(codes.FailedPrecondition, "stop of a source's Write")
+	}
+	s.stops.request(req.StopId)
+	return &pluginpb.StopResponse{}, nil
+}
+
+// Redact applies the spec's connect.Spec.Redact; it needs no open
+// instance, as a built-in connector's spec needs none.
+func (s *server) Redact(_ context.Context, req *pluginpb.RedactRequest) (*pluginpb.RedactResponse, error) {
+	if s.conn.Spec.Redact == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "redact: the %s connector %q has no connect.Spec.Redact", s.conn.Kind, s.conn.Name)
+	}
+	return &pluginpb.RedactResponse{Value: s.conn.Spec.Redact(req.Name, req.Value)}, nil
 }
 
 func (s *server) Flush(ctx context.Context, _ *pluginpb.FlushRequest) (*pluginpb.FlushResponse, error) {

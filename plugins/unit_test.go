@@ -81,6 +81,10 @@ func TestErrors_RoundTrip(t *testing.T) {
 		}},
 		{connect.RetryAfter(time.Second, connect.WithAttempts(2, base)), func(e error) bool { return connect.IsRetryable(e) && connect.Attempts(e) == 2 }},
 		{connect.WithAttempts(7, base), func(e error) bool { return connect.Attempts(e) == 7 && !connect.IsRetryable(e) }},
+		// A stop wins over any other class, as the worker asks it first.
+		{fmt.Errorf("deliver: %w", connect.ErrStopping), func(e error) bool { return connect.IsStopping(e) && !errors.Is(e, context.Canceled) }},
+		{connect.RetryAfter(time.Second, fmt.Errorf("retry: %w", connect.ErrStopping)), func(e error) bool { return connect.IsStopping(e) }},
+		{base, func(e error) bool { return !connect.IsStopping(e) }},
 	} {
 		got := fromPBError(toPBError(tc.err))
 		if got == nil || got.Error() != tc.err.Error() || !tc.check(got) {

@@ -29,12 +29,30 @@ import (
 // the given plugins, its REST API, and the log.
 func newWorker(t *testing.T, backoff time.Duration, paths ...string) (*engine.Worker, *httptest.Server, *tlog.Log) {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return newWorkerWith(t, plugins.Options{}, backoff, paths...)
+}
+
+// newWorkerWith is newWorker with the plugin host's options: its Logger
+// (nil discards) is the worker's too; CallTimeout defaults to 5s and
+// ReadWait to 200ms.
+func newWorkerWith(t *testing.T, opts plugins.Options, backoff time.Duration, paths ...string) (*engine.Worker, *httptest.Server, *tlog.Log) {
+	t.Helper()
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := plugins.NewHost(plugins.Options{Logger: logger, CallTimeout: 5 * time.Second, ReadWait: 200 * time.Millisecond})
+	opts.Logger = logger
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 5 * time.Second
+	}
+	if opts.ReadWait == 0 {
+		opts.ReadWait = 200 * time.Millisecond
+	}
+	h := plugins.NewHost(opts)
 	var found []*plugins.Plugin
 	for _, p := range paths {
 		found = append(found, h.Inspect(t.Context(), p))
@@ -61,6 +79,7 @@ func newWorker(t *testing.T, backoff time.Duration, paths ...string) (*engine.Wo
 		if err := w.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
+		h.Close()
 		l.Close()
 	})
 	return w, srv, l

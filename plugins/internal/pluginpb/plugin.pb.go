@@ -5,9 +5,12 @@
 // Write and Flush (a sink), then Close, and then stops the process. A
 // source that announces the capabilities of version 2 (DescribeResponse)
 // also gets RecoverTail after Open and before the first Read, and Durable
-// before Ack. Every call carries a deadline. Connector errors travel in the
-// Error field of a response; a gRPC error means the call itself failed
-// (the process died, hung or broke the protocol).
+// before Ack. A sink's Write may be followed, while it runs, by a Stop of
+// it (version 3). Redact (version 3) may come at any time, before Open
+// too: the host keeps a process of its own for it. Every call carries a
+// deadline. Connector errors travel in the Error field of a response; a
+// gRPC error means the call itself failed (the process died, hung or
+// broke the protocol).
 //
 // The protocol version is go-plugin's handshake ProtocolVersion
 // (plugins.ProtocolVersion); a change to this file that an older host or
@@ -22,6 +25,16 @@
 //      OpenResponse.tail_topics, and the calls Durable and RecoverTail. A
 //      host calls them only on a plugin that announced the capability; a
 //      version-1 plugin announces none.
+//   3  adds the call Redact and DescribeResponse.redactor (the spec's
+//      connect.Spec.Redact: the host masks the secret parts of a value by
+//      asking the plugin), and the call Stop with WriteRequest.stop_id and
+//      Error.Kind STOPPING (the worker's stop signal, connect.WithStop,
+//      reaches a Write in flight). A host calls Redact only on a plugin
+//      that announced redactor, and Stop only with a stop_id it sent; a
+//      Write's error is STOPPING only once its Stop came (a Write without
+//      a stop_id has no stop to end). With
+//      an older plugin the host masks what Param.secret says only, as it
+//      did, and a stop waits for a Write in flight.
 //
 // Additions that every version may carry, so they need no new version: an
 // older side ignores them, and a peer that does not know them never sends
@@ -34,6 +47,11 @@
 //   - Error.attempts (connect.WithAttempts: the tries the connector made).
 //     An older host ignores it and counts its own calls; an older plugin
 //     leaves it 0, which says nothing.
+//   - Param.min, max, positive, format and exclusive (connect.Param's
+//     constraints). An older host ignores them: it checks less before
+//     Open (which checks the values itself) and lets two connectors share
+//     an exclusive value, as it did; an older plugin sends none. A host
+//     drops a format it does not know, rather than refusing every value.
 //
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
@@ -71,6 +89,7 @@ const (
 	Error_CANCELED   Error_Kind = 3 // the connector returned context.Canceled
 	Error_DEADLINE   Error_Kind = 4 // the connector returned context.DeadlineExceeded
 	Error_PERMANENT  Error_Kind = 5 // connect.Permanent: not retried, the task stays FAILED (any version; see the header)
+	Error_STOPPING   Error_Kind = 6 // version 3: a Stop cut the Write short (connect.ErrStopping)
 )
 
 // Enum value maps for Error_Kind.
@@ -82,6 +101,7 @@ var (
 		3: "CANCELED",
 		4: "DEADLINE",
 		5: "PERMANENT",
+		6: "STOPPING",
 	}
 	Error_Kind_value = map[string]int32{
 		"OTHER":      0,
@@ -90,6 +110,7 @@ var (
 		"CANCELED":   3,
 		"DEADLINE":   4,
 		"PERMANENT":  5,
+		"STOPPING":   6,
 	}
 )
 
@@ -170,6 +191,8 @@ type DescribeResponse struct {
 	DurableNotifier bool `protobuf:"varint,9,opt,name=durable_notifier,json=durableNotifier,proto3" json:"durable_notifier,omitempty"`
 	// Version 2: the source implements connect.TailRecoverer.
 	TailRecoverer bool `protobuf:"varint,10,opt,name=tail_recoverer,json=tailRecoverer,proto3" json:"tail_recoverer,omitempty"`
+	// Version 3: the spec has a connect.Spec.Redact, which Redact applies.
+	Redactor      bool `protobuf:"varint,11,opt,name=redactor,proto3" json:"redactor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,15 +297,28 @@ func (x *DescribeResponse) GetTailRecoverer() bool {
 	return false
 }
 
+func (x *DescribeResponse) GetRedactor() bool {
+	if x != nil {
+		return x.Redactor
+	}
+	return false
+}
+
 type Param struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	Required      bool                   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
-	Default       string                 `protobuf:"bytes,4,opt,name=default,proto3" json:"default,omitempty"`
-	Secret        bool                   `protobuf:"varint,5,opt,name=secret,proto3" json:"secret,omitempty"`
-	Enum          []string               `protobuf:"bytes,6,rep,name=enum,proto3" json:"enum,omitempty"`
-	Description   string                 `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type        string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Required    bool                   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
+	Default     string                 `protobuf:"bytes,4,opt,name=default,proto3" json:"default,omitempty"`
+	Secret      bool                   `protobuf:"varint,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	Enum        []string               `protobuf:"bytes,6,rep,name=enum,proto3" json:"enum,omitempty"`
+	Description string                 `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
+	// connect.Param's constraints (any version; see the header).
+	Min           string `protobuf:"bytes,8,opt,name=min,proto3" json:"min,omitempty"`
+	Max           string `protobuf:"bytes,9,opt,name=max,proto3" json:"max,omitempty"`
+	Positive      bool   `protobuf:"varint,10,opt,name=positive,proto3" json:"positive,omitempty"`
+	Format        string `protobuf:"bytes,11,opt,name=format,proto3" json:"format,omitempty"`
+	Exclusive     bool   `protobuf:"varint,12,opt,name=exclusive,proto3" json:"exclusive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +400,41 @@ func (x *Param) GetDescription() string {
 		return x.Description
 	}
 	return ""
+}
+
+func (x *Param) GetMin() string {
+	if x != nil {
+		return x.Min
+	}
+	return ""
+}
+
+func (x *Param) GetMax() string {
+	if x != nil {
+		return x.Max
+	}
+	return ""
+}
+
+func (x *Param) GetPositive() bool {
+	if x != nil {
+		return x.Positive
+	}
+	return false
+}
+
+func (x *Param) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *Param) GetExclusive() bool {
+	if x != nil {
+		return x.Exclusive
+	}
+	return false
 }
 
 type Config struct {
@@ -982,8 +1053,11 @@ func (x *AckResponse) GetError() *Error {
 }
 
 type WriteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Records       []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// Version 3: nonzero when the host may stop this Write with a Stop
+	// carrying the same id; ids increase with each Write of a process.
+	StopId        uint64 `protobuf:"varint,2,opt,name=stop_id,json=stopId,proto3" json:"stop_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1023,6 +1097,13 @@ func (x *WriteRequest) GetRecords() []*Record {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *WriteRequest) GetStopId() uint64 {
+	if x != nil {
+		return x.StopId
+	}
+	return 0
 }
 
 type WriteResponse struct {
@@ -1406,6 +1487,182 @@ func (x *RecoverTailResponse) GetError() *Error {
 	return nil
 }
 
+type RedactRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`   // the setting
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"` // its value, never empty
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedactRequest) Reset() {
+	*x = RedactRequest{}
+	mi := &file_plugin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedactRequest) ProtoMessage() {}
+
+func (x *RedactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedactRequest.ProtoReflect.Descriptor instead.
+func (*RedactRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RedactRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RedactRequest) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+type RedactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         string                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedactResponse) Reset() {
+	*x = RedactResponse{}
+	mi := &file_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedactResponse) ProtoMessage() {}
+
+func (x *RedactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedactResponse.ProtoReflect.Descriptor instead.
+func (*RedactResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RedactResponse) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+type StopRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StopId        uint64                 `protobuf:"varint,1,opt,name=stop_id,json=stopId,proto3" json:"stop_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRequest) Reset() {
+	*x = StopRequest{}
+	mi := &file_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRequest) ProtoMessage() {}
+
+func (x *StopRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
+func (*StopRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StopRequest) GetStopId() uint64 {
+	if x != nil {
+		return x.StopId
+	}
+	return 0
+}
+
+type StopResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopResponse) Reset() {
+	*x = StopResponse{}
+	mi := &file_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopResponse) ProtoMessage() {}
+
+func (x *StopResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
+func (*StopResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{26}
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1414,7 +1671,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1683,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1696,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 type CloseResponse struct {
@@ -1451,7 +1708,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1720,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1733,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseResponse) GetError() *Error {
@@ -1491,7 +1748,7 @@ var File_plugin_proto protoreflect.FileDescriptor
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x13tributary.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\xce\x02\n" +
+	"\x0fDescribeRequest\"\xea\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n" +
@@ -1503,7 +1760,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\b \x01(\rR\bprotocol\x12)\n" +
 	"\x10durable_notifier\x18\t \x01(\bR\x0fdurableNotifier\x12%\n" +
 	"\x0etail_recoverer\x18\n" +
-	" \x01(\bR\rtailRecoverer\"\xb3\x01\n" +
+	" \x01(\bR\rtailRecoverer\x12\x1a\n" +
+	"\bredactor\x18\v \x01(\bR\bredactor\"\xa9\x02\n" +
 	"\x05Param\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -1511,7 +1769,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\adefault\x18\x04 \x01(\tR\adefault\x12\x16\n" +
 	"\x06secret\x18\x05 \x01(\bR\x06secret\x12\x12\n" +
 	"\x04enum\x18\x06 \x03(\tR\x04enum\x12 \n" +
-	"\vdescription\x18\a \x01(\tR\vdescription\"\x80\x02\n" +
+	"\vdescription\x18\a \x01(\tR\vdescription\x12\x10\n" +
+	"\x03min\x18\b \x01(\tR\x03min\x12\x10\n" +
+	"\x03max\x18\t \x01(\tR\x03max\x12\x1a\n" +
+	"\bpositive\x18\n" +
+	" \x01(\bR\bpositive\x12\x16\n" +
+	"\x06format\x18\v \x01(\tR\x06format\x12\x1c\n" +
+	"\texclusive\x18\f \x01(\bR\texclusive\"\x80\x02\n" +
 	"\x06Config\x12\x1a\n" +
 	"\bpipeline\x18\x01 \x01(\tR\bpipeline\x12\x1c\n" +
 	"\tconnector\x18\x02 \x01(\tR\tconnector\x12\x12\n" +
@@ -1540,13 +1804,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04_keyB\b\n" +
 	"\x06_valueB\r\n" +
 	"\v_ts_secondsB\v\n" +
-	"\t_position\"\x8b\x02\n" +
+	"\t_position\"\x99\x02\n" +
 	"\x05Error\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.tributary.plugin.v1.Error.KindR\x04kind\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x03R\x05index\x12$\n" +
 	"\x0eretry_after_ns\x18\x04 \x01(\x03R\fretryAfterNs\x12\x1a\n" +
-	"\battempts\x18\x05 \x01(\x03R\battempts\"[\n" +
+	"\battempts\x18\x05 \x01(\x03R\battempts\"i\n" +
 	"\x04Kind\x12\t\n" +
 	"\x05OTHER\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1554,7 +1818,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\tRETRYABLE\x10\x02\x12\f\n" +
 	"\bCANCELED\x10\x03\x12\f\n" +
 	"\bDEADLINE\x10\x04\x12\r\n" +
-	"\tPERMANENT\x10\x05\"w\n" +
+	"\tPERMANENT\x10\x05\x12\f\n" +
+	"\bSTOPPING\x10\x06\"w\n" +
 	"\vOpenRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x123\n" +
 	"\x06config\x18\x02 \x01(\v2\x1b.tributary.plugin.v1.ConfigR\x06config\x12\x1f\n" +
@@ -1574,9 +1839,10 @@ const file_plugin_proto_rawDesc = "" +
 	"\bposition\x18\x01 \x01(\fH\x00R\bposition\x88\x01\x01B\v\n" +
 	"\t_position\"?\n" +
 	"\vAckResponse\x120\n" +
-	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"E\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"^\n" +
 	"\fWriteRequest\x125\n" +
-	"\arecords\x18\x01 \x03(\v2\x1b.tributary.plugin.v1.RecordR\arecords\"A\n" +
+	"\arecords\x18\x01 \x03(\v2\x1b.tributary.plugin.v1.RecordR\arecords\x12\x17\n" +
+	"\astop_id\x18\x02 \x01(\x04R\x06stopId\"A\n" +
 	"\rWriteResponse\x120\n" +
 	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"\x0e\n" +
 	"\fFlushRequest\"A\n" +
@@ -1594,10 +1860,18 @@ const file_plugin_proto_rawDesc = "" +
 	"\x12RecoverTailRequest\x125\n" +
 	"\arecords\x18\x01 \x03(\v2\x1b.tributary.plugin.v1.RecordR\arecords\"G\n" +
 	"\x13RecoverTailResponse\x120\n" +
-	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"\x0e\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error\"9\n" +
+	"\rRedactRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"&\n" +
+	"\x0eRedactResponse\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\"&\n" +
+	"\vStopRequest\x12\x17\n" +
+	"\astop_id\x18\x01 \x01(\x04R\x06stopId\"\x0e\n" +
+	"\fStopResponse\"\x0e\n" +
 	"\fCloseRequest\"A\n" +
 	"\rCloseResponse\x120\n" +
-	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error2\xc3\x06\n" +
+	"\x05error\x18\x01 \x01(\v2\x1a.tributary.plugin.v1.ErrorR\x05error2\xe3\a\n" +
 	"\tConnector\x12W\n" +
 	"\bDescribe\x12$.tributary.plugin.v1.DescribeRequest\x1a%.tributary.plugin.v1.DescribeResponse\x12K\n" +
 	"\x04Open\x12 .tributary.plugin.v1.OpenRequest\x1a!.tributary.plugin.v1.OpenResponse\x12K\n" +
@@ -1608,7 +1882,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06Report\x12\".tributary.plugin.v1.ReportRequest\x1a#.tributary.plugin.v1.ReportResponse\x12N\n" +
 	"\x05Close\x12!.tributary.plugin.v1.CloseRequest\x1a\".tributary.plugin.v1.CloseResponse\x12T\n" +
 	"\aDurable\x12#.tributary.plugin.v1.DurableRequest\x1a$.tributary.plugin.v1.DurableResponse\x12`\n" +
-	"\vRecoverTail\x12'.tributary.plugin.v1.RecoverTailRequest\x1a(.tributary.plugin.v1.RecoverTailResponseB=Z;github.com/tributary-io/tributary/plugins/internal/pluginpbb\x06proto3"
+	"\vRecoverTail\x12'.tributary.plugin.v1.RecoverTailRequest\x1a(.tributary.plugin.v1.RecoverTailResponse\x12Q\n" +
+	"\x06Redact\x12\".tributary.plugin.v1.RedactRequest\x1a#.tributary.plugin.v1.RedactResponse\x12K\n" +
+	"\x04Stop\x12 .tributary.plugin.v1.StopRequest\x1a!.tributary.plugin.v1.StopResponseB=Z;github.com/tributary-io/tributary/plugins/internal/pluginpbb\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1623,7 +1899,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_plugin_proto_goTypes = []any{
 	(Error_Kind)(0),             // 0: tributary.plugin.v1.Error.Kind
 	(*DescribeRequest)(nil),     // 1: tributary.plugin.v1.DescribeRequest
@@ -1649,13 +1925,17 @@ var file_plugin_proto_goTypes = []any{
 	(*DurableResponse)(nil),     // 21: tributary.plugin.v1.DurableResponse
 	(*RecoverTailRequest)(nil),  // 22: tributary.plugin.v1.RecoverTailRequest
 	(*RecoverTailResponse)(nil), // 23: tributary.plugin.v1.RecoverTailResponse
-	(*CloseRequest)(nil),        // 24: tributary.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),       // 25: tributary.plugin.v1.CloseResponse
-	nil,                         // 26: tributary.plugin.v1.Config.ValuesEntry
+	(*RedactRequest)(nil),       // 24: tributary.plugin.v1.RedactRequest
+	(*RedactResponse)(nil),      // 25: tributary.plugin.v1.RedactResponse
+	(*StopRequest)(nil),         // 26: tributary.plugin.v1.StopRequest
+	(*StopResponse)(nil),        // 27: tributary.plugin.v1.StopResponse
+	(*CloseRequest)(nil),        // 28: tributary.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),       // 29: tributary.plugin.v1.CloseResponse
+	nil,                         // 30: tributary.plugin.v1.Config.ValuesEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: tributary.plugin.v1.DescribeResponse.params:type_name -> tributary.plugin.v1.Param
-	26, // 1: tributary.plugin.v1.Config.values:type_name -> tributary.plugin.v1.Config.ValuesEntry
+	30, // 1: tributary.plugin.v1.Config.values:type_name -> tributary.plugin.v1.Config.ValuesEntry
 	5,  // 2: tributary.plugin.v1.Record.headers:type_name -> tributary.plugin.v1.Header
 	0,  // 3: tributary.plugin.v1.Error.kind:type_name -> tributary.plugin.v1.Error.Kind
 	4,  // 4: tributary.plugin.v1.OpenRequest.config:type_name -> tributary.plugin.v1.Config
@@ -1677,21 +1957,25 @@ var file_plugin_proto_depIdxs = []int32{
 	14, // 20: tributary.plugin.v1.Connector.Write:input_type -> tributary.plugin.v1.WriteRequest
 	16, // 21: tributary.plugin.v1.Connector.Flush:input_type -> tributary.plugin.v1.FlushRequest
 	18, // 22: tributary.plugin.v1.Connector.Report:input_type -> tributary.plugin.v1.ReportRequest
-	24, // 23: tributary.plugin.v1.Connector.Close:input_type -> tributary.plugin.v1.CloseRequest
+	28, // 23: tributary.plugin.v1.Connector.Close:input_type -> tributary.plugin.v1.CloseRequest
 	20, // 24: tributary.plugin.v1.Connector.Durable:input_type -> tributary.plugin.v1.DurableRequest
 	22, // 25: tributary.plugin.v1.Connector.RecoverTail:input_type -> tributary.plugin.v1.RecoverTailRequest
-	2,  // 26: tributary.plugin.v1.Connector.Describe:output_type -> tributary.plugin.v1.DescribeResponse
-	9,  // 27: tributary.plugin.v1.Connector.Open:output_type -> tributary.plugin.v1.OpenResponse
-	11, // 28: tributary.plugin.v1.Connector.Read:output_type -> tributary.plugin.v1.ReadResponse
-	13, // 29: tributary.plugin.v1.Connector.Ack:output_type -> tributary.plugin.v1.AckResponse
-	15, // 30: tributary.plugin.v1.Connector.Write:output_type -> tributary.plugin.v1.WriteResponse
-	17, // 31: tributary.plugin.v1.Connector.Flush:output_type -> tributary.plugin.v1.FlushResponse
-	19, // 32: tributary.plugin.v1.Connector.Report:output_type -> tributary.plugin.v1.ReportResponse
-	25, // 33: tributary.plugin.v1.Connector.Close:output_type -> tributary.plugin.v1.CloseResponse
-	21, // 34: tributary.plugin.v1.Connector.Durable:output_type -> tributary.plugin.v1.DurableResponse
-	23, // 35: tributary.plugin.v1.Connector.RecoverTail:output_type -> tributary.plugin.v1.RecoverTailResponse
-	26, // [26:36] is the sub-list for method output_type
-	16, // [16:26] is the sub-list for method input_type
+	24, // 26: tributary.plugin.v1.Connector.Redact:input_type -> tributary.plugin.v1.RedactRequest
+	26, // 27: tributary.plugin.v1.Connector.Stop:input_type -> tributary.plugin.v1.StopRequest
+	2,  // 28: tributary.plugin.v1.Connector.Describe:output_type -> tributary.plugin.v1.DescribeResponse
+	9,  // 29: tributary.plugin.v1.Connector.Open:output_type -> tributary.plugin.v1.OpenResponse
+	11, // 30: tributary.plugin.v1.Connector.Read:output_type -> tributary.plugin.v1.ReadResponse
+	13, // 31: tributary.plugin.v1.Connector.Ack:output_type -> tributary.plugin.v1.AckResponse
+	15, // 32: tributary.plugin.v1.Connector.Write:output_type -> tributary.plugin.v1.WriteResponse
+	17, // 33: tributary.plugin.v1.Connector.Flush:output_type -> tributary.plugin.v1.FlushResponse
+	19, // 34: tributary.plugin.v1.Connector.Report:output_type -> tributary.plugin.v1.ReportResponse
+	29, // 35: tributary.plugin.v1.Connector.Close:output_type -> tributary.plugin.v1.CloseResponse
+	21, // 36: tributary.plugin.v1.Connector.Durable:output_type -> tributary.plugin.v1.DurableResponse
+	23, // 37: tributary.plugin.v1.Connector.RecoverTail:output_type -> tributary.plugin.v1.RecoverTailResponse
+	25, // 38: tributary.plugin.v1.Connector.Redact:output_type -> tributary.plugin.v1.RedactResponse
+	27, // 39: tributary.plugin.v1.Connector.Stop:output_type -> tributary.plugin.v1.StopResponse
+	28, // [28:40] is the sub-list for method output_type
+	16, // [16:28] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1713,7 +1997,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5,9 +5,12 @@
 // Write and Flush (a sink), then Close, and then stops the process. A
 // source that announces the capabilities of version 2 (DescribeResponse)
 // also gets RecoverTail after Open and before the first Read, and Durable
-// before Ack. Every call carries a deadline. Connector errors travel in the
-// Error field of a response; a gRPC error means the call itself failed
-// (the process died, hung or broke the protocol).
+// before Ack. A sink's Write may be followed, while it runs, by a Stop of
+// it (version 3). Redact (version 3) may come at any time, before Open
+// too: the host keeps a process of its own for it. Every call carries a
+// deadline. Connector errors travel in the Error field of a response; a
+// gRPC error means the call itself failed (the process died, hung or
+// broke the protocol).
 //
 // The protocol version is go-plugin's handshake ProtocolVersion
 // (plugins.ProtocolVersion); a change to this file that an older host or
@@ -22,6 +25,16 @@
 //      OpenResponse.tail_topics, and the calls Durable and RecoverTail. A
 //      host calls them only on a plugin that announced the capability; a
 //      version-1 plugin announces none.
+//   3  adds the call Redact and DescribeResponse.redactor (the spec's
+//      connect.Spec.Redact: the host masks the secret parts of a value by
+//      asking the plugin), and the call Stop with WriteRequest.stop_id and
+//      Error.Kind STOPPING (the worker's stop signal, connect.WithStop,
+//      reaches a Write in flight). A host calls Redact only on a plugin
+//      that announced redactor, and Stop only with a stop_id it sent; a
+//      Write's error is STOPPING only once its Stop came (a Write without
+//      a stop_id has no stop to end). With
+//      an older plugin the host masks what Param.secret says only, as it
+//      did, and a stop waits for a Write in flight.
 //
 // Additions that every version may carry, so they need no new version: an
 // older side ignores them, and a peer that does not know them never sends
@@ -34,6 +47,11 @@
 //   - Error.attempts (connect.WithAttempts: the tries the connector made).
 //     An older host ignores it and counts its own calls; an older plugin
 //     leaves it 0, which says nothing.
+//   - Param.min, max, positive, format and exclusive (connect.Param's
+//     constraints). An older host ignores them: it checks less before
+//     Open (which checks the values itself) and lets two connectors share
+//     an exclusive value, as it did; an older plugin sends none. A host
+//     drops a format it does not know, rather than refusing every value.
 //
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
@@ -70,6 +88,8 @@ const (
 	Connector_Close_FullMethodName       = "/tributary.plugin.v1.Connector/Close"
 	Connector_Durable_FullMethodName     = "/tributary.plugin.v1.Connector/Durable"
 	Connector_RecoverTail_FullMethodName = "/tributary.plugin.v1.Connector/RecoverTail"
+	Connector_Redact_FullMethodName      = "/tributary.plugin.v1.Connector/Redact"
+	Connector_Stop_FullMethodName        = "/tributary.plugin.v1.Connector/Stop"
 )
 
 // ConnectorClient is the client API for Connector service.
@@ -102,6 +122,16 @@ type ConnectorClient interface {
 	// log after its stored position; the host calls it after Open and before
 	// the first Read.
 	RecoverTail(ctx context.Context, in *RecoverTailRequest, opts ...grpc.CallOption) (*RecoverTailResponse, error)
+	// Redact returns a setting's value with its secret parts masked, as the
+	// connector's connect.Spec.Redact does. The host calls it only on a
+	// plugin that announced redactor, on a process that need not be open,
+	// concurrently with itself.
+	Redact(ctx context.Context, in *RedactRequest, opts ...grpc.CallOption) (*RedactResponse, error)
+	// Stop tells the Write whose request carried stop_id that the worker
+	// asked the task to stop: the Write's connect.Stopping context ends with
+	// connect.ErrStopping. A Stop may arrive before its Write starts (the
+	// Write then starts stopped) or after it returned (it is ignored).
+	Stop(ctx context.Context, in *StopRequest, opts ...grpc.CallOption) (*StopResponse, error)
 }
 
 type connectorClient struct {
@@ -212,6 +242,26 @@ func (c *connectorClient) RecoverTail(ctx context.Context, in *RecoverTailReques
 	return out, nil
 }
 
+func (c *connectorClient) Redact(ctx context.Context, in *RedactRequest, opts ...grpc.CallOption) (*RedactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RedactResponse)
+	err := c.cc.Invoke(ctx, Connector_Redact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectorClient) Stop(ctx context.Context, in *StopRequest, opts ...grpc.CallOption) (*StopResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopResponse)
+	err := c.cc.Invoke(ctx, Connector_Stop_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectorServer is the server API for Connector service.
 // All implementations must embed UnimplementedConnectorServer
 // for forward compatibility.
@@ -242,6 +292,16 @@ type ConnectorServer interface {
 	// log after its stored position; the host calls it after Open and before
 	// the first Read.
 	RecoverTail(context.Context, *RecoverTailRequest) (*RecoverTailResponse, error)
+	// Redact returns a setting's value with its secret parts masked, as the
+	// connector's connect.Spec.Redact does. The host calls it only on a
+	// plugin that announced redactor, on a process that need not be open,
+	// concurrently with itself.
+	Redact(context.Context, *RedactRequest) (*RedactResponse, error)
+	// Stop tells the Write whose request carried stop_id that the worker
+	// asked the task to stop: the Write's connect.Stopping context ends with
+	// connect.ErrStopping. A Stop may arrive before its Write starts (the
+	// Write then starts stopped) or after it returned (it is ignored).
+	Stop(context.Context, *StopRequest) (*StopResponse, error)
 	mustEmbedUnimplementedConnectorServer()
 }
 
@@ -281,6 +341,12 @@ func (UnimplementedConnectorServer) Durable(context.Context, *DurableRequest) (*
 }
 func (UnimplementedConnectorServer) RecoverTail(context.Context, *RecoverTailRequest) (*RecoverTailResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecoverTail not implemented")
+}
+func (UnimplementedConnectorServer) Redact(context.Context, *RedactRequest) (*RedactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Redact not implemented")
+}
+func (UnimplementedConnectorServer) Stop(context.Context, *StopRequest) (*StopResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Stop not implemented")
 }
 func (UnimplementedConnectorServer) mustEmbedUnimplementedConnectorServer() {}
 func (UnimplementedConnectorServer) testEmbeddedByValue()                   {}
@@ -483,6 +549,42 @@ func _Connector_RecoverTail_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Connector_Redact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectorServer).Redact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Connector_Redact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectorServer).Redact(ctx, req.(*RedactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Connector_Stop_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectorServer).Stop(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Connector_Stop_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectorServer).Stop(ctx, req.(*StopRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Connector_ServiceDesc is the grpc.ServiceDesc for Connector service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -529,6 +631,14 @@ var Connector_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecoverTail",
 			Handler:    _Connector_RecoverTail_Handler,
+		},
+		{
+			MethodName: "Redact",
+			Handler:    _Connector_Redact_Handler,
+		},
+		{
+			MethodName: "Stop",
+			Handler:    _Connector_Stop_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
