@@ -104,7 +104,8 @@ type Spec struct {
 	// secret parts of it masked: a credential in a header line or in a
 	// URL's query, in a setting that is not secret as a whole. Mask
 	// applies it, so that REST answers, status and logs never show those
-	// parts. Like Check, it travels with the Go value only.
+	// parts. Unlike Check, a plugin connector's Redact works too: the
+	// host asks the plugin (plugin protocol version 3 and later).
 	Redact func(name, value string) string `json:"-"`
 }
 
