@@ -75,6 +75,7 @@ type config struct {
 	batchConns int
 	batch      int
 	partitions int
+	writeback  bool
 	stateDir   bool
 	phases     string
 	rounds     int
@@ -92,6 +93,7 @@ func main() {
 	flag.IntVar(&c.batchConns, "batch-conns", 16, "concurrent clients (connections) for batch")
 	flag.IntVar(&c.batch, "batch", 100, "events per /v1/batch request")
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
+	flag.BoolVar(&c.writeback, "start-writeback", false, "start the kernel's writeback of each log append at once (log.Options.StartWriteback)")
 	flag.BoolVar(&c.stateDir, "journal", true, "keep the dedup journal (state.dir) on the disk under test")
 	flag.StringVar(&c.phases, "phases", "bare,single,batch", "phases to run")
 	flag.IntVar(&c.rounds, "rounds", 1, "run the phases this many times, interleaved, and add up each phase's rounds: on a loaded machine the phases then share its ups and downs")
@@ -343,7 +345,7 @@ func runHandler(c config, dir, phase string) (result, error) {
 func runNoStore(c config, dir, phase string) (result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default()})
+	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default(), StartWriteback: c.writeback})
 	if err != nil {
 		return result{}, err
 	}
@@ -448,7 +450,7 @@ func cpuTime() time.Duration {
 // log in dir and loads it.
 func runSource(c config, dir, phase string) (result, error) {
 	ctx := context.Background()
-	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default()})
+	l, err := tlog.Open(tlog.Options{Dir: filepath.Join(dir, "log"), NumPartitions: c.partitions, Logger: slog.Default(), StartWriteback: c.writeback})
 	if err != nil {
 		return result{}, err
 	}
