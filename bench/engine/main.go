@@ -189,14 +189,29 @@ type throughput struct {
 	records, bytes int64
 	elapsed        time.Duration
 	cpu            time.Duration
+	others         time.Duration // CPU time other processes of the machine used meanwhile; -1 when unknown
 	fsyncs         int64
 	fsyncTime      time.Duration
 	fsyncP99       time.Duration // upper bound of the log's bucket holding the p99; 0 past the last
 }
 
-// cost fills in t's costs: CPU time since cpu0 and the fsyncs of l.
-func (t *throughput) cost(cpu0 time.Duration, l *tlog.Log) {
-	t.cpu = cpuTime() - cpu0
+// usage is the CPU time used so far by this process and by the whole
+// machine.
+type usage struct{ self, machine time.Duration }
+
+func usageNow() usage { return usage{self: cpuTime(), machine: machineBusy()} }
+
+// cost fills in t's costs: the CPU time of this process and of the others
+// since u0, and the fsyncs of l.
+func (t *throughput) cost(u0 usage, l *tlog.Log) {
+	u := usageNow()
+	t.cpu = u.self - u0.self
+	t.others = -1
+	if u0.machine > 0 && u.machine > 0 {
+		// The two clocks tick differently (/proc/stat in 10 ms steps): a
+		// small negative rest is none.
+		t.others = max(u.machine-u0.machine-t.cpu, 0)
+	}
 	m := l.Metrics()
 	t.fsyncs, t.fsyncTime = m.Fsyncs.Load(), time.Duration(m.FsyncNanos.Load())
 	var total, seen int64
@@ -231,7 +246,7 @@ func runAppend(ctx context.Context, c config, dir string) (appendResult, error) 
 		return appendResult{}, err
 	}
 	vals := values(c.batch, c.size)
-	cpu0 := cpuTime()
+	u0 := usageNow()
 	var (
 		claimed  atomic.Int64
 		wg       sync.WaitGroup
@@ -267,7 +282,7 @@ func runAppend(ctx context.Context, c config, dir string) (appendResult, error) 
 		return appendResult{}, firstErr
 	}
 	res := appendResult{throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: elapsed}}
-	res.cost(cpu0, l)
+	res.cost(u0, l)
 	if err := l.Close(); err != nil {
 		return appendResult{}, err
 	}
@@ -472,7 +487,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	if err != nil {
 		return e2eResult{}, err
 	}
-	start, cpu0, log0 := time.Now(), cpuTime(), p.log.Metrics().Batches.Load()
+	start, u0, log0 := time.Now(), usageNow(), p.log.Metrics().Batches.Load()
 	var sourceDone time.Duration
 	err = p.start(ctx, dir, gen)
 	if err == nil {
@@ -487,7 +502,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 		throughput:    throughput{records: c.records, bytes: c.records * int64(c.size), elapsed: time.Since(start)},
 		sourceElapsed: sourceDone,
 	}
-	res.cost(cpu0, p.log)
+	res.cost(u0, p.log)
 	res.flow = p.flow(pr, log0)
 	if err := errors.Join(err, p.close()); err != nil {
 		return e2eResult{}, err
@@ -546,7 +561,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	if err != nil {
 		return latencyResult{}, err
 	}
-	start, cpu0, log0 := time.Now(), cpuTime(), p.log.Metrics().Batches.Load()
+	start, u0, log0 := time.Now(), usageNow(), p.log.Metrics().Batches.Load()
 	err = p.start(ctx, dir, gen)
 	if err == nil {
 		err = p.waitUntil("the sink to commit every event", 20*time.Millisecond, c.duration+5*time.Minute, func() bool {
@@ -554,7 +569,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 		})
 	}
 	res := latencyResult{throughput: throughput{records: events, bytes: events * int64(c.size), elapsed: time.Since(start)}}
-	res.cost(cpu0, p.log)
+	res.cost(u0, p.log)
 	res.flow = p.flow(pr, log0)
 	if err := errors.Join(err, p.close()); err != nil {
 		return latencyResult{}, err
@@ -704,7 +719,7 @@ func printResults(w io.Writer, c config, rounds []round) {
 	if len(rounds) > 1 {
 		fmt.Fprintf(w, "%d rounds; each figure is the median of the rounds, records/s with its spread (min–max)\n", len(rounds))
 	}
-	fmt.Fprintf(w, "\n%s %7s %26s %7s %7s %8s %7s %8s %9s\n", pad("", labelWidth), "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "fsyncs", "fsync", "fsync p99")
+	fmt.Fprintf(w, "\n%s %7s %26s %7s %7s %8s %7s %7s %8s %9s\n", pad("", labelWidth), "MB/s", "records/s", "seconds", "CPU s", "CPU/rec", "others", "fsyncs", "fsync", "fsync p99")
 	row := func(label string, ts []throughput, note string) {
 		n := len(ts)
 		mb, _, _ := medianOf(ts, throughput.mbPerSec)
@@ -725,9 +740,13 @@ func printResults(w io.Writer, c config, rounds []round) {
 			}
 			return float64(t.fsyncP99) / 1e6
 		})
-		cpuCol, perCol, fsCol, fsMean, fsP99 := "-", "-", "-", "-", "-"
+		others, _, _ := medianOf(ts, func(t throughput) float64 { return t.others.Seconds() })
+		cpuCol, perCol, othCol, fsCol, fsMean, fsP99 := "-", "-", "-", "-", "-", "-"
 		if cpuS > 0 {
 			cpuCol, perCol = fmt.Sprintf("%.2f", cpuS), fmt.Sprintf("%.1f µs", perRec)
+		}
+		if others >= 0 && cpuS > 0 {
+			othCol = fmt.Sprintf("%.2f", others)
 		}
 		if fsyncs > 0 {
 			fsCol, fsMean = fmt.Sprintf("%.0f", fsyncs), fmt.Sprintf("%.1f ms", fsync)
@@ -736,8 +755,8 @@ func printResults(w io.Writer, c config, rounds []round) {
 				fsP99 = fmt.Sprintf("<= %.1f ms", p99)
 			}
 		}
-		line := fmt.Sprintf("%s %7.1f %26s %7.2f %7s %8s %7s %8s %9s  %s",
-			pad(label, labelWidth), mb, spread(n, "%.0f", rps, rlo, rhi), secs, cpuCol, perCol, fsCol, fsMean, fsP99, note)
+		line := fmt.Sprintf("%s %7.1f %26s %7.2f %7s %8s %7s %7s %8s %9s  %s",
+			pad(label, labelWidth), mb, spread(n, "%.0f", rps, rlo, rhi), secs, cpuCol, perCol, othCol, fsCol, fsMean, fsP99, note)
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	phase := func(f func(round) throughput) []throughput {
@@ -774,6 +793,8 @@ func printResults(w io.Writer, c config, rounds []round) {
 		row(fmt.Sprintf("generator at %.0f/s → log → file sink", c.rate), lats, "")
 	}
 	fmt.Fprintln(w, "\nCPU s: CPU time of the whole process (user + system) in the phase; CPU/rec: per record.")
+	fmt.Fprintf(w, "others: CPU s the machine's other processes used meanwhile (/proc/stat), of the %d CPUs x seconds there are:\n", runtime.NumCPU())
+	fmt.Fprintln(w, "figures taken while others use a good share are the shared machine's, not the pipeline's.")
 	fmt.Fprintln(w, "fsyncs, fsync: the log's fsyncs in the phase and their mean time (the file sink's own fsyncs are not counted);")
 	fmt.Fprintln(w, "fsync p99: the bound of the log's fsync latency bucket that holds the 99th percentile.")
 
