@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,9 +86,23 @@ func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog
 	return srv, w, logs, l
 }
 
-type bytesLog struct{ strings.Builder }
+// bytesLog collects the worker's log; safe to read while it writes.
+type bytesLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
 
-func (b *bytesLog) Write(p []byte) (int, error) { return b.Builder.Write(p) }
+func (b *bytesLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *bytesLog) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 func call(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
 	t.Helper()
@@ -140,6 +155,7 @@ func TestREST_ConnectShapes(t *testing.T) {
 		{"not_found", "GET", "/connectors/missing", "", 404},
 		{"plugins", "GET", "/connector-plugins", "", 200},
 		{"validate", "PUT", "/connector-plugins/idle/config/validate", `{"connector.class":"idle","password":"` + secret + `","mode":"z","bogus":"1"}`, 200},
+		{"validate_sink", "PUT", "/connector-plugins/null/config/validate", `{"name":"s","errors.retry.timeout":"60000"}`, 200},
 		{"offsets_patch_running", "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`, 400},
 	}
 	for _, s := range steps {
