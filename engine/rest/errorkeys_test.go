@@ -171,3 +171,35 @@ func TestREST_RestartIncludeTasks(t *testing.T) {
 		t.Fatalf("restart of a stopped connector = %d %s, want it STOPPED and nothing RESTARTING", code, body)
 	}
 }
+
+// TestREST_RestartOnlyFailed: with onlyFailed, a FAILED task restarts only
+// with includeTasks, and the connector (which never fails here) does not.
+func TestREST_RestartOnlyFailed(t *testing.T) {
+	srv, w, _ := newTestServer(t)
+	if code, body := call(t, srv, "POST", "/connectors", `{"name":"b","config":{"connector.class":"broken","topic":"t"}}`); code != 201 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := w.Status("b")
+		if len(st.Tasks) == 1 && st.Tasks[0].State == engine.StateFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task never FAILED: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, body := call(t, srv, "POST", "/connectors/b/restart?onlyFailed=true", "")
+	if code != 202 || strings.Contains(body, "RESTARTING") || !strings.Contains(body, `"state":"FAILED"`) {
+		t.Fatalf("restart onlyFailed without includeTasks = %d %s, want 202 and nothing RESTARTING", code, body)
+	}
+	if st, _ := w.Status("b"); st.Tasks[0].State != engine.StateFailed {
+		t.Fatalf("the task was restarted without includeTasks: %+v", st)
+	}
+	code, body = call(t, srv, "POST", "/connectors/b/restart?includeTasks=true&onlyFailed=true", "")
+	if code != 202 {
+		t.Fatalf("restart = %d %s", code, body)
+	}
+	golden(t, "restart_failed_task", body)
+}

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -39,6 +40,14 @@ func (idleSource) Read(ctx context.Context) ([]connect.Record, error) {
 func (idleSource) Ack(ctx context.Context, pos connect.Position) error { return nil }
 func (idleSource) Close(ctx context.Context) error                     { return nil }
 
+// brokenSource fails to open with a setup error: its task stays FAILED
+// until restarted.
+type brokenSource struct{ idleSource }
+
+func (brokenSource) Open(ctx context.Context, cfg connect.Config) error {
+	return connect.Permanent(errors.New("wal_level is replica, want logical"))
+}
+
 type nullSink struct{}
 
 func (nullSink) Open(ctx context.Context, cfg connect.Config) error     { return nil }
@@ -68,6 +77,7 @@ func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog
 		}},
 		NewSource: func() connect.Source { return idleSource{} }})
 	reg.MustRegister(connect.Connector{Name: "null", Kind: connect.KindSink, Version: "1.0.0", NewSink: func() connect.Sink { return nullSink{} }})
+	reg.MustRegister(connect.Connector{Name: "broken", Kind: connect.KindSource, Version: "1.0.0", NewSource: func() connect.Source { return brokenSource{} }})
 	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger, WorkerID: "127.0.0.1:8083",
 		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) {
 			return transform.Builtin().New(typ, cfg)
