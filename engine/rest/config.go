@@ -202,10 +202,12 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 		problems = append(problems, problem{key: k, msg: fmt.Sprintf("Invalid value %s for configuration %s: %s", v, k, why), named: true})
 	}
 	var ignored []string
+	// Warnings are logged once the config is known to be valid.
+	var warnings []func()
 	ignore := func(k, why string) {
-		if warn {
+		warnings = append(warnings, func() {
 			s.logger.Warn("ignoring a Kafka Connect setting: "+why, "connector", name, "key", k, "value", cfg[k])
-		}
+		})
 	}
 	retriesSet := false
 	for _, k := range keys(cfg) {
@@ -290,12 +292,16 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 	}
 	if v, ok := cfg[keyRetryTimeout]; ok {
 		if n, valid := intAtLeast(v, -1); valid {
-			s.retryTimeout(&spec, n, retriesSet, warn)
+			if w := s.retryTimeout(&spec, n, retriesSet); w != nil {
+				warnings = append(warnings, w)
+			}
 		}
 	}
-	if len(ignored) > 0 && warn {
-		s.logger.Warn("ignoring Kafka Connect converter settings: Tributary does not use converters (records are bytes; the CDC sources' schemas setting controls embedded schemas)",
-			"connector", name, "keys", ignored)
+	if len(ignored) > 0 {
+		warnings = append(warnings, func() {
+			s.logger.Warn("ignoring Kafka Connect converter settings: Tributary does not use converters (records are bytes; the CDC sources' schemas setting controls embedded schemas)",
+				"connector", name, "keys", ignored)
+		})
 	}
 	problems = append(problems, s.connectorProblems(spec, conn)...)
 	problems = append(problems, s.checkRules(spec)...)
@@ -307,6 +313,11 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 		bad(keyTransforms, strings.TrimPrefix(err.Error(), engine.ErrBadRequest.Error()+": "))
 	}
 	spec.Transforms = ts
+	if warn && len(problems) == 0 {
+		for _, w := range warnings {
+			w()
+		}
+	}
 	return spec, conn, problems, nil
 }
 
@@ -314,17 +325,17 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 // without limit, 0 no retries) to a spec: Tributary retries a failed write
 // a number of times, so the timeout becomes the count of retries whose
 // longest backoff waits fit in it (at least one for a positive timeout).
-// An errors.retries given as well wins.
-func (s *Server) retryTimeout(spec *engine.ConnectorSpec, ms int, retriesSet, warn bool) {
+// An errors.retries given as well wins. It returns the warning to log, if
+// any.
+func (s *Server) retryTimeout(spec *engine.ConnectorSpec, ms int, retriesSet bool) func() {
 	if retriesSet {
-		if warn {
+		return func() {
 			s.logger.Warn("ignoring errors.retry.timeout: errors.retries is set, and Tributary retries by count", "connector", spec.Name, "errors.retries", spec.Errors.Retries)
 		}
-		return
 	}
 	if ms <= 0 {
 		spec.Errors.Retries = ms // -1 without limit, 0 none: the same meaning
-		return
+		return nil
 	}
 	initial, longest := spec.Errors.BackoffInitial, spec.Errors.BackoffMax
 	if initial <= 0 {
@@ -333,10 +344,11 @@ func (s *Server) retryTimeout(spec *engine.ConnectorSpec, ms int, retriesSet, wa
 	if longest <= 0 {
 		longest = defaultRetryDelayMax
 	}
-	spec.Errors.Retries = retriesWithin(time.Duration(ms)*time.Millisecond, initial, longest)
-	if warn {
+	n := retriesWithin(time.Duration(ms)*time.Millisecond, initial, longest)
+	spec.Errors.Retries = n
+	return func() {
 		s.logger.Warn("errors.retry.timeout: Tributary retries a failed write a number of times, not for a time; taken as errors.retries, the retries whose backoff waits fit in the timeout",
-			"connector", spec.Name, "errors.retry.timeout", ms, "errors.retries", spec.Errors.Retries)
+			"connector", spec.Name, "errors.retry.timeout", ms, "errors.retries", n)
 	}
 }
 

@@ -59,6 +59,23 @@ func TestREST_KafkaConnectErrorKeys(t *testing.T) {
 		}
 	}
 
+	// A PATCH of the timeout replaces the count an earlier one became.
+	if code, body := call(t, srv, "PATCH", "/connectors/budget/config", `{"errors.retry.timeout":"-1"}`); code != 200 || !strings.Contains(body, `"errors.retries":"-1"`) {
+		t.Fatalf("PATCH errors.retry.timeout = %d %s", code, body)
+	}
+	if spec, _ := w.Spec("budget"); spec.Errors.Retries != -1 {
+		t.Errorf("after PATCH: retries %d, want -1", spec.Errors.Retries)
+	}
+
+	// A refused config logs no warning about the keys it ignores.
+	before := len(logs.String())
+	if code, body := create("refused", `,"errors.log.enable":"true","tasks.max":"2"`); code != 400 {
+		t.Fatalf("POST with tasks.max=2 = %d %s", code, body)
+	}
+	if logged := logs.String()[before:]; strings.Contains(logged, "ignoring") {
+		t.Errorf("a refused config logged: %s", logged)
+	}
+
 	for _, bad := range []struct{ extra, msg string }{
 		{`,"errors.log.enable":"yes please"`, "Invalid value yes please for configuration errors.log.enable: Expected value to be either true or false"},
 		{`,"errors.retry.timeout":"soon"`, "Invalid value soon for configuration errors.retry.timeout: must be an integer of at least -1"},

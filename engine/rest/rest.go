@@ -428,6 +428,13 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if _, ok := patch[keyRetryTimeout]; ok {
+		if _, also := patch[keyRetries]; !also {
+			// The timeout stands for errors.retries (see readConfig): the
+			// count shown so far must not win over it.
+			delete(cfg, keyRetries)
+		}
+	}
 	for k, v := range patch {
 		switch {
 		case v == nil:
