@@ -80,7 +80,7 @@ var commonKeys = []commonKey{
 	{name: keyRetryDelayInit, group: groupErrors, typ: "LONG", def: "100", doc: "The first wait between retries, in ms; each next one doubles."},
 	{name: keyRetryDelayMax, group: groupErrors, typ: "LONG", def: "10000", doc: "The longest wait between retries, in ms."},
 	{name: keyLogEnable, group: groupErrors, typ: "BOOLEAN", def: "false", doc: "Accepted and ignored: the worker logs retried writes and skipped records whatever it says."},
-	{name: keyLogMessages, group: groupErrors, typ: "BOOLEAN", def: "false", doc: "Accepted and ignored: the worker's log names a failed record by topic, partition and offset, never by its key or value."},
+	{name: keyLogMessages, group: groupErrors, typ: "BOOLEAN", def: "false", doc: "Accepted and ignored: Tributary has no setting to log record contents: the worker's log names a failed record by topic, partition and offset."},
 	{name: keyDeadLetter, group: groupErrors, typ: "STRING", kind: connect.KindSink, doc: "The dead-letter topic, with errors.tolerance=all."},
 	{name: keyDLQReplication, group: groupErrors, typ: "SHORT", def: "3", kind: connect.KindSink, doc: "Accepted and ignored: Tributary sets no replication factor of its own for the dead-letter topic."},
 	{name: keyDLQHeaders, group: groupErrors, typ: "BOOLEAN", def: "false", kind: connect.KindSink, doc: "Dead-letter records always carry the __connect.errors.* headers; false is accepted with a warning."},
@@ -270,7 +270,7 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 			case k == keyLogEnable:
 				ignore(k, "the worker logs each retried write and each record it skips (without a dead-letter topic) at warn level, whatever errors.log.enable says")
 			case k == keyLogMessages:
-				ignore(k, "the worker's log names a failed record by topic, partition and offset, never by its key or value")
+				ignore(k, "Tributary has no setting to log record contents: the worker's log names a failed record by topic, partition and offset")
 			case !b:
 				ignore(k, "dead-letter records always carry the __connect.errors.* headers (topic, partition, offset, exception, ...)")
 			}

@@ -33,7 +33,7 @@ func TestREST_KafkaConnectErrorKeys(t *testing.T) {
 		{"never", `,"errors.retry.timeout":"0"`, 0, ""},
 		{"both", `,"errors.retry.timeout":"60000","errors.retries":"3"`, 3, "ignoring errors.retry.timeout: errors.retries is set"},
 		{"log", `,"errors.log.enable":"true"`, 0, "whatever errors.log.enable says"},
-		{"logmsg", `,"errors.log.include.messages":"true"`, 0, "never by its key or value"},
+		{"logmsg", `,"errors.log.include.messages":"true"`, 0, "has no setting to log record contents"},
 		{"hdr_on", `,"errors.deadletterqueue.context.headers.enable":"true"`, 0, ""},
 		{"hdr_off", `,"errors.deadletterqueue.context.headers.enable":"false"`, 0, "always carry the __connect.errors.* headers"},
 		{"repl", `,"errors.deadletterqueue.topic.replication.factor":"3"`, 0, "no replication factor of its own"},
