@@ -51,10 +51,41 @@ func newConnectorsCmd(a *app) *cobra.Command {
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			if err := a.serverClient().do(cmd.Context(), "POST", path, nil, nil); err != nil {
+			if len(q) == 0 {
+				// Kafka Connect's old form: 204, no answer.
+				if err := a.serverClient().do(cmd.Context(), "POST", path, nil, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s: restarting\n", args[0])
+				return nil
+			}
+			// 202 with the status, RESTARTING where an instance restarts.
+			var st struct {
+				Connector struct {
+					State string `json:"state"`
+				} `json:"connector"`
+				Tasks []struct {
+					ID    int    `json:"id"`
+					State string `json:"state"`
+				} `json:"tasks"`
+			}
+			if err := a.serverClient().do(cmd.Context(), "POST", path, nil, &st); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%s: restarting\n", args[0])
+			var what []string
+			if st.Connector.State == "RESTARTING" {
+				what = append(what, "connector")
+			}
+			for _, t := range st.Tasks {
+				if t.State == "RESTARTING" {
+					what = append(what, fmt.Sprintf("task %d", t.ID))
+				}
+			}
+			if len(what) == 0 {
+				fmt.Fprintf(a.stdout, "%s: nothing restarted (connector %s; with --only-failed only failed instances restart)\n", args[0], st.Connector.State)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "%s: restarting %s\n", args[0], strings.Join(what, ", "))
 			return nil
 		},
 	}

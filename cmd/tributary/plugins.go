@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -40,6 +43,9 @@ func newPluginsCmd(a *app) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATUS\tPATH\tSHA256")
 			var invalid []*plugins.Plugin
 			for _, p := range found {
+				if !p.Valid() && clearlyNotPlugin(p.Path) {
+					continue
+				}
 				name, kind, version, state := dash(p.Name), dash(string(p.Kind)), dash(p.Version), "ok"
 				switch {
 				case !p.Valid():
@@ -55,6 +61,11 @@ func newPluginsCmd(a *app) *cobra.Command {
 			}
 			for _, p := range invalid {
 				fmt.Fprintf(a.stdout, "\n%s is not usable: %v\n", p.Path, p.Err)
+			}
+			for _, d := range dirs {
+				if n := goSourceFiles(d); n > 0 {
+					fmt.Fprintf(a.stderr, "%s holds Go source (%d .go files) and no executables: it is not a plugin directory (from the repository's root, ./plugins is the plugin host's source); build plugins into a directory of their own and pass --plugins-dir DIR\n", d, n)
+				}
 			}
 			return nil
 		},
@@ -150,6 +161,54 @@ func printSpec(a *app, spec connect.Spec) error {
 			strings.Join(strings.Fields(p.Description), " "))
 	}
 	return tw.Flush()
+}
+
+// notPluginExts are the extensions of source and document files: such a
+// file that is not executable is clearly not a plugin.
+var notPluginExts = []string{".go", ".md", ".proto", ".txt", ".mod", ".sum", ".json", ".yaml", ".yml"}
+
+// clearlyNotPlugin reports whether the file at path is clearly not a
+// plugin, so that plugins list leaves it out rather than list it as
+// invalid: a directory, or a file that is not executable and whose name
+// has a source or document extension. Anything else that is not a usable
+// plugin (an executable that does not answer, a binary without the
+// executable bit) is listed, with the reason.
+func clearlyNotPlugin(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if fi.IsDir() {
+		return true
+	}
+	return fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 == 0 && slices.Contains(notPluginExts, strings.ToLower(filepath.Ext(path)))
+}
+
+// goSourceFiles returns how many .go files dir holds when it looks like a
+// Go package's folder rather than a plugin directory: .go files and no
+// executable file; else 0.
+func goSourceFiles(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return 0
+		}
+		if strings.HasSuffix(e.Name(), ".go") {
+			n++
+		}
+	}
+	return n
 }
 
 func dash(s string) string {

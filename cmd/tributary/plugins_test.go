@@ -123,3 +123,50 @@ sinks:
 }
 
 func fmtSscan(s string, v *int) (int, error) { return fmt.Sscan(s, v) }
+
+// TestPlugins_ListSkipsSourceFiles: plugins list leaves out what is clearly
+// not a plugin (directories, source and document files without the
+// executable bit) and says once that a folder of Go source is no plugin
+// directory; a file that may be a plugin with a missing executable bit is
+// still listed, with the reason.
+func TestPlugins_ListSkipsSourceFiles(t *testing.T) {
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "src"), filepath.Join(dir, "bin")
+	for _, d := range []string{filepath.Join(src, "internal"), bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"host.go", "host_test.go", "README.md", "plugin.proto", "go.mod", "go.sum", "notes.txt", "x.json", "x.yaml"} {
+		writeFile(t, filepath.Join(src, name), "package plugins\n")
+	}
+	out, errOut := mustRun(t, dir, "", "plugins", "list", "--plugins-dir", src)
+	if want := "NAME  KIND  VERSION  STATUS  PATH  SHA256\n"; out != want {
+		t.Errorf("plugins list of Go source = %q, want the header alone", out)
+	}
+	if n := strings.Count(errOut, "\n"); n != 1 {
+		t.Errorf("stderr has %d lines, want one hint:\n%s", n, errOut)
+	}
+	wantContains(t, "hint", errOut, src+" holds Go source (2 .go files) and no executables", "--plugins-dir DIR")
+
+	// A file without an extension and without the executable bit may be a
+	// plugin someone forgot to chmod: listed, with the reason.
+	writeFile(t, filepath.Join(src, "counter"), "\x7fELF")
+	out, _ = mustRun(t, dir, "", "plugins", "list", "--plugins-dir", src)
+	wantContains(t, "plugins list", out, "invalid", filepath.Join(src, "counter"), "chmod +x")
+	if strings.Contains(out, ".go") || strings.Contains(out, "README.md") {
+		t.Errorf("plugins list shows source files:\n%s", out)
+	}
+
+	// A directory with an executable is a plugin directory: no hint.
+	writeFile(t, filepath.Join(bin, "notes.md"), "# plugins\n")
+	writeFile(t, filepath.Join(bin, "tool.go"), "package main\n")
+	if err := os.WriteFile(filepath.Join(bin, "broken"), []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut = mustRun(t, dir, "", "plugins", "list", "--plugins-dir", bin)
+	wantContains(t, "plugins list with an executable", out, filepath.Join(bin, "broken"))
+	if strings.Contains(errOut, "Go source") || strings.Contains(out, "notes.md") || strings.Contains(out, "tool.go") {
+		t.Errorf("plugins list of a plugin directory:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+}

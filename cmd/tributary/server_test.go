@@ -71,6 +71,13 @@ func TestServer_SinkOwnsItsGroup(t *testing.T) {
 	wantContains(t, "consume as the sink's group", err.Error(), hints...)
 	mustRun(t, data, "", "groups", "reset-offsets", "--group", "events-file", "--topic", "web.tracking", "--to-earliest", "--server", addr) // a dry run is fine
 
+	// KIP-745: --only-failed leaves a healthy connector be; the default
+	// (--include-tasks) restarts the connector and its task.
+	o, _ = mustRun(t, data, "", "connectors", "restart", "events-file", "--only-failed", "--server", addr)
+	wantContains(t, "restart --only-failed", o, "events-file: nothing restarted (connector RUNNING")
+	o, _ = mustRun(t, data, "", "connectors", "restart", "events-file", "--server", addr)
+	wantContains(t, "restart", o, "events-file: restarting connector, task 0\n")
+
 	o, _ = mustRun(t, data, "", "connectors", "stop", "events-file", "--server", addr)
 	wantContains(t, "stop", o, "events-file: stopped")
 	_, e = mustRun(t, data, "", "groups", "describe", "events-file", "--server", addr)

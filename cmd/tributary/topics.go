@@ -241,6 +241,9 @@ applies again.`,
 			if err != nil {
 				return err
 			}
+			if err := checkConfigNames(cmd.CommandPath(), deletes); err != nil {
+				return err
+			}
 			c, err := a.open()
 			if err != nil {
 				return err
@@ -267,8 +270,10 @@ applies again.`,
 	return cmd
 }
 
-// parseConfigs turns name=value flags into a map. Names and values are
-// checked by the log, which lists the valid ones.
+// parseConfigs turns name=value flags into a map, checked against the
+// log's topic config table (names and values) before any I/O: a wrong one
+// is a usage error (exit 2), whether the log is opened here or through
+// --server.
 func parseConfigs(cmdPath string, kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {
 		return nil, nil
@@ -281,5 +286,19 @@ func parseConfigs(cmdPath string, kvs []string) (map[string]string, error) {
 		}
 		m[k] = v
 	}
+	if err := tlog.ValidateConfig(m); err != nil {
+		return nil, usageErrorf(cmdPath, "--config: %w", err)
+	}
 	return m, nil
+}
+
+// checkConfigNames checks the names of --delete-config against the log's
+// topic config table before any I/O (a usage error, exit 2).
+func checkConfigNames(cmdPath string, names []string) error {
+	for _, n := range names {
+		if _, ok := tlog.ConfigDefault(n); !ok {
+			return usageErrorf(cmdPath, "--delete-config: %w: unknown topic config %q (valid: %s)", tlog.ErrInvalidConfig, n, strings.Join(tlog.ConfigNames(), ", "))
+		}
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -91,6 +93,34 @@ func TestTopics_Errors(t *testing.T) {
 	var ue *usageError
 	if !errors.As(err, &ue) {
 		t.Errorf("--config novalue: %v, want a usage error", err)
+	}
+}
+
+// TestTopics_ConfigUsageErrors: a --config name or value the log's topic
+// config table refuses, and a --delete-config name it does not know, are
+// usage errors (exit 2) found before any I/O: no data directory is opened
+// or created.
+func TestTopics_ConfigUsageErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, args := range [][]string{
+		{"topics", "create", "z", "--partitions", "1", "--config", "retention.ms=abc"},
+		{"topics", "create", "z", "--partitions", "1", "--config", "retention.mss=5"},
+		{"topics", "alter", "z", "--config", "retention.ms=abc"},
+		{"topics", "alter", "z", "--config", "retention.mss=5"},
+		{"topics", "alter", "z", "--delete-config", "retention.mss"},
+	} {
+		err := mustFail(t, dir, "", args...)
+		var buf bytes.Buffer
+		if code := report(&buf, err); code != exitUsage {
+			t.Errorf("%s: exit %d (%v), want %d", strings.Join(args, " "), code, err, exitUsage)
+		}
+		if !errors.Is(err, tlog.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", strings.Join(args, " "), err)
+		}
+		wantContains(t, strings.Join(args, " "), buf.String(), "retention.ms", "Run 'tributary topics ")
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: the data directory was touched (%v)", strings.Join(args, " "), err)
+		}
 	}
 }
 

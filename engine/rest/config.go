@@ -28,23 +28,81 @@ const (
 	keyRetries        = "errors.retries"
 	keyRetryDelayInit = "errors.retry.delay.initial.ms"
 	keyRetryDelayMax  = "errors.retry.delay.max.ms"
+	keyRetryTimeout   = "errors.retry.timeout"
 	keyDeadLetter     = "errors.deadletterqueue.topic.name"
+	keyLogEnable      = "errors.log.enable"
+	keyLogMessages    = "errors.log.include.messages"
+	keyDLQHeaders     = "errors.deadletterqueue.context.headers.enable"
+	keyDLQReplication = "errors.deadletterqueue.topic.replication.factor"
 )
+
+// Groups of the validate endpoint's definitions, as Kafka Connect names
+// them; a connector's own parameters are in a group named after it.
+const (
+	groupCommon     = "Common"
+	groupTransforms = "Transforms"
+	groupErrors     = "Error Handling"
+)
+
+// Defaults of the error settings over REST, where the engine applies them.
+const (
+	defaultRetryDelayInit = 100 * time.Millisecond
+	defaultRetryDelayMax  = 10 * time.Second
+)
+
+// commonKey is one of the worker's keys, as the validate endpoint defines
+// it.
+type commonKey struct {
+	name, group, typ, def, doc string
+	kind                       connect.Kind // "": sources and sinks
+	required                   bool
+	enum                       []string
+}
+
+// commonKeys are the worker's keys in the order validate lists them:
+// Kafka Connect's common, transform and error-handling configs, as far as
+// they mean something here.
+var commonKeys = []commonKey{
+	{name: keyName, group: groupCommon, typ: "STRING", required: true, doc: "Globally unique name of this connector."},
+	{name: keyClass, group: groupCommon, typ: "STRING", required: true, doc: "The connector's name, e.g. file, postgres, iceberg (GET /connector-plugins lists them)."},
+	{name: keyTasksMax, group: groupCommon, typ: "INT", def: "1", doc: "Only 1: a worker runs one task per connector."},
+	{name: keyTopic, group: groupCommon, typ: "STRING", kind: connect.KindSource, doc: "The topic the source's records go to; may be a template such as cdc.{schema}.{table}."},
+	{name: keyTopics, group: groupCommon, typ: "LIST", kind: connect.KindSink, doc: "The topics the sink reads; this or topics.regex is required."},
+	{name: keyTopicsRegex, group: groupCommon, typ: "STRING", kind: connect.KindSink, doc: "A regular expression the names of the topics the sink reads match as a whole; this or topics is required."},
+	{name: keyGroup, group: groupCommon, typ: "STRING", kind: connect.KindSink, doc: "The sink's consumer group; default its name."},
+	{name: "key.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
+	{name: "value.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
+	{name: "header.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
+	{name: keyTransforms, group: groupTransforms, typ: "LIST", doc: "Aliases of the transforms to apply, in order; transforms.<alias>.type names each one's type."},
+	{name: keyTolerance, group: groupErrors, typ: "STRING", def: "none", enum: tolerances, doc: "none: a record that cannot be delivered fails the task; all: it is skipped, or sent to the dead-letter topic."},
+	{name: keyRetries, group: groupErrors, typ: "INT", def: "0", doc: "Retries of a failed write before errors.tolerance applies; -1 retries without limit."},
+	{name: keyRetryTimeout, group: groupErrors, typ: "LONG", def: "0", doc: "Kafka Connect's retry budget in ms (-1 without limit): taken as the errors.retries whose backoff waits fit in it."},
+	{name: keyRetryDelayInit, group: groupErrors, typ: "LONG", def: "100", doc: "The first wait between retries, in ms; each next one doubles."},
+	{name: keyRetryDelayMax, group: groupErrors, typ: "LONG", def: "10000", doc: "The longest wait between retries, in ms."},
+	{name: keyLogEnable, group: groupErrors, typ: "BOOLEAN", def: "false", doc: "Accepted and ignored: the worker logs retried writes and skipped records whatever it says."},
+	{name: keyLogMessages, group: groupErrors, typ: "BOOLEAN", def: "false", doc: "Accepted and ignored: Tributary has no setting to log record contents: the worker's log names a failed record by topic, partition and offset."},
+	{name: keyDeadLetter, group: groupErrors, typ: "STRING", kind: connect.KindSink, doc: "The dead-letter topic, with errors.tolerance=all."},
+	{name: keyDLQReplication, group: groupErrors, typ: "SHORT", def: "3", kind: connect.KindSink, doc: "Accepted and ignored: Tributary sets no replication factor of its own for the dead-letter topic."},
+	{name: keyDLQHeaders, group: groupErrors, typ: "BOOLEAN", def: "false", kind: connect.KindSink, doc: "Dead-letter records always carry the __connect.errors.* headers; false is accepted with a warning."},
+}
+
+// commonKeysOf returns the names of the worker's keys of a kind of
+// connector, sorted.
+func commonKeysOf(kind connect.Kind) []string {
+	var out []string
+	for _, k := range commonKeys {
+		if k.kind == "" || k.kind == kind {
+			out = append(out, k.name)
+		}
+	}
+	out = append(out, keyTransforms+".*")
+	slices.Sort(out)
+	return out
+}
 
 // tolerances are the valid errors.tolerance values, as the pipeline loader
 // accepts them.
 var tolerances = []string{"none", "all"}
-
-// workerKey reports whether a key belongs to the worker rather than the
-// connector.
-func workerKey(k string) bool {
-	switch k {
-	case keyClass, keyName, keyTasksMax, keyTopic, keyTopics, keyTopicsRegex, keyGroup, keyTransforms,
-		keyTolerance, keyRetries, keyRetryDelayInit, keyRetryDelayMax, keyDeadLetter:
-		return true
-	}
-	return strings.HasPrefix(k, keyTransforms+".")
-}
 
 // converterKey reports whether a key configures a Kafka Connect converter
 // (key.converter, value.converter.schemas.enable, header.converter, ...).
@@ -59,34 +117,112 @@ func converterKey(k string) bool {
 	return false
 }
 
-// specFromConfig turns a Kafka Connect style flat config into a spec:
-// connector.class names the connector; topic (sources) or topics /
-// topics.regex (sinks), group, tasks.max, errors.* and transforms.* are the
-// worker's keys; converter keys are ignored with a warning; the rest is the
-// connector's config. It checks what the pipeline loader checks.
+// problem is one thing wrong with one key of a flat config.
+type problem struct {
+	key string
+	msg string
+	// named: msg names the key itself, as Kafka Connect's "Invalid value
+	// … for configuration …" does.
+	named bool
+}
+
+// line is the problem as a line of Kafka Connect's message.
+func (p problem) line() string {
+	if p.named || p.key == "" {
+		return p.msg
+	}
+	return p.key + ": " + p.msg
+}
+
+// invalidConfig is a flat config with problems: a bad request, whose
+// message is Kafka Connect's (configMessage).
+type invalidConfig struct{ problems []problem }
+
+func (e *invalidConfig) Error() string {
+	lines := make([]string, len(e.problems))
+	for i, p := range e.problems {
+		lines[i] = p.line()
+	}
+	return configMessage(lines)
+}
+
+// Is makes an invalidConfig an ErrBadRequest.
+func (e *invalidConfig) Is(target error) bool { return target == engine.ErrBadRequest }
+
+// configMessage is Kafka Connect's message for an invalid connector
+// config, one line per problem; clients match its last line.
+func configMessage(lines []string) string {
+	return fmt.Sprintf("Connector configuration is invalid and contains the following %d error(s):\n%s\n"+
+		"You can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`",
+		len(lines), strings.Join(lines, "\n"))
+}
+
+// specFromConfig turns a Kafka Connect style flat config into a spec (see
+// readConfig); a config with problems is an *invalidConfig, whose message
+// lists them all.
 func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.ConnectorSpec, error) {
 	if name == "" {
 		return engine.ConnectorSpec{}, fmt.Errorf("%w: connector name is required", engine.ErrBadRequest)
 	}
+	spec, _, problems, err := s.readConfig(name, cfg, true)
+	if err != nil {
+		return spec, err
+	}
+	if len(problems) > 0 {
+		return spec, &invalidConfig{problems: problems}
+	}
+	return spec, nil
+}
+
+// readConfig reads a Kafka Connect style flat config: connector.class
+// names the connector; topic (sources) or topics / topics.regex (sinks),
+// group, tasks.max, errors.* and transforms.* are the worker's keys;
+// converter keys and the error settings that mean nothing here are
+// accepted and ignored, with a warning when warn is set; the rest is the
+// connector's config. It returns every problem the pipeline loader would
+// find, each at its key; err is for a config that names no known
+// connector.
+func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engine.ConnectorSpec, connect.Connector, []problem, error) {
 	class := cfg[keyClass]
 	if class == "" {
-		return engine.ConnectorSpec{}, fmt.Errorf("%w: Connector config %v contains no connector type", engine.ErrBadRequest, keys(cfg))
+		return engine.ConnectorSpec{}, connect.Connector{}, nil, fmt.Errorf("%w: Connector config %v contains no connector type", engine.ErrBadRequest, keys(cfg))
 	}
 	spec := engine.ConnectorSpec{Pipeline: "rest", Name: name, Connector: class, Config: map[string]string{}}
-	if _, err := s.worker.Registry().Lookup(connect.KindSource, class); err == nil {
+	conn, err := s.worker.Registry().Lookup(connect.KindSource, class)
+	if err == nil {
 		spec.Kind = connect.KindSource
-	} else if _, err := s.worker.Registry().Lookup(connect.KindSink, class); err == nil {
+	} else if conn, err = s.worker.Registry().Lookup(connect.KindSink, class); err == nil {
 		spec.Kind = connect.KindSink
 	} else {
-		return spec, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, class)
+		return spec, conn, nil, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, class)
+	}
+	var problems []problem
+	bad := func(k, msg string) { problems = append(problems, problem{key: k, msg: msg}) }
+	invalid := func(k, v, why string) {
+		problems = append(problems, problem{key: k, msg: fmt.Sprintf("Invalid value %s for configuration %s: %s", v, k, why), named: true})
 	}
 	var ignored []string
-	for k, v := range cfg {
-		var err error
+	// Warnings are logged once the config is known to be valid.
+	var warnings []func()
+	ignore := func(k, why string) {
+		warnings = append(warnings, func() {
+			s.logger.Warn("ignoring a Kafka Connect setting: "+why, "connector", name, "key", k, "value", cfg[k])
+		})
+	}
+	retriesSet := false
+	for _, k := range keys(cfg) {
+		v := cfg[k]
 		switch k {
 		case keyClass, keyName, keyTransforms:
 		case keyTasksMax:
-			err = checkTasksMax(name, v)
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			switch {
+			case err != nil || n < 1:
+				invalid(k, v, "must be a positive integer")
+			case n > 1:
+				bad(k, fmt.Sprintf("connector %s asks for %d tasks (%s=%s); this worker runs one task per connector (set %s=1, or run several workers on the kafka backend)",
+					name, n, keyTasksMax, v, keyTasksMax))
+			}
 		case keyTopic:
 			spec.Topic = v
 		case keyTopics:
@@ -96,18 +232,54 @@ func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.Conn
 		case keyGroup:
 			spec.Group = v
 		case keyTolerance:
-			if !slices.Contains(tolerances, v) {
-				err = fmt.Errorf("%w: Invalid value %s for configuration %s: String must be one of: %s", engine.ErrBadRequest, v, k, strings.Join(tolerances, ", "))
+			if slices.Contains(tolerances, v) {
+				spec.Errors.Tolerance = v
+			} else {
+				invalid(k, v, "String must be one of: "+strings.Join(tolerances, ", "))
 			}
-			spec.Errors.Tolerance = v
 		case keyRetries:
-			spec.Errors.Retries, err = intValue(k, v, -1)
-		case keyRetryDelayInit:
-			spec.Errors.BackoffInitial, err = msValue(k, v)
-		case keyRetryDelayMax:
-			spec.Errors.BackoffMax, err = msValue(k, v)
+			if n, ok := intAtLeast(v, -1); ok {
+				spec.Errors.Retries, retriesSet = n, true
+			} else {
+				invalid(k, v, "must be an integer of at least -1")
+			}
+		case keyRetryDelayInit, keyRetryDelayMax:
+			n, ok := intAtLeast(v, 0)
+			if !ok {
+				invalid(k, v, "must be an integer of at least 0")
+				break
+			}
+			if k == keyRetryDelayInit {
+				spec.Errors.BackoffInitial = time.Duration(n) * time.Millisecond
+			} else {
+				spec.Errors.BackoffMax = time.Duration(n) * time.Millisecond
+			}
+		case keyRetryTimeout:
+			if _, ok := intAtLeast(v, -1); !ok {
+				invalid(k, v, "must be an integer of at least -1 (ms; -1 retries without limit)")
+			}
 		case keyDeadLetter:
 			spec.Errors.DeadLetterTopic = v
+		case keyLogEnable, keyLogMessages, keyDLQHeaders:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				invalid(k, v, "Expected value to be either true or false")
+				break
+			}
+			switch {
+			case k == keyLogEnable:
+				ignore(k, "the worker logs each retried write and each record it skips (without a dead-letter topic) at warn level, whatever errors.log.enable says")
+			case k == keyLogMessages:
+				ignore(k, "Tributary has no setting to log record contents: the worker's log names a failed record by topic, partition and offset")
+			case !b:
+				ignore(k, "dead-letter records always carry the __connect.errors.* headers (topic, partition, offset, exception, ...)")
+			}
+		case keyDLQReplication:
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n == 0 || n < -1 {
+				invalid(k, v, "must be -1 or a positive integer")
+				break
+			}
+			ignore(k, "Tributary sets no replication factor of its own for the dead-letter topic (the embedded log keeps one copy; on the kafka backend create the topic with the replication you want)")
 		default:
 			switch {
 			case strings.HasPrefix(k, keyTransforms+"."):
@@ -117,34 +289,123 @@ func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.Conn
 				spec.Config[k] = v
 			}
 		}
-		if err != nil {
-			return spec, err
+	}
+	if v, ok := cfg[keyRetryTimeout]; ok {
+		if n, valid := intAtLeast(v, -1); valid {
+			if w := s.retryTimeout(&spec, n, retriesSet); w != nil {
+				warnings = append(warnings, w)
+			}
 		}
 	}
 	if len(ignored) > 0 {
-		slices.Sort(ignored)
-		s.logger.Warn("ignoring Kafka Connect converter settings: Tributary does not use converters (records are bytes; the CDC sources' schemas setting controls embedded schemas)",
-			"connector", name, "keys", ignored)
+		warnings = append(warnings, func() {
+			s.logger.Warn("ignoring Kafka Connect converter settings: Tributary does not use converters (records are bytes; the CDC sources' schemas setting controls embedded schemas)",
+				"connector", name, "keys", ignored)
+		})
 	}
-	if err := s.checkRules(spec); err != nil {
-		return spec, err
-	}
+	problems = append(problems, s.connectorProblems(spec, conn)...)
+	problems = append(problems, s.checkRules(spec)...)
 	if e := spec.Errors; e.BackoffMax > 0 && e.BackoffMax < e.BackoffInitial {
-		return spec, fmt.Errorf("%w: %s %s is less than %s %s", engine.ErrBadRequest, keyRetryDelayMax, e.BackoffMax, keyRetryDelayInit, e.BackoffInitial)
+		bad(keyRetryDelayMax, fmt.Sprintf("%s %s is less than %s %s", keyRetryDelayMax, e.BackoffMax, keyRetryDelayInit, e.BackoffInitial))
 	}
 	ts, err := s.transformsFromConfig(cfg)
 	if err != nil {
-		return spec, err
+		bad(keyTransforms, strings.TrimPrefix(err.Error(), engine.ErrBadRequest.Error()+": "))
 	}
 	spec.Transforms = ts
-	return spec, nil
+	if warn && len(problems) == 0 {
+		for _, w := range warnings {
+			w()
+		}
+	}
+	return spec, conn, problems, nil
+}
+
+// retryTimeout applies Kafka Connect's errors.retry.timeout (ms; -1
+// without limit, 0 no retries) to a spec: Tributary retries a failed write
+// a number of times, so the timeout becomes the count of retries whose
+// longest backoff waits fit in it (at least one for a positive timeout).
+// An errors.retries given as well wins. It returns the warning to log, if
+// any.
+func (s *Server) retryTimeout(spec *engine.ConnectorSpec, ms int, retriesSet bool) func() {
+	if retriesSet {
+		return func() {
+			s.logger.Warn("ignoring errors.retry.timeout: errors.retries is set, and Tributary retries by count", "connector", spec.Name, "errors.retries", spec.Errors.Retries)
+		}
+	}
+	if ms <= 0 {
+		spec.Errors.Retries = ms // -1 without limit, 0 none: the same meaning
+		return nil
+	}
+	initial, longest := spec.Errors.BackoffInitial, spec.Errors.BackoffMax
+	if initial <= 0 {
+		initial = defaultRetryDelayInit
+	}
+	if longest <= 0 {
+		longest = defaultRetryDelayMax
+	}
+	n := retriesWithin(time.Duration(ms)*time.Millisecond, initial, longest)
+	spec.Errors.Retries = n
+	return func() {
+		s.logger.Warn("errors.retry.timeout: Tributary retries a failed write a number of times, not for a time; taken as errors.retries, the retries whose backoff waits fit in the timeout",
+			"connector", spec.Name, "errors.retry.timeout", ms, "errors.retries", n)
+	}
+}
+
+// retriesWithin returns how many retries fit in budget when the waits
+// before them double from initial up to max (the engine's backoff, at its
+// longest): at least one.
+func retriesWithin(budget, initial, longest time.Duration) int {
+	n, total, d := 0, time.Duration(0), initial
+	for {
+		w := min(d, longest)
+		if total+w > budget {
+			return max(n, 1)
+		}
+		total += w
+		n++
+		if d < longest {
+			d *= 2
+		}
+	}
+}
+
+func intAtLeast(v string, least int) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return n, err == nil && n >= least
+}
+
+// connectorProblems checks the connector's own config against its spec,
+// as the worker will: an unknown key is named with the worker's keys too,
+// since it may be a misspelt one of those.
+func (s *Server) connectorProblems(spec engine.ConnectorSpec, conn connect.Connector) []problem {
+	cfg := spec.Config
+	if _, has := conn.Spec.Param(keyTopic); has && spec.Kind == connect.KindSource && spec.Topic != "" && cfg[keyTopic] == "" {
+		// The worker hands the source's topic to a connector that has a
+		// topic parameter (engine.topicToConfig).
+		cfg = maps.Clone(cfg)
+		cfg[keyTopic] = spec.Topic
+	}
+	var out []problem
+	for _, e := range conn.Spec.Validate(cfg) {
+		msg := e.Message
+		if _, known := conn.Spec.Param(e.Param); !known && e.Param != "" {
+			own := fmt.Sprintf("the %s connector's are: %s", conn.Name, strings.Join(conn.Spec.Names(), ", "))
+			if len(conn.Spec.Params) == 0 {
+				own = fmt.Sprintf("the %s connector has none of its own", conn.Name)
+			}
+			msg = fmt.Sprintf("unknown parameter; %s; the worker's: %s", own, strings.Join(commonKeysOf(spec.Kind), ", "))
+		}
+		out = append(out, problem{key: e.Param, msg: msg})
+	}
+	return out
 }
 
 // checkRules checks a spec by the rules of a pipeline file's sources and
 // sinks (pipelines.CheckSource, pipelines.CheckSink): the one
 // implementation of them. What relates it to the other connectors (a
 // consumer group or a file another one holds) the worker checks.
-func (s *Server) checkRules(spec engine.ConnectorSpec) error {
+func (s *Server) checkRules(spec engine.ConnectorSpec) []problem {
 	var problems []pipelines.Problem
 	switch spec.Kind {
 	case connect.KindSource:
@@ -164,10 +425,11 @@ func (s *Server) checkRules(spec engine.ConnectorSpec) error {
 			Group: spec.Group, Config: spec.Config, Errors: pipelines.ErrorPolicy{Tolerance: pipelines.Tolerance(spec.Errors.Tolerance),
 				DeadLetter: pipelines.DeadLetter{Topic: spec.Errors.DeadLetterTopic}}})
 	}
-	if len(problems) > 0 {
-		return &engine.ConfigError{Connector: spec.Name, Problems: problems}
+	out := make([]problem, len(problems))
+	for i, p := range problems {
+		out[i] = flatProblem(p)
 	}
-	return nil
+	return out
 }
 
 // flatKeys are the flat config's names of the keys of a pipeline file
@@ -182,49 +444,27 @@ var flatKeys = map[string]string{
 var flatWords = strings.NewReplacer("topics_regex", keyTopicsRegex, "tolerance: all", keyTolerance+"=all",
 	"remove deadletter", "remove "+keyDeadLetter, "set group:", "set "+keyGroup, "topics: [web.tracking]", "topics=web.tracking")
 
-// configErrorMessage is Kafka Connect's message for an invalid connector
-// config: one line per problem, naming the key as the flat config does.
+// flatProblem is a pipeline file's problem as the flat config names it.
+func flatProblem(p pipelines.Problem) problem {
+	key, ok := flatKeys[p.Key]
+	if !ok {
+		key = strings.TrimPrefix(p.Key, "config.")
+	}
+	msg := flatWords.Replace(p.Message)
+	if p.Hint != "" {
+		msg += "; " + flatWords.Replace(p.Hint)
+	}
+	return problem{key: key, msg: msg}
+}
+
+// configErrorMessage is Kafka Connect's message for a connector config
+// the worker refused (a group or a file another connector holds).
 func configErrorMessage(e *engine.ConfigError) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Connector configuration is invalid and contains the following %d error(s):", len(e.Problems))
-	for _, p := range e.Problems {
-		key, ok := flatKeys[p.Key]
-		if !ok {
-			key = strings.TrimPrefix(p.Key, "config.")
-		}
-		fmt.Fprintf(&b, "\n%s: %s", key, flatWords.Replace(p.Message))
-		if p.Hint != "" {
-			b.WriteString("; " + flatWords.Replace(p.Hint))
-		}
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = flatProblem(p).line()
 	}
-	return b.String()
-}
-
-// checkTasksMax accepts tasks.max=1 only: the worker runs one task per
-// connector (the pipeline loader's rule).
-func checkTasksMax(name, v string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	switch {
-	case err != nil || n < 1:
-		return fmt.Errorf("%w: Invalid value %s for configuration %s: must be a positive integer", engine.ErrBadRequest, v, keyTasksMax)
-	case n > 1:
-		return fmt.Errorf("%w: connector %s asks for %d tasks (%s=%s); this worker runs one task per connector (set %s=1, or run several workers on the kafka backend)",
-			engine.ErrBadRequest, name, n, keyTasksMax, v, keyTasksMax)
-	}
-	return nil
-}
-
-func intValue(k, v string, least int) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < least {
-		return 0, fmt.Errorf("%w: Invalid value %s for configuration %s: must be an integer of at least %d", engine.ErrBadRequest, v, k, least)
-	}
-	return n, nil
-}
-
-func msValue(k, v string) (time.Duration, error) {
-	n, err := intValue(k, v, 0)
-	return time.Duration(n) * time.Millisecond, err
+	return configMessage(lines)
 }
 
 // transformsFromConfig reads Kafka Connect's transform keys:

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -427,6 +428,13 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if _, ok := patch[keyRetryTimeout]; ok {
+		if _, also := patch[keyRetries]; !also {
+			// The timeout stands for errors.retries (see readConfig): the
+			// count shown so far must not win over it.
+			delete(cfg, keyRetries)
+		}
+	}
 	for k, v := range patch {
 		switch {
 		case v == nil:
@@ -537,15 +545,23 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// restart is Kafka Connect's POST …/restart (KIP-745). Without
+// includeTasks and onlyFailed it restarts the connector (204). Otherwise
+// it restarts the connector unless onlyFailed is set and the connector has
+// not failed, and, with includeTasks, each task unless onlyFailed is set
+// and the task has not failed; the 202 answer is the status before the
+// restart with RESTARTING for every instance it restarts. A connector here
+// is its one task: restarting either restarts the task, and the connector
+// itself never fails (its task does), so onlyFailed never restarts it.
 func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	q := r.URL.Query()
 	includeTasks, onlyFailed := q.Get("includeTasks") == "true", q.Get("onlyFailed") == "true"
-	if err := s.worker.Restart(r.Context(), name, onlyFailed); err != nil {
-		s.fail(w, err)
-		return
-	}
 	if !includeTasks && !onlyFailed {
+		if err := s.worker.Restart(r.Context(), name, false); err != nil {
+			s.fail(w, err)
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -554,7 +570,30 @@ func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, toStatus(st))
+	out := toStatus(st)
+	// A stopped connector has no task to restart, and the worker leaves it
+	// stopped: nothing is RESTARTING.
+	restartable := st.State != engine.StateStopped
+	restartConnector := restartable && (!onlyFailed || st.State == engine.StateFailed)
+	restartTasks := false
+	if restartConnector {
+		out.Connector.State = engine.StateRestarting
+	}
+	for i, t := range out.Tasks {
+		if restartable && includeTasks && (!onlyFailed || t.State == engine.StateFailed) {
+			out.Tasks[i].State, out.Tasks[i].Report = engine.StateRestarting, nil
+			restartTasks = true
+		}
+	}
+	if restartConnector || restartTasks {
+		// Only the failed task when only it is to restart: the worker
+		// checks again, so a task that has recovered meanwhile is left be.
+		if err := s.worker.Restart(r.Context(), name, !restartConnector); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusAccepted, out)
 }
 
 func (s *Server) getOffsets(w http.ResponseWriter, r *http.Request) {
@@ -661,6 +700,11 @@ type configInfo struct {
 	Value      configValue      `json:"value"`
 }
 
+// validate answers Kafka Connect's config validation: the worker's keys
+// (groups Common, Transforms and Error Handling) and the connector's own
+// (a group named after it), each with its value and its problems, found as
+// POST /connectors finds them; keys nobody defines come last, with their
+// problem.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	var cfg map[string]string
 	if err := decodeBody(r, &cfg); err != nil {
@@ -668,29 +712,67 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	typ := r.PathValue("type")
-	var conn connect.Connector
-	var err error
-	if conn, err = s.worker.Registry().Lookup(connect.KindSource, typ); err != nil {
-		if conn, err = s.worker.Registry().Lookup(connect.KindSink, typ); err != nil {
-			s.fail(w, fmt.Errorf("%w: Failed to find any class that implements Connector and which name matches %s", engine.ErrBadRequest, typ))
-			return
+	if c, ok := cfg[keyClass]; ok && c != typ {
+		s.fail(w, fmt.Errorf("%w: Included connector type %s does not match request type %s", engine.ErrBadRequest, c, typ))
+		return
+	}
+	cfg = maps.Clone(cfg)
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	given := maps.Clone(cfg)
+	cfg[keyClass] = typ
+	_, conn, problems, err := s.readConfig(cfg[keyName], cfg, false)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	errs := map[string][]string{}
+	for _, p := range problems {
+		k := p.key
+		if k == "" {
+			k = keyClass // a problem of the config as a whole
 		}
+		errs[k] = append(errs[k], p.msg)
 	}
-	values := map[string]string{}
-	for k, v := range cfg {
-		if !workerKey(k) && !converterKey(k) {
-			values[k] = v
+	listed := map[string]bool{}
+	configs := []configInfo{}
+	groups := []string{}
+	add := func(def configDefinition, enum []string, secret bool) {
+		if def.Group != nil && !slices.Contains(groups, *def.Group) {
+			groups = append(groups, *def.Group)
 		}
+		val := configValue{Name: def.Name, RecommendedValues: append([]string{}, enum...), Errors: append([]string{}, errs[def.Name]...), Visible: true}
+		if v, ok := given[def.Name]; ok {
+			if secret {
+				v = connect.Masked
+			}
+			val.Value = &v
+		}
+		listed[def.Name] = true
+		configs = append(configs, configInfo{Definition: def, Value: val})
 	}
-	errs := conn.Spec.Validate(values)
-	byParam := map[string][]string{}
-	for _, e := range errs {
-		byParam[e.Param] = append(byParam[e.Param], e.Message)
+	order := map[string]int{}
+	for _, k := range commonKeys {
+		if k.kind != "" && k.kind != conn.Kind {
+			continue
+		}
+		order[k.group]++
+		def := configDefinition{Name: k.name, Type: k.typ, Required: k.required, Importance: "MEDIUM", Documentation: k.doc,
+			Group: &k.group, WidthOrder: order[k.group], Dependents: []string{}}
+		if k.required {
+			def.Importance = "HIGH"
+		}
+		if k.def != "" {
+			d := k.def
+			def.DefaultValue = &d
+		}
+		add(def, k.enum, false)
 	}
-	var configs []configInfo
+	own := conn.Name
 	for i, p := range conn.Spec.Params {
 		def := configDefinition{Name: p.Name, Type: strings.ToUpper(string(p.Type)), Required: p.Required, Importance: "MEDIUM",
-			Documentation: p.Description, WidthOrder: i + 1, Dependents: []string{}}
+			Documentation: p.Description, Group: &own, WidthOrder: i + 1, Dependents: []string{}}
 		if p.Required {
 			def.Importance = "HIGH"
 		}
@@ -698,25 +780,20 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 			d := p.Default
 			def.DefaultValue = &d
 		}
-		val := configValue{Name: p.Name, RecommendedValues: append([]string{}, p.Enum...), Errors: append([]string{}, byParam[p.Name]...), Visible: true}
-		if v, ok := values[p.Name]; ok {
-			if p.IsSecret() {
-				v = connect.Masked
-			}
-			val.Value = &v
-		}
-		configs = append(configs, configInfo{Definition: def, Value: val})
+		add(def, p.Enum, p.IsSecret())
 	}
-	for _, e := range errs {
-		if _, ok := conn.Spec.Param(e.Param); !ok {
-			v := values[e.Param]
-			configs = append(configs, configInfo{
-				Definition: configDefinition{Name: e.Param, Type: "STRING", Importance: "LOW", Documentation: "unknown parameter", Dependents: []string{}},
-				Value:      configValue{Name: e.Param, Value: &v, RecommendedValues: []string{}, Errors: []string{e.Message}, Visible: true},
-			})
+	for _, p := range problems {
+		if p.key == "" || listed[p.key] {
+			continue
 		}
+		v := given[p.key]
+		listed[p.key] = true
+		configs = append(configs, configInfo{
+			Definition: configDefinition{Name: p.key, Type: "STRING", Importance: "LOW", Documentation: "unknown parameter", Dependents: []string{}},
+			Value:      configValue{Name: p.key, Value: &v, RecommendedValues: []string{}, Errors: append([]string{}, errs[p.key]...), Visible: true},
+		})
 	}
-	writeJSON(w, 200, map[string]any{"name": conn.Name, "error_count": len(errs), "groups": []string{"Common"}, "configs": configs})
+	writeJSON(w, 200, map[string]any{"name": conn.Name, "error_count": len(problems), "groups": groups, "configs": configs})
 }
 
 // Log endpoints (embedded backend only).

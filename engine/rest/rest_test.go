@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +39,14 @@ func (idleSource) Read(ctx context.Context) ([]connect.Record, error) {
 }
 func (idleSource) Ack(ctx context.Context, pos connect.Position) error { return nil }
 func (idleSource) Close(ctx context.Context) error                     { return nil }
+
+// brokenSource fails to open with a setup error: its task stays FAILED
+// until restarted.
+type brokenSource struct{ idleSource }
+
+func (brokenSource) Open(ctx context.Context, cfg connect.Config) error {
+	return connect.Permanent(errors.New("wal_level is replica, want logical"))
+}
 
 type nullSink struct{}
 
@@ -67,6 +77,7 @@ func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog
 		}},
 		NewSource: func() connect.Source { return idleSource{} }})
 	reg.MustRegister(connect.Connector{Name: "null", Kind: connect.KindSink, Version: "1.0.0", NewSink: func() connect.Sink { return nullSink{} }})
+	reg.MustRegister(connect.Connector{Name: "broken", Kind: connect.KindSource, Version: "1.0.0", NewSource: func() connect.Source { return brokenSource{} }})
 	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger, WorkerID: "127.0.0.1:8083",
 		Transforms: func(typ string, cfg map[string]string) (engine.Transformer, error) {
 			return transform.Builtin().New(typ, cfg)
@@ -85,9 +96,23 @@ func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog
 	return srv, w, logs, l
 }
 
-type bytesLog struct{ strings.Builder }
+// bytesLog collects the worker's log; safe to read while it writes.
+type bytesLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
 
-func (b *bytesLog) Write(p []byte) (int, error) { return b.Builder.Write(p) }
+func (b *bytesLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *bytesLog) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 func call(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
 	t.Helper()
@@ -140,6 +165,7 @@ func TestREST_ConnectShapes(t *testing.T) {
 		{"not_found", "GET", "/connectors/missing", "", 404},
 		{"plugins", "GET", "/connector-plugins", "", 200},
 		{"validate", "PUT", "/connector-plugins/idle/config/validate", `{"connector.class":"idle","password":"` + secret + `","mode":"z","bogus":"1"}`, 200},
+		{"validate_sink", "PUT", "/connector-plugins/null/config/validate", `{"name":"s","errors.retry.timeout":"60000"}`, 200},
 		{"offsets_patch_running", "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`, 400},
 	}
 	for _, s := range steps {
