@@ -727,6 +727,10 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	// Values echo masked as everywhere else: secret parameters whole, and
+	// the credentials the connector's Redact finds inside others (a URL's
+	// password, a header's token).
+	given = conn.Spec.Mask(given)
 	errs := map[string][]string{}
 	for _, p := range problems {
 		k := p.key

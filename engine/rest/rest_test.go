@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,12 @@ func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog
 		Spec: connect.Spec{Params: []connect.Param{
 			{Name: "password", Type: connect.TypePassword, Description: "the secret"},
 			{Name: "mode", Type: connect.TypeString, Enum: []string{"a", "b"}, Default: "a", Description: "a mode"},
+			{Name: "url", Type: connect.TypeString, Description: "a URL whose password is masked"},
+		}, Redact: func(name, value string) string {
+			if u, err := url.Parse(value); name == "url" && err == nil && u.User != nil {
+				return u.Redacted()
+			}
+			return value
 		}},
 		NewSource: func() connect.Source { return idleSource{} }})
 	reg.MustRegister(connect.Connector{Name: "null", Kind: connect.KindSink, Version: "1.0.0", NewSink: func() connect.Sink { return nullSink{} }})
@@ -164,7 +171,7 @@ func TestREST_ConnectShapes(t *testing.T) {
 		{"config", "GET", "/connectors/src/config", "", 200},
 		{"not_found", "GET", "/connectors/missing", "", 404},
 		{"plugins", "GET", "/connector-plugins", "", 200},
-		{"validate", "PUT", "/connector-plugins/idle/config/validate", `{"connector.class":"idle","password":"` + secret + `","mode":"z","bogus":"1"}`, 200},
+		{"validate", "PUT", "/connector-plugins/idle/config/validate", `{"connector.class":"idle","password":"` + secret + `","mode":"z","bogus":"1","url":"http://u:` + secret + `@h/"}`, 200},
 		{"validate_sink", "PUT", "/connector-plugins/null/config/validate", `{"name":"s","errors.retry.timeout":"60000"}`, 200},
 		{"offsets_patch_running", "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"rest"},"offset":{"seq":5}}]}`, 400},
 	}
