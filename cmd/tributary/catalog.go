@@ -5,6 +5,7 @@ import (
 	"github.com/tributary-io/tributary/engine"
 	"github.com/tributary-io/tributary/engine/transform"
 	"github.com/tributary-io/tributary/pipelines"
+	"github.com/tributary-io/tributary/plugins"
 
 	// Built-in connectors register themselves.
 	_ "github.com/tributary-io/tributary/connectors/file"
@@ -22,6 +23,16 @@ import (
 type catalog struct {
 	connectors *connect.Registry
 	transforms *transform.Registry
+	// plugins found the plugin connectors, if any; it runs their helper
+	// processes (a plugin's Redact), which close stops.
+	plugins *plugins.Host
+}
+
+// close stops the plugin helper processes the catalog started.
+func (c catalog) close() {
+	if c.plugins != nil {
+		c.plugins.Close()
+	}
 }
 
 var _ pipelines.Catalog = catalog{}

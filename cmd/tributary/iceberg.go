@@ -92,6 +92,7 @@ func newIcebergCmd(a *app) *cobra.Command {
 // be set.
 func (a *app) icebergSinkConfig(c *cobra.Command, file, name string) (connect.Config, error) {
 	ps, cat, err := a.loadPipelines(c.Context(), file, nil)
+	defer cat.close()
 	if err != nil {
 		unset := unsetVars(err)
 		if len(unset) == 0 {

@@ -36,6 +36,7 @@ close, within --drain-timeout.`,
 		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], a.pluginDirsToScan(pluginDirs))
+			defer cat.close() // after the worker's shutdown: its connectors may still redact
 			if err != nil {
 				return err
 			}

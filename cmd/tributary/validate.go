@@ -23,7 +23,8 @@ func newValidateCmd(a *app) *cobra.Command {
 		Short: "Check pipeline files: every error with file:line:column",
 		Args:  exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ps, _, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
+			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
+			defer cat.close()
 			if err != nil {
 				return err
 			}
@@ -83,7 +84,8 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	}
 	var found []*plugins.Plugin
 	if len(all) > 0 {
-		found, err = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins}).Discover(ctx, all...)
+		cat.plugins = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins})
+		found, err = cat.plugins.Discover(ctx, all...)
 		if err != nil {
 			return nil, cat, fmt.Errorf("%w (check --plugins-dir and plugins.dirs)", err)
 		}
