@@ -14,7 +14,13 @@
 #   JS_WINDOW [1024]     unacknowledged JetStream publishes in flight
 #   NATS_URL [nats://127.0.0.1:4222]  started here when nothing listens
 #   BENCH_DIR [/var/tmp] where the temp dir goes (the disk under test)
-#   RUNS [1]             run every row N times and keep the best
+#   RUNS [1]             run every row N times and keep the best (dd rows: see DD_RUNS)
+#   DD_RUNS [3]          dd runs of each form per round, after one warm-up run of each
+#                        at the start; the dd rows are the median of all RUNS x DD_RUNS
+#                        runs (each printed), and every ratio divides by that median
+#   DROP_CACHES [0]      1: `sync; echo 3 > /proc/sys/vm/drop_caches` before every dd
+#                        run (needs root; it empties the page cache of the whole
+#                        machine, which other work on it pays for)
 #
 # Rates count payload bytes in MB of 10^6 bytes, as dd does.
 set -euo pipefail
@@ -29,6 +35,8 @@ JS_WINDOW=${JS_WINDOW:-1024}
 NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 BENCH_DIR=${BENCH_DIR:-/var/tmp}
 RUNS=${RUNS:-1}
+DD_RUNS=${DD_RUNS:-3}
+DROP_CACHES=${DROP_CACHES:-0}
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 records=$((SIZE_MB * 1024 * 1024 / RECORD_BYTES))
@@ -79,8 +87,20 @@ else
 fi
 [[ -z $produce_skipped ]] || say "skipping the tributary produce row: $produce_skipped"
 
-run_dd() { # id dd-flag
+# dd runs: "MB/s seconds bytes" per run, by row; the row keeps the median.
+declare -A DD_SAMPLES
+drop_caches() {
+	((DROP_CACHES)) || return 0
+	sync
+	if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+		say "DROP_CACHES=1 but /proc/sys/vm/drop_caches is not writable here"
+		exit 1
+	fi
+}
+
+run_dd() { # id dd-flag [warmup]
 	local out b s
+	drop_caches
 	out=$(dd if=/dev/zero of="$work/dd.bin" bs=1M count="$SIZE_MB" "$2" 2>&1)
 	rm -f "$work/dd.bin"
 	read -r b s < <(sed -n 's/^\([0-9]*\) bytes.* copied, \([0-9.e+-]*\) s,.*/\1 \2/p' <<<"$out")
@@ -88,7 +108,26 @@ run_dd() { # id dd-flag
 		say "cannot parse dd output: $out"
 		exit 1
 	}
-	record "$1" "$b" "$((b / RECORD_BYTES))" "$s"
+	local rate
+	rate=$(calc "$b / 1e6 / $s")
+	if [[ ${3:-} == warmup ]]; then
+		say "   dd $2 (warm-up, not counted): $(printf '%.1f' "$rate") MB/s in $s s"
+		return 0
+	fi
+	say "   dd $2: $(printf '%.1f' "$rate") MB/s in $s s"
+	DD_SAMPLES[$1]+="$rate $s $b"$'\n'
+}
+
+# dd_median sets row id to its median dd run (the lower middle one of an
+# even count) and notes every run's MB/s.
+dd_median() { # id
+	local sorted n mid rate s b
+	sorted=$(sort -g <<<"${DD_SAMPLES[$1]%$'\n'}")
+	n=$(wc -l <<<"$sorted")
+	mid=$(((n + 1) / 2))
+	read -r rate s b < <(sed -n "${mid}p" <<<"$sorted")
+	BYTES[$1]=$b RECS[$1]=$((b / RECORD_BYTES)) SECS[$1]=$s
+	NOTE[$1]="median of $n runs: $(awk '{ printf "%s%.0f", (NR > 1 ? ", " : ""), $1 }' <<<"$sorted") MB/s"
 }
 
 run_append() { # id dir [extra logbench flags]
@@ -186,14 +225,21 @@ js_ok=0
 js_version=""
 start_nats && js_ok=1
 
+say "== dd warm-up (one run of each form, not counted)"
+settle
+run_dd dd_fdatasync conv=fdatasync warmup
+settle
+run_dd dd_dsync oflag=dsync warmup
 for run in $(seq "$RUNS"); do
 	say "== run $run of $RUNS"
-	settle
-	say "-- dd conv=fdatasync"
-	run_dd dd_fdatasync conv=fdatasync
-	settle
-	say "-- dd oflag=dsync"
-	run_dd dd_dsync oflag=dsync
+	# The two dd forms alternate, so that both see the same moments of a
+	# shared disk.
+	for _ in $(seq "$DD_RUNS"); do
+		settle
+		run_dd dd_fdatasync conv=fdatasync
+		settle
+		run_dd dd_dsync oflag=dsync
+	done
 	settle
 	say "-- log API append, fsync before every ack"
 	run_append api "$work/api"
@@ -219,6 +265,9 @@ for run in $(seq "$RUNS"); do
 	fi
 done
 
+dd_median dd_fdatasync
+dd_median dd_dsync
+
 # The table.
 declare -A LABEL=(
 	[dd_fdatasync]="dd bs=1M conv=fdatasync (one fsync at the end)"
@@ -238,7 +287,7 @@ ratio() { # ours baseline
 }
 echo
 echo "Tributary partition log benchmark: $SIZE_MB MiB as $records records of $RECORD_BYTES B"
-echo "disk: $disk_fs ($(df -PT "$work" | awk 'NR == 2 { print $2 }')), $(nproc) CPUs, best of $RUNS run(s), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "disk: $disk_fs ($(df -PT "$work" | awk 'NR == 2 { print $2 }')), $(nproc) CPUs, best of $RUNS run(s), dd rows the median of $((RUNS * DD_RUNS)) runs after a warm-up, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 if (($(awk -v l="${load_before%% *}" -v n="$(nproc)" 'BEGIN { print (l > n / 2) }'))); then
 	echo "WARNING: the machine was busy when this started; the figures are unreliable (RUNS=3 keeps the best of three)."
@@ -258,7 +307,7 @@ for id in dd_fdatasync dd_dsync jetstream api api_flush produce read; do
 done
 echo
 echo "dd rows: records/s in brackets is the 1 KiB-record equivalent of the bandwidth."
-for id in api api_flush; do
+for id in dd_fdatasync dd_dsync api api_flush; do
 	[[ -n ${NOTE[$id]:-} ]] && echo "${LABEL[$id]}: ${NOTE[$id]}"
 done
 [[ -z $produce_skipped ]] || echo "tributary produce: SKIPPED, $produce_skipped."

@@ -48,7 +48,11 @@
 // records a worker redelivers after a crash between the Iceberg commit and
 // its own group-offset commit are not written twice. A crash before the
 // Iceberg commit leaves only unreferenced data files. Because each commit
-// of a snapshot is atomic per table, this holds per table.
+// of a snapshot is atomic per table, this holds per table. The table's
+// offsets win over the group's: a sink rewound below them skips those
+// records, warning once per table and partition, unless
+// offsets.from.table is false (then it writes them again, and the
+// summaries keep the highest offsets the table holds).
 //
 // # Upkeep
 //

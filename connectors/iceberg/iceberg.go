@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -100,6 +101,8 @@ func spec() connect.Spec {
 			Description: "Add the columns _topic, _partition, _offset, _timestamp and, for change events, _op."},
 		{Name: "metadata.prefix", Type: connect.TypeString, Default: "_",
 			Description: "The prefix of the metadata columns' names."},
+		{Name: "offsets.from.table", Type: connect.TypeBool, Default: "true",
+			Description: "Skip records at or below the offsets the table's snapshots hold for this sink (exactly once across restarts). false writes them again: set it, for one run, to reprocess after rewinding the sink (connectors offsets --reset), knowing that append mode then adds the rows a second time and that a crash between an Iceberg commit and the group's offset commit writes records twice."},
 		{Name: "compact.interval", Type: connect.TypeDuration, Default: "0s", Min: "0s",
 			Description: "Compact each table the sink commits to this often (after a commit, in the task): small data files are rewritten into files of about target.file.size, applying their delete files, and equality delete files no data file needs are dropped. 0 (default) never compacts."},
 		{Name: "compact.min.files", Type: connect.TypeInt, Default: "5", Min: "2",
@@ -136,6 +139,8 @@ type options struct {
 	prefix          string
 	metaNames       []string
 	offsetsKey      string
+	offsetsFromTbl  bool          // skip records at or below the table's stored offsets
+	log             *slog.Logger  // the sink's; slog.Default() for the upkeep commands
 	compactInterval time.Duration // 0: never
 	compactMinFiles int
 	expireInterval  time.Duration // 0: never
@@ -186,6 +191,8 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 	o.targetFileSize, err = cfg.Size("target.file.size")
 	errs = append(errs, err)
 	o.metadata, err = cfg.Bool("metadata.columns")
+	errs = append(errs, err)
+	o.offsetsFromTbl, err = cfg.Bool("offsets.from.table")
 	errs = append(errs, err)
 	o.compactInterval, err = cfg.Duration("compact.interval")
 	errs = append(errs, err)
@@ -264,6 +271,7 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 		id = cfg.Pipeline + "." + cfg.Connector
 	}
 	o.offsetsKey = offsetsPrefix + id
+	o.log = slog.Default()
 	return o, cc, nil
 }
 
@@ -308,6 +316,7 @@ type Sink struct {
 	stats struct {
 		pending   atomic.Int64
 		committed atomic.Int64
+		skipped   atomic.Int64 // records the tables already held
 		commits   atomic.Int64
 		tables    atomic.Int64
 		expired   atomic.Int64
@@ -317,6 +326,10 @@ type Sink struct {
 	}
 	mu       sync.Mutex        // guards warnings
 	warnings map[string]string // by table: the last upkeep failure
+
+	// log is where the sink logs; Open sets slog.Default() when a test
+	// has not set another.
+	log *slog.Logger
 }
 
 var (
@@ -331,6 +344,10 @@ func (s *Sink) Open(ctx context.Context, cfg connect.Config) error {
 	if err != nil {
 		return fmt.Errorf("iceberg sink: %w", err)
 	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	o.log = s.log.With("connector", Name, "pipeline", cfg.Pipeline, "sink", cfg.Connector)
 	s.o, s.cat = o, cat
 	s.tables = map[string]*tableWriter{}
 	s.names = map[nameKey]string{}
@@ -395,11 +412,12 @@ func (s *Sink) add(ctx context.Context, r *connect.Record) error {
 		s.tables[name] = w
 		s.stats.tables.Store(int64(len(s.tables)))
 	}
-	before := w.count
+	before, skipped := w.count, w.nskipped
 	if err := w.add(r, &ev); err != nil {
 		return err
 	}
 	s.pending += int64(w.count - before)
+	s.stats.skipped.Add(w.nskipped - skipped)
 	return nil
 }
 
@@ -509,6 +527,7 @@ func (s *Sink) Report() connect.Report {
 	r := connect.Report{Gauges: map[string]float64{
 		"iceberg_pending_records":         float64(s.stats.pending.Load()),
 		"iceberg_committed_records":       float64(s.stats.committed.Load()),
+		"iceberg_skipped_records":         float64(s.stats.skipped.Load()),
 		"iceberg_commits":                 float64(s.stats.commits.Load()),
 		"iceberg_tables":                  float64(s.stats.tables.Load()),
 		"iceberg_expired_snapshots":       float64(s.stats.expired.Load()),

@@ -60,6 +60,8 @@ type tableWriter struct {
 	byKey map[string]int
 
 	committed map[tp]int64 // the highest offset per topic-partition in the table
+	skipped   map[tp]bool  // partitions whose records the table held: warned of once
+	nskipped  int64        // records skipped because the table held them
 	pending   map[tp]int64 // the highest buffered offset
 	count     int          // buffered records
 
@@ -74,7 +76,7 @@ func loadTable(ctx context.Context, o *options, cat catalog.Catalog, name string
 		return nil, connect.BadRecord(fmt.Errorf("table name %q (from the table template %q) needs a namespace and a table, e.g. db.events", name, o.template))
 	}
 	w := &tableWriter{o: o, cat: cat, ident: ident, name: name, index: map[string]int{},
-		committed: map[tp]int64{}, pending: map[tp]int64{}, byKey: map[string]int{}}
+		committed: map[tp]int64{}, skipped: map[tp]bool{}, pending: map[tp]int64{}, byKey: map[string]int{}}
 	tbl, err := cat.LoadTable(ctx, ident)
 	switch {
 	case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace):
@@ -86,7 +88,35 @@ func loadTable(ctx context.Context, o *options, cat catalog.Catalog, name string
 		return nil, err
 	}
 	w.committed = committedOffsets(tbl.Metadata(), o.offsetsKey)
+	if !o.offsetsFromTbl && len(w.committed) > 0 {
+		o.log.Warn("iceberg sink: offsets.from.table is false: records the table already holds are written again (append mode adds their rows a second time); set it back to true once they are",
+			"table", name, "table_offsets", encodeOffsets(w.committed))
+	}
 	return w, nil
+}
+
+// skip says whether the table already holds r (its offset is at or below
+// the one the table's snapshots store for r's partition, and
+// offsets.from.table is on); the first record skipped of each partition
+// is logged as a warning.
+func (w *tableWriter) skip(r *connect.Record) bool {
+	if !w.o.offsetsFromTbl {
+		return false
+	}
+	k := tp{r.Topic, r.Partition}
+	off, ok := w.committed[k]
+	if !ok || r.Offset > off {
+		return false
+	}
+	w.nskipped++
+	if !w.skipped[k] {
+		w.skipped[k] = true
+		w.o.log.Warn(fmt.Sprintf("iceberg sink: skipping offsets %d to %d of %s/%d: table %s already holds them (snapshot summary %s); "+
+			"resetting the sink's offsets does not write them again: to reprocess them set offsets.from.table: false for that run, or write to another table",
+			r.Offset, off, r.Topic, r.Partition, w.name, w.o.offsetsKey),
+			"table", w.name, "topic", r.Topic, "partition", r.Partition, "from", r.Offset, "to", off)
+	}
+	return true
 }
 
 // adopt takes the columns of an existing table.
@@ -195,8 +225,7 @@ type change struct {
 
 // add buffers one record. Errors that are the record's fault are BadRecord.
 func (w *tableWriter) add(r *connect.Record, ev *event) error {
-	k := tp{r.Topic, r.Partition}
-	if off, ok := w.committed[k]; ok && r.Offset <= off {
+	if w.skip(r) {
 		return nil // committed before a restart: exactly once
 	}
 	upsert := w.o.mode == modeUpsert
@@ -363,7 +392,7 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 	} else {
 		w.rows = append(w.rows, row)
 	}
-	w.pending[k] = r.Offset
+	w.pending[tp{r.Topic, r.Partition}] = r.Offset
 	w.count++
 	return nil
 }

@@ -55,7 +55,10 @@
 // standby status update (never zero), so the slot keeps every change that
 // is not yet durable in the log. On restart, streaming resumes from the
 // stored LSN; a slot that is gone, lost WAL, or confirmed beyond the stored
-// LSN is an error, never a silent gap. During a snapshot the position also
+// LSN is an error, never a silent gap. A first start (no stored position)
+// on a slot that exists and that this process did not create is a
+// warning: the default slot name lacks the pipeline's name, so it may be
+// another pipeline's slot. During a snapshot the position also
 // holds its progress (tables done, the last key of each table's last
 // emitted chunk), so that a restart resumes each table after it.
 //

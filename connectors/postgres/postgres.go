@@ -51,7 +51,7 @@ func spec() connect.Spec {
 		{Name: "publication", Type: connect.TypeString,
 			Description: "Publication to stream; created for the captured tables when missing. Default: tributary_<source name>."},
 		{Name: "slot", Type: connect.TypeString,
-			Description: "Logical replication slot (pgoutput); created when missing. Default: tributary_<source name>."},
+			Description: "Logical replication slot (pgoutput); created when missing. Default: tributary_<source name>, without the pipeline's name: two pipelines with a source of the same name on one database would share it (each missing the changes the other consumed), so give each its own. A source without a stored position that finds the slot existing, not created by this worker, warns and continues from the slot's confirmed LSN."},
 		{Name: "snapshot.mode", Type: connect.TypeString, Default: snapshotInitial,
 			Enum:        []string{snapshotInitial, snapshotNever, snapshotInitialOnly, snapshotAlways},
 			Description: "initial: snapshot the tables when there is no stored position (or the stored snapshot is unfinished), then stream; never: stream only; initial_only: snapshot, then stop; always: snapshot at every start, then stream."},

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
@@ -212,4 +215,82 @@ func TestCheckSlot_Permanent(t *testing.T) {
 	if err := checkSlot(&slotInfo{plugin: "pgoutput", database: "shop"}, "s", "shop"); err != nil {
 		t.Errorf("a usable slot: %v", err)
 	}
+}
+
+// A first start (no stored position) on a slot this process did not create
+// — another pipeline's source of the same name, say, which shares the
+// default slot name — warns: the source continues from the slot's
+// confirmed LSN and takes changes the slot's owner has not consumed yet.
+func TestSetup_ExistingSlotWithoutPosition_Warns(t *testing.T) {
+	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+	// Slots are server-wide: the database's unique prefix keeps this one
+	// to this test. The database's cleanup drops it.
+	slot := "tributary_shop_" + strings.SplitN(db.name, "_", 2)[0]
+	db.exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
+	confirmed := db.queryString(t, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot)
+
+	var log bytes.Buffer
+	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
+	s, err := tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never", "slot": slot}, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.Close(context.Background())
+	warns := warnings(&log)
+	if len(warns) != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", len(warns), log.String())
+	}
+	for _, want := range []string{"replication slot " + slot + " already exists", "confirmed LSN " + confirmed, "another pipeline", "(slot: in its config)"} {
+		if !strings.Contains(warns[0], want) {
+			t.Errorf("warning %s\ndoes not mention %q", warns[0], want)
+		}
+	}
+
+	// With a stored position, the slot is this source's: no warning.
+	log.Reset()
+	stored := position{LSN: uint64(mustLSN(t, confirmed))}.encode()
+	s, err = tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never", "slot": slot}, logTo, stored)
+	if err != nil {
+		t.Fatalf("Open with a position: %v", err)
+	}
+	s.Close(context.Background())
+	if warns := warnings(&log); len(warns) != 0 {
+		t.Errorf("with a stored position: %d warnings, want none:\n%s", len(warns), log.String())
+	}
+
+	// A slot this process created (a task restarting before it stored a
+	// position): no warning either.
+	log.Reset()
+	s, err = tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never"}, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.Close(context.Background())
+	s, err = tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never"}, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	s.Close(context.Background())
+	if warns := warnings(&log); len(warns) != 0 {
+		t.Errorf("on its own slot: %d warnings, want none:\n%s", len(warns), log.String())
+	}
+}
+
+func warnings(buf *bytes.Buffer) []string {
+	var out []string
+	for l := range strings.Lines(buf.String()) {
+		if strings.Contains(l, "level=WARN") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func mustLSN(t *testing.T, s string) pglogrepl.LSN {
+	t.Helper()
+	lsn, err := pglogrepl.ParseLSN(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lsn
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,9 +37,10 @@ const slotInUseWait = 2 * time.Second
 // a channel. Ack only records the acknowledged LSN; the runner confirms it
 // to the server. Close stops the runner and closes the connections.
 type Source struct {
-	set  settings
-	log  *slog.Logger
-	idle time.Duration // Read's idle timeout; tests shorten it
+	set    settings
+	logger *slog.Logger  // where to log; nil is slog.Default(); tests set it
+	log    *slog.Logger  // logger with the source's attributes, from Open
+	idle   time.Duration // Read's idle timeout; tests shorten it
 
 	meta *pgx.Conn      // catalogue, heartbeats; the runner's after Open
 	repl *pgconn.PgConn // the replication connection; the runner's after Open
@@ -89,7 +91,11 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 		s.streamMemory = defaultStreamMemory
 	}
 	s.rep.init(s.set.slot, s.set.retainedWarn)
-	s.log = slog.Default().With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector)
+	base := s.logger
+	if base == nil {
+		base = slog.Default()
+	}
+	s.log = base.With("connector", Name, "pipeline", cfg.Pipeline, "source", cfg.Connector)
 	var pos *position
 	if cfg.Position != nil {
 		p, err := decodePosition(cfg.Position)
@@ -182,6 +188,16 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			return err
 		}
 		p.startLSN = slot.confirmed
+		if pos == nil && !createdHere(s.set.dsn, s.set.slot) {
+			// A first start on a slot this process did not create: most
+			// likely another pipeline's source of the same name (the
+			// default slot name does not hold the pipeline's), whose
+			// changes this source would now take from it.
+			s.log.Warn(fmt.Sprintf("postgres: replication slot %s already exists and this source has no stored position: it continues from the slot's confirmed LSN %s. "+
+				"If another pipeline owns this slot (the default slot name, tributary_<source name>, does not hold the pipeline's name), both now take changes from it and each misses what the other consumed: "+
+				"stop this source and give it a slot of its own (slot: in its config)", s.set.slot, slot.confirmed),
+				"slot", s.set.slot, "confirmed_lsn", slot.confirmed.String())
+		}
 		if pos != nil {
 			if pglogrepl.LSN(pos.LSN) < slot.confirmed {
 				return connect.Permanent(fmt.Errorf("replication slot %s has confirmed up to %s, beyond the stored position %s: the changes in between were consumed by someone else, or the slot was dropped and created again, and are missing here. Start over with a snapshot: delete the source's stored offsets (or set snapshot.mode=always)", s.set.slot, slot.confirmed, pglogrepl.LSN(pos.LSN)))
@@ -213,6 +229,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			return fmt.Errorf("create replication slot %s: %w", s.set.slot, err)
 		}
 		p.snapshotName = res.SnapshotName
+		markCreated(s.set.dsn, s.set.slot)
 		s.log.Info("postgres: created replication slot", "slot", s.set.slot, "consistent_point", res.ConsistentPoint)
 	}
 	if s.repl == nil {
@@ -221,6 +238,29 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		}
 	}
 	return nil
+}
+
+// createdSlots are the slots this process created, by DSN and name: a
+// source that restarts before it stored a position finds its own slot, and
+// that is no reason to warn.
+var createdSlots struct {
+	sync.Mutex
+	m map[[2]string]bool
+}
+
+func markCreated(dsn, slot string) {
+	createdSlots.Lock()
+	defer createdSlots.Unlock()
+	if createdSlots.m == nil {
+		createdSlots.m = map[[2]string]bool{}
+	}
+	createdSlots.m[[2]string{dsn, slot}] = true
+}
+
+func createdHere(dsn, slot string) bool {
+	createdSlots.Lock()
+	defer createdSlots.Unlock()
+	return createdSlots.m[[2]string{dsn, slot}]
 }
 
 // run is the runner: snapshot, then stream, until ctx is done or an error.

@@ -5,11 +5,13 @@ package kafkabackend_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +79,98 @@ func runExample(t *testing.T, brokers []string) {
 		}
 		return nil
 	})
+}
+
+// The split form: sources.yaml in one worker, sinks.yaml in two. Every
+// event is produced once, and the two sink workers, one consumer group,
+// write each at least once between them.
+func TestExample_SplitSourcesAndSinks(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	backend := func() *kafkabackend.Backend {
+		b, err := kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: c.ListenAddrs()[:1], Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	const events = 500
+	var outs []string
+	for range 2 {
+		out := t.TempDir()
+		outs = append(outs, out)
+		env := map[string]string{"KAFKA_BROKERS": c.ListenAddrs()[0], "OUT_DIR": out}
+		p := exampletest.Load(t, "sinks.yaml", env, file.Connector())
+		if len(p.Sources) != 0 || len(p.Sinks) != 1 {
+			t.Fatalf("sinks.yaml: %d sources, %d sinks", len(p.Sources), len(p.Sinks))
+		}
+		b := backend()
+		defer b.Close()
+		run := exampletest.Start(t, b, p, file.Connector())
+		defer run.Shutdown()
+	}
+	env := map[string]string{"KAFKA_BROKERS": c.ListenAddrs()[0], "MAX_EVENTS": fmt.Sprint(events)}
+	p := exampletest.Load(t, "sources.yaml", env, generator.Connector())
+	if len(p.Sources) != 1 || len(p.Sinks) != 0 {
+		t.Fatalf("sources.yaml: %d sources, %d sinks", len(p.Sources), len(p.Sinks))
+	}
+	b := backend()
+	defer b.Close()
+	run := exampletest.Start(t, b, p, generator.Connector())
+	defer run.Shutdown()
+
+	exampletest.WaitFor(t, 20*time.Second, fmt.Sprintf("seq 1 to %d in the files", events), func() error {
+		seen := make(map[int]bool)
+		for _, out := range outs {
+			for _, seq := range seqs(t, filepath.Join(out, "events.jsonl")) {
+				seen[seq] = true
+			}
+		}
+		for seq := 1; seq <= events; seq++ {
+			if !seen[seq] {
+				return fmt.Errorf("%d of %d distinct seqs, seq %d missing", len(seen), events, seq)
+			}
+		}
+		return nil
+	})
+	bounds, err := b.EndOffsets(t.Context(), "web.tracking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var produced int64
+	for _, pb := range bounds {
+		produced += pb.End - pb.Start
+	}
+	if produced != events {
+		t.Errorf("web.tracking holds %d records, want %d: one worker runs the source", produced, events)
+	}
+}
+
+// seqs returns the seq of every event in the JSON-lines file at path
+// written so far, skipping a last line not yet complete.
+func seqs(t *testing.T, path string) []int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasSuffix(line, "\n") {
+			break
+		}
+		var e struct {
+			Seq int `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%s: line %q: %v", path, line, err)
+		}
+		out = append(out, e.Seq)
+	}
+	return out
 }
 
 func lines(path string) int {
