@@ -444,11 +444,9 @@ func (p *partition) waitDurable(ctx context.Context, end int64) (int64, error) {
 		// than the fsync. The syncer still covers writers that do not
 		// wait, and a round in flight is joined, not repeated.
 		if p.syncMu.TryLock() {
-			ran := p.syncOnce()
+			p.syncOnce()
 			p.syncMu.Unlock()
-			if ran {
-				continue
-			}
+			continue
 		}
 		select {
 		case p.syncReq <- struct{}{}:
@@ -523,15 +521,13 @@ func (p *partition) syncLoop() {
 }
 
 // syncOnce makes every offset written so far durable: one fsync of the
-// active segment (a roll fsync'ed the older ones). It reports whether it
-// ran one (false: nothing to sync, a failed or closed partition). The
-// caller holds syncMu.
-func (p *partition) syncOnce() bool {
+// active segment (a roll fsync'ed the older ones). The caller holds syncMu.
+func (p *partition) syncOnce() {
 	p.mu.Lock()
 	target := p.next
 	if target == p.durable || p.failed != nil || len(p.segments) == 0 {
 		p.mu.Unlock()
-		return false
+		return
 	}
 	active := p.segments[len(p.segments)-1]
 	active.acquire()
@@ -555,7 +551,6 @@ func (p *partition) syncOnce() bool {
 	}
 	close(p.durableCh)
 	p.durableCh = make(chan struct{})
-	return true
 }
 
 // view is a reader's consistent picture of the partition: the segments that
