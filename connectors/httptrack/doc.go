@@ -45,11 +45,7 @@
 // cases what Durable has not (the worker announces durability only when
 // the tail recovery covers it). With dedup on nothing waits for Ack, and
 // the source says so (connect.LazyAcker): the worker then stores positions
-// once per position interval, not after each durable batch. A Read's
-// records spread over the topic's partitions, each fsync'ed on its own;
-// with dedup on, DurablePart (connect.PartialDurableNotifier) releases the
-// requests whose records are all in the partitions fsync'ed first, before
-// the Durable that waits for the slowest one. A request that
+// once per position interval, not after each durable batch. A request that
 // is not durable within ack.timeout, or
 // that finds more than max.pending.bytes waiting, is answered 503 with
 // Retry-After; the SDK retries it, and dedup keeps a retry of what did
