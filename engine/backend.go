@@ -43,17 +43,6 @@ type Backend interface {
 	EndOffsets(ctx context.Context, topic string) ([]PartitionBounds, error)
 }
 
-// PartitionWaiter is an optional Backend capability: waiting for the
-// records Append wrote to one partition, so that a source whose batch
-// spread over several partitions hears of each partition's records as they
-// become durable (connect.PartialDurableNotifier).
-type PartitionWaiter interface {
-	// WaitDurable returns once every offset below end of a partition is
-	// durable; Append has set the records' Partition and Offset by the
-	// time it returns.
-	WaitDurable(ctx context.Context, topic string, partition int32, end int64) error
-}
-
 // TopicDescriber is an optional Backend capability: how an existing topic
 // is set up, so that the worker can warn when a pipeline declares a topic
 // differently from the one that exists (EnsureTopic leaves an existing

@@ -113,11 +113,6 @@ func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(c
 	return wait, nil
 }
 
-// WaitDurable implements PartitionWaiter.
-func (e *Embedded) WaitDurable(ctx context.Context, topic string, partition int32, end int64) error {
-	return e.log.WaitDurable(ctx, topic, partition, end)
-}
-
 // oneTopic reports whether every record names the first one's topic.
 func oneTopic(records []connect.Record) bool {
 	t := records[0].Topic

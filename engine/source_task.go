@@ -123,9 +123,8 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 		// under load each hand-off waited behind the woken clients'
 		// goroutines for a run queue's turn. The committer only stores
 		// positions (lazily) and acks.
-		units := &unitRecorder{Source: src}
-		err = r.readSource(rctx, units, c, func(b readBatch) error {
-			return r.appendDurable(hard, b, window, tail != nil, n, units)
+		err = r.readSource(rctx, src, c, func(b readBatch) error {
+			return r.appendDurable(hard, b, window, tail != nil, n)
 		})
 	} else {
 		reads := make(chan readBatch, sourceReadAhead)
@@ -208,22 +207,6 @@ func (n *durableNotice) announce(ctx context.Context, pos connect.Position, logg
 		logger.Warn("durable notice failed; the next one covers it", "error", err)
 	}
 	return true, nil
-}
-
-// announcePart calls DurablePart(positions) when the source hears Durable.
-func (n *durableNotice) announcePart(ctx context.Context, pn connect.PartialDurableNotifier, positions []connect.Position, logger interface{ Warn(string, ...any) }) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.on {
-		return nil
-	}
-	if err := pn.DurablePart(ctx, positions); err != nil {
-		if !connect.IsRetryable(err) {
-			return err
-		}
-		logger.Warn("durable notice failed; the next one covers it", "error", err)
-	}
-	return nil
 }
 
 // ack calls Ack on src, never concurrently with Durable.
@@ -404,14 +387,11 @@ func (r *runner) appendBatch(hard context.Context, b readBatch, window chan<- in
 // appendDurable appends b, waits until it is durable, tells the source
 // (n.announce) and hands b to the committer, which stores its position.
 // It is the lazy acker's whole pipeline between Reads (see runSource).
-func (r *runner) appendDurable(hard context.Context, b readBatch, window chan<- inflight, track bool, n *durableNotice, units *unitRecorder) error {
+func (r *runner) appendDurable(hard context.Context, b readBatch, window chan<- inflight, track bool, n *durableNotice) error {
 	f := inflight{start: b.start, pos: b.pos, wait: noWait, done: make(chan struct{})}
 	if len(b.recs) > 0 {
 		wait, err := r.w.opts.Backend.Append(hard, b.recs)
 		if err == nil {
-			if err := r.announceParts(hard, b.recs, units, n); err != nil {
-				return err
-			}
 			err = wait(hard)
 		}
 		if err != nil {
@@ -430,100 +410,6 @@ func (r *runner) appendDurable(hard context.Context, b readBatch, window chan<- 
 		f.announced = told
 	}
 	window <- f
-	return nil
-}
-
-// unitRecorder is the source as a lazy acker's reading goroutine sees it:
-// each Read also notes where the units of connect.PartialDurableNotifier
-// end (the positioned records) and their positions, which readSource
-// clears from the records.
-type unitRecorder struct {
-	connect.Source
-	ends      []int // recs[:ends[i]] hold units 0..i
-	positions []connect.Position
-}
-
-// Read implements connect.Source.
-func (u *unitRecorder) Read(ctx context.Context) ([]connect.Record, error) {
-	recs, err := u.Source.Read(ctx)
-	u.ends, u.positions = u.ends[:0], u.positions[:0]
-	for i := range recs {
-		if recs[i].Position != nil {
-			u.ends = append(u.ends, i+1)
-			u.positions = append(u.positions, recs[i].Position)
-		}
-	}
-	return recs, err
-}
-
-// partEnd is a partition an append wrote to and the offset its records
-// end below.
-type partEnd struct {
-	topic     string
-	partition int32
-	end       int64
-}
-
-// announceParts tells a connect.PartialDurableNotifier, as each partition
-// recs were appended to becomes durable (but the last: Durable covers
-// that), which units of the Read are durable by then. It does nothing for
-// another source, on a backend that cannot wait per partition, for a batch
-// in one partition or in more than 64, or while the source does not hear
-// Durable.
-func (r *runner) announceParts(ctx context.Context, recs []connect.Record, units *unitRecorder, n *durableNotice) error {
-	pn, ok := n.src.(connect.PartialDurableNotifier)
-	if !ok || len(units.ends) == 0 {
-		return nil
-	}
-	pw, ok := r.w.opts.Backend.(PartitionWaiter)
-	if !ok || !n.isOn() {
-		return nil
-	}
-	parts := make([]partEnd, 0, 4)
-	masks := make([]uint64, len(units.ends)) // per unit, the parts its records went to
-	var mask uint64
-	unit := 0
-	for i := range recs {
-		rec := &recs[i]
-		k := 0
-		for k < len(parts) && (parts[k].partition != rec.Partition || parts[k].topic != rec.Topic) {
-			k++
-		}
-		if k == len(parts) {
-			if k == 64 {
-				return nil
-			}
-			parts = append(parts, partEnd{topic: rec.Topic, partition: rec.Partition})
-		}
-		parts[k].end = max(parts[k].end, rec.Offset+1)
-		mask |= 1 << k
-		if unit < len(units.ends) && i+1 == units.ends[unit] {
-			masks[unit], mask = mask, 0
-			unit++
-		}
-	}
-	if len(parts) < 2 {
-		return nil
-	}
-	var done uint64
-	for k, p := range parts[:len(parts)-1] {
-		if err := pw.WaitDurable(ctx, p.topic, p.partition, p.end); err != nil {
-			return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
-		}
-		done |= 1 << k
-		var positions []connect.Position
-		for j, m := range masks {
-			if m != 0 && m&^done == 0 {
-				positions = append(positions, units.positions[j])
-				masks[j] = 0 // told
-			}
-		}
-		if len(positions) > 0 {
-			if err := n.announcePart(ctx, pn, positions, r.logger); err != nil {
-				return fmt.Errorf("tell source %s its records are durable: %w", r.spec.Name, err)
-			}
-		}
-	}
 	return nil
 }
 

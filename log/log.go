@@ -1055,24 +1055,6 @@ func (pd *Pending) Wait(ctx context.Context) error {
 	return nil
 }
 
-// WaitDurable returns once every offset of a partition below end is
-// durable (at once with fsync off). A caller of ProduceAsync whose records
-// went to several partitions can so act on each partition as it becomes
-// durable, where Pending.Wait waits for them all.
-func (l *Log) WaitDurable(ctx context.Context, topicName string, partition int32, end int64) error {
-	if l.opts.FlushInterval > 0 {
-		return nil
-	}
-	p, err := l.partition(topicName, partition)
-	if err != nil {
-		return err
-	}
-	if _, err := p.waitDurable(ctx, end); err != nil {
-		return l.deletedErr(topicName, p, err)
-	}
-	return nil
-}
-
 // ProduceAsync is Produce without the wait: when it returns, the records
 // have their offsets, in call order per partition, and Wait on the result
 // returns once they are durable. A caller may issue the next ProduceAsync

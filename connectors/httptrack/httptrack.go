@@ -2,7 +2,6 @@ package httptrack
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -16,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,15 +216,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	return s, errors.Join(errs...)
 }
 
-// request is one accepted request's records, waiting to be read, and
-// then, until they are durable, in the handed list.
+// request is one accepted request's records, waiting to be read.
 type request struct {
 	seq   uint64
 	recs  []connect.Record
 	bytes int64
-	// early is set by DurablePart: the request's records are durable
-	// while some earlier request's may not be yet.
-	early atomic.Bool
 }
 
 // Source is the HTTP tracking source. Make one with Connector().NewSource
@@ -297,18 +291,14 @@ type Source struct {
 	// durable advances. wakeDue: answered advanced since the waiting
 	// requests were last woken (see advance).
 	takingNext, wakeDue bool
-	// inflight holds the requests Read handed out that are not durable
-	// yet, by seq (with dedup on: DurablePart finds them there).
-	inflight []*request
-	dedup    *dedupSet // nil when dedup is off
-	jbuf     []byte    // journal entries not yet written to the file
+	dedup               *dedupSet // nil when dedup is off
+	jbuf                []byte    // journal entries not yet written to the file
 }
 
 var (
-	_ connect.Source                 = (*Source)(nil)
-	_ connect.DurableNotifier        = (*Source)(nil)
-	_ connect.PartialDurableNotifier = (*Source)(nil)
-	_ connect.LazyAcker              = (*Source)(nil)
+	_ connect.Source          = (*Source)(nil)
+	_ connect.DurableNotifier = (*Source)(nil)
+	_ connect.LazyAcker       = (*Source)(nil)
 )
 
 // position is {"seq":N}: every request up to seq N is durable.
@@ -586,10 +576,6 @@ func (s *Source) takeLocked() (recs []connect.Record, jbuf []byte, k int) {
 	for _, r := range s.queue[:k] {
 		recs = append(recs, r.recs...)
 		s.queuedBytes -= r.bytes
-		if s.dedup != nil {
-			r.recs = nil
-			s.inflight = append(s.inflight, r)
-		}
 	}
 	s.queuedRecs -= n
 	copy(s.handed[:], s.handed[1:])
@@ -649,39 +635,6 @@ func (s *Source) Durable(_ context.Context, pos connect.Position) error {
 	return s.advance("durable", pos, false)
 }
 
-// DurablePart marks the requests of positions durable while earlier ones
-// may not be yet (their records went to partitions fsync'ed sooner) and,
-// with dedup on, wakes them to answer 200: the same guarantee as Durable
-// gives, request by request. With dedup off requests wait for Ack and it
-// does nothing. It implements connect.PartialDurableNotifier.
-func (s *Source) DurablePart(_ context.Context, positions []connect.Position) error {
-	if s.dedup == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	marked := false
-	for _, pos := range positions {
-		seq, err := parsePosition(pos)
-		if err != nil {
-			return fmt.Errorf("httptrack durable: %w", err)
-		}
-		i, found := slices.BinarySearchFunc(s.inflight, seq, func(r *request, seq uint64) int { return cmp.Compare(r.seq, seq) })
-		if !found {
-			if seq >= s.nextSeq {
-				return fmt.Errorf("httptrack durable: position %s is after the last request given out (seq %d)", pos, s.nextSeq-1)
-			}
-			continue // answered already
-		}
-		s.inflight[i].early.Store(true)
-		marked = true
-	}
-	if marked {
-		s.wakeLocked()
-	}
-	return nil
-}
-
 // AcksLazily reports whether the worker may store positions lazily: with
 // dedup on, requests are answered on Durable and nothing waits for Ack;
 // with dedup off they are answered on Ack, which must come promptly. It
@@ -706,15 +659,6 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	}
 	if seq > s.durable {
 		s.durable = seq
-		k := 0
-		for k < len(s.inflight) && s.inflight[k].seq <= seq {
-			k++
-		}
-		clear(s.inflight[:k])
-		s.inflight = s.inflight[k:]
-		if len(s.inflight) == 0 {
-			s.inflight = nil
-		}
 		select {
 		case s.durableCh <- struct{}{}:
 		default:

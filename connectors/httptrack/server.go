@@ -181,14 +181,14 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 			return s.reject(w, code, key.label, reason, *p)
 		}
 	}
-	wait, req, accepted, ok := s.enqueue(recs, hashes, bytes, received)
+	wait, accepted, ok := s.enqueue(recs, hashes, bytes, received)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressure, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
 	}
 	s.metrics.events(key.label, accepted, len(recs)-accepted)
-	if wait.seq > 0 {
-		if code, p := s.awaitDurable(wait, req); p != nil {
+	if wait > 0 {
+		if code, p := s.awaitDurable(wait); p != nil {
 			w.Header().Set("Retry-After", "1")
 			reason := reasonTimeout
 			if p.Code == "stopping" {
@@ -215,12 +215,12 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 //
 // hashes holds the hash of each record's messageId, the zero hash for an
 // id the server generated (never a duplicate); nil when dedup is off.
-func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait awaited, req *request, accepted int, ok bool) {
+func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
 	now := received.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queuedBytes+bytes > s.set.maxPending && s.queuedBytes > 0 {
-		return awaited{}, nil, 0, false
+		return 0, 0, false
 	}
 	seq := s.nextSeq
 	if s.dedup != nil {
@@ -237,7 +237,7 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 			}
 			if old, dup := s.dedup.lookup(h, now); dup {
 				if old.seq > s.answeredLocked() {
-					wait.dup = max(wait.dup, old.seq)
+					wait = max(wait, old.seq)
 				}
 				continue
 			}
@@ -251,16 +251,14 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		recs, hashes = keep, keepHashes
 	}
 	if len(recs) == 0 {
-		wait.seq = wait.dup
-		return wait, nil, 0, true
+		return wait, 0, true
 	}
 	s.nextSeq++
 	recs[len(recs)-1].Position = position(seq)
 	if s.journal != nil && len(hashes) > 0 {
 		s.jbuf = appendJournalEntry(s.jbuf, seq, now, hashes)
 	}
-	req = &request{seq: seq, recs: recs, bytes: bytes}
-	s.queue = append(s.queue, req)
+	s.queue = append(s.queue, &request{seq: seq, recs: recs, bytes: bytes})
 	s.queuedBytes += bytes
 	s.queuedRecs += len(recs)
 	// Read needs waking when the queue was empty, or is full while Read
@@ -271,16 +269,7 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		default:
 		}
 	}
-	wait.seq = seq
-	return wait, req, len(recs), true
-}
-
-// awaited is what a request's answer waits for: every request up to seq
-// durable (the request's own, else the newest one holding a duplicate of
-// its messages), or its own records durable (request.early) and every
-// request up to dup.
-type awaited struct {
-	seq, dup uint64
+	return max(wait, seq), len(recs), true
 }
 
 // awaitDurable waits until the request with seq may be answered 200 (see
@@ -290,13 +279,13 @@ type awaited struct {
 // on a timer of its own and on closing too: every request waits here, and
 // a select over three channels, two of them shared by all the waiting
 // requests, cost it about as much as its decoding.
-func (s *Source) awaitDurable(wait awaited, req *request) (int, *problem) {
+func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	var since time.Time
 	for {
 		ch := *s.ackCh.Load()
-		if a := s.answered.Load(); a >= wait.seq || req != nil && a >= wait.dup && req.early.Load() {
+		if s.answered.Load() >= seq {
 			return http.StatusOK, nil
 		}
 		select {
