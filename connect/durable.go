@@ -16,10 +16,8 @@ import "context"
 //
 // # Calls
 //
-// Durable is never called concurrently with Ack or with itself, and may run
-// concurrently with Read (the built-in worker calls it between two Reads
-// for a LazyAcker without transforms, and from the goroutine that calls
-// Ack otherwise). Its calls
+// Durable is called by the goroutine that calls Ack, so never concurrently
+// with Ack or with itself, and may run concurrently with Read. Its calls
 // are cumulative and in order like Ack's: each position follows the
 // previous one's, the worker may skip positions (one call covers every
 // record up to pos), and a position is never announced after an Ack that

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -59,9 +58,6 @@ type inflight struct {
 	posEnd int              // recs[:posEnd] are covered by pos
 	start  time.Time
 	done   chan struct{}
-	// announced says the source heard Durable(pos) already
-	// (appendDurable).
-	announced bool
 }
 
 // testHookBeforePositionStore, when set (by tests, before the worker
@@ -115,16 +111,14 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 
 	var err error
 	if n != nil && n.lazy && len(c) == 0 {
-		// A source that answers its clients on Durable (httptrack) is
-		// a group commit: the goroutine that read a batch appends it,
-		// waits until it is durable and tells the source, then reads
-		// again, taking every request that arrived meanwhile. No other
-		// goroutine stands between a Read and its clients' answers:
-		// under load each hand-off waited behind the woken clients'
-		// goroutines for a run queue's turn. The committer only stores
-		// positions (lazily) and acks.
+		// A source that answers its clients on Durable and gathers its
+		// reads while records are on their way to the disk (httptrack)
+		// needs no read-ahead: the goroutine that read a batch appends
+		// it, so the log's fsyncs start one goroutine hand-off sooner
+		// after a Read returns, and before the source's next Read.
 		err = r.readSource(rctx, src, c, func(b readBatch) error {
-			return r.appendDurable(hard, b, window, tail != nil, n)
+			_, err := r.appendBatch(hard, b, window, tail != nil)
+			return err
 		})
 	} else {
 		reads := make(chan readBatch, sourceReadAhead)
@@ -156,14 +150,10 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	return err
 }
 
-// durableNotice is how a source task tells a connect.DurableNotifier
-// source that records are durable, before their position is stored: the
-// committer does, or for a lazy acker the reading goroutine (appendDurable).
+// durableNotice is how the committer tells a connect.DurableNotifier
+// source that records are durable, before their position is stored.
 type durableNotice struct {
 	src connect.DurableNotifier
-	// mu keeps Durable and Ack apart (the DurableNotifier contract: never
-	// concurrently) when they come from two goroutines, and guards on.
-	mu sync.Mutex
 	// on is false while the source would not be handed, after a crash,
 	// the records announced (connect.TailRecoverer, see the
 	// DurableNotifier contract); a stored position with a tail turns it
@@ -173,50 +163,6 @@ type durableNotice struct {
 	// while it hears Durable: positions are stored once per
 	// sourcePositionInterval.
 	lazy bool
-}
-
-// isOn reports whether the source hears Durable.
-func (n *durableNotice) isOn() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.on
-}
-
-// turnOn lets the source hear Durable from now on, when it may.
-func (n *durableNotice) turnOn() {
-	if !n.armed {
-		return
-	}
-	n.mu.Lock()
-	n.on = true
-	n.mu.Unlock()
-}
-
-// announce calls Durable(pos) when the source hears it. It reports
-// whether it did; an error that is not retryable fails the task.
-func (n *durableNotice) announce(ctx context.Context, pos connect.Position, logger interface{ Warn(string, ...any) }) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.on {
-		return false, nil
-	}
-	if err := n.src.Durable(ctx, pos); err != nil {
-		if !connect.IsRetryable(err) {
-			return true, err
-		}
-		logger.Warn("durable notice failed; the next one covers it", "error", err)
-	}
-	return true, nil
-}
-
-// ack calls Ack on src, never concurrently with Durable.
-func (n *durableNotice) ack(ctx context.Context, src connect.Source, pos connect.Position) error {
-	if n == nil {
-		return src.Ack(ctx, pos)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return src.Ack(ctx, pos)
 }
 
 // durableNotifier returns how to tell src that records are durable; nil
@@ -366,7 +312,7 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 // (blocking while sourceWindow batches wait for their fsync). It returns
 // the channel the committer closes once b is durable.
 func (r *runner) appendBatch(hard context.Context, b readBatch, window chan<- inflight, track bool) (chan struct{}, error) {
-	f := inflight{start: b.start, pos: b.pos, wait: noWait, done: make(chan struct{})}
+	f := inflight{start: b.start, pos: b.pos, wait: func(context.Context) error { return nil }, done: make(chan struct{})}
 	if len(b.recs) > 0 {
 		// Appends use the hard context: a batch that was read is
 		// finished even while stopping, so its position can be stored.
@@ -383,38 +329,6 @@ func (r *runner) appendBatch(hard context.Context, b readBatch, window chan<- in
 	window <- f
 	return f.done, nil
 }
-
-// appendDurable appends b, waits until it is durable, tells the source
-// (n.announce) and hands b to the committer, which stores its position.
-// It is the lazy acker's whole pipeline between Reads (see runSource).
-func (r *runner) appendDurable(hard context.Context, b readBatch, window chan<- inflight, track bool, n *durableNotice) error {
-	f := inflight{start: b.start, pos: b.pos, wait: noWait, done: make(chan struct{})}
-	if len(b.recs) > 0 {
-		wait, err := r.w.opts.Backend.Append(hard, b.recs)
-		if err == nil {
-			err = wait(hard)
-		}
-		if err != nil {
-			return fmt.Errorf("append records of source %s: %w", r.spec.Name, err)
-		}
-		if track {
-			f.recs, f.posEnd = b.recs, b.posEnd
-		}
-		r.m.recordsWritten.Add(float64(len(b.recs)))
-	}
-	if b.pos != nil {
-		told, err := n.announce(hard, b.pos, r.logger)
-		if err != nil {
-			return fmt.Errorf("tell source %s its records are durable: %w", r.spec.Name, err)
-		}
-		f.announced = told
-	}
-	window <- f
-	return nil
-}
-
-// noWait is the wait of a batch with nothing left to wait for.
-func noWait(context.Context) error { return nil }
 
 // gather merges into b the batches waiting in reads and, while the last
 // append is in flight (lastDone not closed), those read meanwhile, for up
@@ -519,10 +433,10 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			return
 		}
 		last = time.Now()
-		if n != nil && tail != nil {
-			n.turnOn() // a crash from now on leaves the source a tail to recover
+		if n != nil && n.armed && tail != nil {
+			n.on = true // a crash from now on leaves the source a tail to recover
 		}
-		if err := n.ack(ctx, src, pending); err != nil {
+		if err := src.Ack(ctx, pending); err != nil {
 			if !connect.IsRetryable(err) {
 				failed = fmt.Errorf("ack position of source %s: %w", r.spec.Name, err)
 				stopReading()
@@ -566,11 +480,14 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			if tail != nil {
 				tail.note(f.recs[f.posEnd:])
 			}
-			if f.pos != nil && n != nil && !f.announced {
-				if _, err := n.announce(ctx, f.pos, r.logger); err != nil {
-					failed = fmt.Errorf("tell source %s its records are durable: %w", r.spec.Name, err)
-					stopReading()
-					continue
+			if f.pos != nil && n != nil && n.on {
+				if err := n.src.Durable(ctx, f.pos); err != nil {
+					if !connect.IsRetryable(err) {
+						failed = fmt.Errorf("tell source %s its records are durable: %w", r.spec.Name, err)
+						stopReading()
+						continue
+					}
+					r.logger.Warn("durable notice failed; the next one covers it", "error", err)
 				}
 			}
 			if pending == nil {
@@ -580,7 +497,7 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			// its clients on Ack), else at least every
 			// sourcePositionInterval while batches keep coming. A lazy
 			// acker that heard Durable waits for the interval either way.
-			eager := len(window) == 0 && (n == nil || !n.lazy || !n.isOn())
+			eager := len(window) == 0 && (n == nil || !n.lazy || !n.on)
 			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || eager {
 				flush()
 			} else if fire == nil {

@@ -19,10 +19,9 @@ import (
 
 // partition is one ordered, append-only sequence of record batches: a
 // directory of segments. One writer at a time appends (under wmu; mu only
-// while it assigns offsets and publishes what it wrote); one fsync round
-// at a time (syncMu: the syncer goroutine's, or a waiter's) makes appends
-// durable, one fsync for every append that waits (group commit); readers
-// see offsets below visible.
+// while it assigns offsets and publishes what it wrote); a single
+// syncer goroutine makes appends durable, one fsync for every append that
+// waits (group commit); readers see offsets below visible.
 type partition struct {
 	topic string
 	id    int32
@@ -37,10 +36,6 @@ type partition struct {
 	// cleanMu serializes compaction passes of this partition (compact.go).
 	// It guards no field; it is taken before mu, never while holding it.
 	cleanMu sync.Mutex
-
-	// syncMu makes one syncOnce at a time: the syncer's, or that of a
-	// waiter that found no round in flight (waitDurable). Taken before mu.
-	syncMu sync.Mutex
 
 	// wmu makes one write call at a time the partition's writer: it plans
 	// under mu, writes the file without mu, then publishes under mu. Taken
@@ -438,16 +433,6 @@ func (p *partition) waitDurable(ctx context.Context, end int64) (int64, error) {
 		if failed != nil {
 			return durable, fmt.Errorf("partition %s: %w", p, failed)
 		}
-		// With no round in flight the waiter runs one itself: handing it
-		// to the syncer goroutine costs a run queue's turn, which under
-		// load (many runnable goroutines, each woken client's) is longer
-		// than the fsync. The syncer still covers writers that do not
-		// wait, and a round in flight is joined, not repeated.
-		if p.syncMu.TryLock() {
-			p.syncOnce()
-			p.syncMu.Unlock()
-			continue
-		}
 		select {
 		case p.syncReq <- struct{}{}:
 		default:
@@ -494,8 +479,8 @@ func (p *partition) rollLocked(now time.Time) error {
 	return nil
 }
 
-// syncLoop runs the fsync rounds nobody waiting ran (see waitDurable).
-// Each round covers every append written before it started.
+// syncLoop is the partition's only fsync caller. Each round covers every
+// append written before it started.
 func (p *partition) syncLoop() {
 	defer close(p.done)
 	var tick <-chan time.Time
@@ -509,23 +494,17 @@ func (p *partition) syncLoop() {
 		case <-p.syncReq:
 		case <-tick:
 		case <-p.stop:
-			p.syncMu.Lock()
 			p.syncOnce()
-			p.syncMu.Unlock()
 			return
 		}
-		p.syncMu.Lock()
 		p.syncOnce()
-		p.syncMu.Unlock()
 	}
 }
 
-// syncOnce makes every offset written so far durable: one fsync of the
-// active segment (a roll fsync'ed the older ones). The caller holds syncMu.
 func (p *partition) syncOnce() {
 	p.mu.Lock()
 	target := p.next
-	if target == p.durable || p.failed != nil || len(p.segments) == 0 {
+	if target == p.durable || p.failed != nil {
 		p.mu.Unlock()
 		return
 	}
