@@ -64,7 +64,7 @@ func TestWorker_PluginSpecAsBuiltIn(t *testing.T) {
 	}
 
 	// The bounds of retry.wait, at the REST validate endpoint.
-	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/connector-plugins/misbehave/config/validate", strings.NewReader(`{"retry.wait": "5s"}`))
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/connector-plugins/misbehave/config/validate", strings.NewReader(`{"name": "b2", "topics": "in", "retry.wait": "5s"}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
