@@ -368,7 +368,7 @@ func (l *Log) ReadBatches(ctx context.Context, topicName string, partition int32
 		if err != nil {
 			res.Release()
 			res.bufs = nil
-			return res, err
+			return res, l.deletedErr(topicName, p, err)
 		}
 		for _, b := range batches {
 			res.Batches = append(res.Batches, b.bytes)

@@ -346,3 +346,42 @@ func TestOpen_TopicOverPartitionLimitIsDeletable(t *testing.T) {
 		t.Fatalf("after restart n1 has %d partitions (%v), want 2", n, err)
 	}
 }
+
+// TestDeleteTopic_WaitingReaders: a read waiting at the end of a partition
+// whose topic is deleted ends with ErrUnknownTopic (a Kafka client then
+// gets UNKNOWN_TOPIC_OR_PARTITION and refreshes its metadata), not
+// ErrClosed (NOT_LEADER_FOR_PARTITION, which it would retry forever).
+func TestDeleteTopic_WaitingReaders(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("gone", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Produce(t.Context(), "gone", []Record{{Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() {
+		res, err := l.ReadBatches(t.Context(), "gone", 0, 1, ReadOptions{MaxWait: 10 * time.Second})
+		res.Release()
+		errs <- err
+	}()
+	go func() {
+		_, err := l.Read(t.Context(), "gone", 0, 1, ReadOptions{MaxWait: 10 * time.Second})
+		errs <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // both wait at the end
+	if err := l.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrUnknownTopic) {
+				t.Errorf("read after delete: %v, want ErrUnknownTopic", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a read waiting at the end did not end when its topic was deleted")
+		}
+	}
+}
