@@ -977,14 +977,14 @@ func (l *Log) encodeFor(topicName string, recs []Record, cfg TopicConfig, prod P
 	if cfg.Compact {
 		for _, r := range recs {
 			if r.Key == nil {
-				return nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
+				return nil, fmt.Errorf("append to %s: %w (give each record a key, or make the topic a delete one: tributary topics alter %s --config cleanup.policy=delete)", topicName, ErrCompactedTopicNilKey, topicName)
 			}
 		}
 	}
 	if prod.ID >= 0 {
 		return [][]byte{encodeBatch(recs, l.now(), cfg.Compression, prod)}, nil
 	}
-	batches, err := l.encodeSplit(recs, cfg)
+	batches, err := l.encodeSplit(topicName, recs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", topicName, err)
 	}
@@ -992,7 +992,7 @@ func (l *Log) encodeFor(topicName string, recs []Record, cfg TopicConfig, prod P
 }
 
 // encodeSplit encodes recs into batches no larger than max.message.bytes.
-func (l *Log) encodeSplit(recs []Record, cfg TopicConfig) ([][]byte, error) {
+func (l *Log) encodeSplit(topicName string, recs []Record, cfg TopicConfig) ([][]byte, error) {
 	limit := cfg.MaxMessageBytes
 	now := l.now()
 	var out [][]byte
@@ -1011,7 +1011,9 @@ func (l *Log) encodeSplit(recs []Record, cfg TopicConfig) ([][]byte, error) {
 	out = append(out, encodeBatch(recs[start:], now, cfg.Compression, noProducer))
 	for _, b := range out {
 		if int64(len(b)) > limit {
-			return nil, fmt.Errorf("%w: a record needs %d bytes in its batch, max.message.bytes is %d", ErrRecordTooLarge, len(b), limit)
+			const mib = 1 << 20
+			return nil, fmt.Errorf("%w: a record needs %d bytes in its batch, max.message.bytes is %d (raise it: tributary topics alter %s --config max.message.bytes=%d)",
+				ErrRecordTooLarge, len(b), limit, topicName, (int64(len(b))+mib-1)/mib*mib)
 		}
 	}
 	return out, nil
@@ -1079,37 +1081,23 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 		byPart[p] = append(byPart[p], i)
 	}
 	cfg := t.config()
-	// Each partition's share is encoded and written on its own: in
+	// Each partition's share is encoded, then written, on its own: in
 	// parallel when several partitions get enough records to be worth a
 	// goroutine (encoding copies every byte and computes the CRC; the
-	// partitions' locks are independent). The call waits for all of them,
-	// so successive calls keep their order in every partition.
+	// partitions' locks are independent). Every share is encoded before
+	// any is written, so a record the topic refuses (no key on a
+	// compacted topic, too large) fails the call with nothing written: a
+	// caller that retries it appends no share twice. The call waits for
+	// all the writes, so successive calls keep their order in every
+	// partition.
 	type result struct {
-		end int64
-		err error
+		encoded [][]byte
+		end     int64
+		err     error
 	}
 	results := make([]result, n)
 	for p := range results {
 		results[p].end = -1 // nothing written, nothing to wait for
-	}
-	produce := func(p int, idx []int) {
-		batch := make([]Record, len(idx))
-		for j, i := range idx {
-			batch[j] = recs[i]
-		}
-		encoded, err := l.encodeFor(topicName, batch, cfg, noProducer)
-		if err != nil {
-			results[p] = result{end: -1, err: err}
-			return
-		}
-		bases, end, err := parts[p].write(encoded, writeOwned)
-		results[p] = result{end: end, err: l.deletedErr(topicName, parts[p], err)}
-		if err != nil {
-			return
-		}
-		for j, i := range idx {
-			recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, int32(p), bases[0]+int64(j)
-		}
 	}
 	busy := 0
 	for _, idx := range byPart {
@@ -1117,24 +1105,51 @@ func (l *Log) ProduceAsync(ctx context.Context, topicName string, recs []Record)
 			busy++
 		}
 	}
-	if busy > 1 && len(recs) >= parallelProduceRecords {
+	parallel := busy > 1 && len(recs) >= parallelProduceRecords
+	each := func(f func(p int, idx []int)) {
+		if !parallel {
+			for p, idx := range byPart {
+				if len(idx) > 0 {
+					f(p, idx)
+				}
+			}
+			return
+		}
 		var wg sync.WaitGroup
 		for p, idx := range byPart {
 			if len(idx) > 0 {
-				wg.Go(func() { produce(p, idx) })
+				wg.Go(func() { f(p, idx) })
 			}
 		}
 		wg.Wait()
-	} else {
-		for p, idx := range byPart {
-			if len(idx) == 0 {
-				continue
-			}
-			if produce(p, idx); results[p].err != nil {
-				break
-			}
+	}
+	each(func(p int, idx []int) {
+		batch := make([]Record, len(idx))
+		for j, i := range idx {
+			batch[j] = recs[i]
+		}
+		results[p].encoded, results[p].err = l.encodeFor(topicName, batch, cfg, noProducer)
+	})
+	for p := range results {
+		if err := results[p].err; err != nil {
+			return &Pending{}, err
 		}
 	}
+	failed := atomic.Bool{} // sequential writes stop at the first failure
+	each(func(p int, idx []int) {
+		if !parallel && failed.Load() {
+			return
+		}
+		bases, end, err := parts[p].write(results[p].encoded, writeOwned)
+		results[p].end, results[p].err = end, l.deletedErr(topicName, parts[p], err)
+		if err != nil {
+			failed.Store(true)
+			return
+		}
+		for j, i := range idx {
+			recs[i].Topic, recs[i].Partition, recs[i].Offset = topicName, int32(p), bases[0]+int64(j)
+		}
+	})
 	pd := &Pending{}
 	var firstErr error
 	for p, idx := range byPart {

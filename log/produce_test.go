@@ -91,3 +91,38 @@ func BenchmarkProduceAsync(b *testing.B) {
 		}
 	}
 }
+
+// TestProduceAsync_RefusedRecordWritesNothing: a call with one record the
+// topic refuses (no key, on a compacted topic) fails with nothing written
+// in any partition, in the parallel and in the sequential path, so a
+// caller that retries the call appends no share of it twice.
+func TestProduceAsync_RefusedRecordWritesNothing(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("c", 3, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{8, 2 * parallelProduceRecords} {
+		recs := make([]Record, n)
+		for i := range recs {
+			recs[i] = Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}
+		}
+		recs[n-1].Key = nil // in the last partition's share, or any
+		pd, err := l.ProduceAsync(t.Context(), "c", recs)
+		if err == nil {
+			t.Fatalf("%d records: a record without a key was accepted on a compacted topic", n)
+		}
+		if err := pd.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(3) {
+			start, end, err := l.Offsets("c", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end != start {
+				t.Errorf("%d records: partition %d holds %d records after a refused call", n, p, end-start)
+			}
+		}
+	}
+}
