@@ -28,6 +28,10 @@ type runner struct {
 	// dead-letter topic and the warning was logged.
 	dlqSkipped atomic.Bool
 
+	// badRecords counts the records a sink task dead-lettered or skipped
+	// (badRecord); only the task's goroutine touches it.
+	badRecords int
+
 	stopSupervisor context.CancelFunc // hard stop, on shutdown
 	supervisorDone chan struct{}
 

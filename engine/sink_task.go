@@ -162,10 +162,13 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 			}
 		}
 	}
+	bad := r.badRecords
 	if err := r.write(hard, soft, sink, out); err != nil {
 		return err
 	}
-	r.m.recordsWritten.Add(float64(len(out)))
+	// Dead-lettered or skipped records were not delivered: they count in
+	// the dead-letter metric, not here.
+	r.m.recordsWritten.Add(float64(len(out) - (r.badRecords - bad)))
 	r.m.batchSeconds.Observe(time.Since(start).Seconds())
 	r.m.observeDelivery(recs)
 	return nil
@@ -397,6 +400,7 @@ func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string
 		return fmt.Errorf("sink %s: record %s/%d@%d: %w", r.spec.Name, rec.Topic, rec.Partition, rec.Offset, cause)
 	}
 	r.w.metrics.deadLettered.WithLabelValues(r.spec.Name).Inc()
+	r.badRecords++
 	attempts = tries(attempts, cause)
 	dlq := r.spec.Errors.DeadLetterTopic
 	if dlq == "" {
