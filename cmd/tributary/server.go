@@ -212,10 +212,10 @@ func (c *restClient) Partitions(ctx context.Context, topic string, create bool) 
 func (c *restClient) Append(ctx context.Context, topic string, partition int32, recs []tlog.Record) (int64, error) {
 	var body rest.ProduceJSON
 	body.Records = make([]struct {
-		Partition *int32      `json:"partition"`
-		Key       *string     `json:"key"`
-		Value     *string     `json:"value"`
-		Headers   [][2]string `json:"headers"`
+		Partition *int32            `json:"partition"`
+		Key       *string           `json:"key"`
+		Value     *string           `json:"value"`
+		Headers   []rest.HeaderJSON `json:"headers"`
 	}, len(recs))
 	for i, r := range recs {
 		p := partition
@@ -229,7 +229,7 @@ func (c *restClient) Append(ctx context.Context, topic string, partition int32, 
 			body.Records[i].Value = &v
 		}
 		for _, h := range r.Headers {
-			body.Records[i].Headers = append(body.Records[i].Headers, [2]string{h.Key, string(h.Value)})
+			body.Records[i].Headers = append(body.Records[i].Headers, rest.HeaderJSON{&h.Key, nullableString(h.Value)})
 		}
 	}
 	_, before, err := c.Offsets(ctx, topic, partition)
@@ -273,7 +273,7 @@ func (c *restClient) Read(ctx context.Context, topic string, partition int32, of
 			lr.Value = []byte(*rec.Value)
 		}
 		for _, h := range rec.Headers {
-			lr.Headers = append(lr.Headers, tlog.Header{Key: h[0], Value: []byte(h[1])})
+			lr.Headers = append(lr.Headers, h.Header())
 		}
 		res.Records = append(res.Records, lr)
 	}
@@ -360,4 +360,13 @@ func (a *app) serverClient() *restClient {
 		addr = rest.DefaultAddr
 	}
 	return newRESTClient(addr)
+}
+
+// nullableString is b as a string, nil for a nil b.
+func nullableString(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }

@@ -891,12 +891,12 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 // RecordJSON is a record on the wire of the record endpoints. Key and value
 // are strings (null for null); headers keep their order.
 type RecordJSON struct {
-	Partition int32       `json:"partition"`
-	Offset    int64       `json:"offset"`
-	Timestamp int64       `json:"timestamp"`
-	Key       *string     `json:"key"`
-	Value     *string     `json:"value"`
-	Headers   [][2]string `json:"headers,omitempty"`
+	Partition int32        `json:"partition"`
+	Offset    int64        `json:"offset"`
+	Timestamp int64        `json:"timestamp"`
+	Key       *string      `json:"key"`
+	Value     *string      `json:"value"`
+	Headers   []HeaderJSON `json:"headers,omitempty"`
 }
 
 // ReadJSON is the answer of a record read.
@@ -949,7 +949,7 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range res.Records {
 		rj := RecordJSON{Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(), Key: strPtr(rec.Key), Value: strPtr(rec.Value)}
 		for _, h := range rec.Headers {
-			rj.Headers = append(rj.Headers, [2]string{h.Key, string(h.Value)})
+			rj.Headers = append(rj.Headers, headerJSON(h))
 		}
 		out.Records = append(out.Records, rj)
 	}
@@ -975,10 +975,10 @@ func queryInt(q map[string][]string, name string, def int64) (int64, error) {
 // partition each (-1 or absent: the partitioner picks).
 type ProduceJSON struct {
 	Records []struct {
-		Partition *int32      `json:"partition"`
-		Key       *string     `json:"key"`
-		Value     *string     `json:"value"`
-		Headers   [][2]string `json:"headers"`
+		Partition *int32       `json:"partition"`
+		Key       *string      `json:"key"`
+		Value     *string      `json:"value"`
+		Headers   []HeaderJSON `json:"headers"`
 	} `json:"records"`
 }
 
@@ -1004,7 +1004,7 @@ func (s *Server) produceRecords(w http.ResponseWriter, r *http.Request) {
 			lr.Value = []byte(*rec.Value)
 		}
 		for _, h := range rec.Headers {
-			lr.Headers = append(lr.Headers, tlog.Header{Key: h[0], Value: []byte(h[1])})
+			lr.Headers = append(lr.Headers, h.Header())
 		}
 		if rec.Partition != nil && *rec.Partition >= 0 {
 			byPart[*rec.Partition] = append(byPart[*rec.Partition], lr)
@@ -1210,4 +1210,30 @@ func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, 200, map[string]any{"plan": plan, "executed": req.Execute})
+}
+
+// HeaderJSON is a record header in the record endpoints: [name, value],
+// the value null for a null header value (kcat's -J does the same).
+type HeaderJSON [2]*string
+
+func headerJSON(h tlog.Header) HeaderJSON {
+	k := h.Key
+	if h.Value == nil {
+		return HeaderJSON{&k, nil}
+	}
+	v := string(h.Value)
+	return HeaderJSON{&k, &v}
+}
+
+// Header is the log's header: a null name reads as "", a null value
+// stays nil.
+func (h HeaderJSON) Header() tlog.Header {
+	var out tlog.Header
+	if h[0] != nil {
+		out.Key = *h[0]
+	}
+	if h[1] != nil {
+		out.Value = []byte(*h[1])
+	}
+	return out
 }
