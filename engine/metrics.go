@@ -21,6 +21,7 @@ type Metrics struct {
 	batchSeconds   *prometheus.HistogramVec
 	deliverySecs   *prometheus.HistogramVec
 	status         *prometheus.GaugeVec
+	taskStatus     *prometheus.GaugeVec
 }
 
 // NewMetrics registers the worker's metrics in a new registry.
@@ -59,10 +60,14 @@ func NewMetrics() *Metrics {
 		}, []string{"connector"}),
 		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kafka_connect_connector_status",
-			Help: "1 for the connector task's current state.",
+			Help: "1 for the connector's current state (RUNNING, PAUSED or STOPPED, as GET /connectors/{name}/status shows it).",
 		}, []string{"connector", "status"}),
+		taskStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kafka_connect_connector_task_status",
+			Help: "1 for the connector task's current state (UNASSIGNED, RUNNING, PAUSED, FAILED or RESTARTING).",
+		}, []string{"connector", "task", "status"}),
 	}
-	m.Registry.MustRegister(m.recordsRead, m.recordsWritten, m.errors, m.deadLettered, m.taskFailures, m.batchSeconds, m.deliverySecs, m.status)
+	m.Registry.MustRegister(m.recordsRead, m.recordsWritten, m.errors, m.deadLettered, m.taskFailures, m.batchSeconds, m.deliverySecs, m.status, m.taskStatus)
 	return m
 }
 
@@ -75,7 +80,8 @@ type connectorMetrics struct {
 	recordsRead    prometheus.Counter
 	recordsWritten prometheus.Counter
 	batchSeconds   prometheus.Observer
-	status         [len(allStates)]prometheus.Gauge // in the order of allStates
+	status         [len(allStates)]prometheus.Gauge // of the connector, in the order of allStates
+	taskStatus     [len(allStates)]prometheus.Gauge // of its task
 
 	// Created on first use, so that a source shows no delivery latency.
 	deliveryOnce sync.Once
@@ -96,18 +102,32 @@ func (m *Metrics) forConnector(connector string) *connectorMetrics {
 	}
 	for i, st := range allStates {
 		cm.status[i] = m.status.WithLabelValues(connector, string(st))
+		cm.taskStatus[i] = m.taskStatus.WithLabelValues(connector, "0", string(st))
 	}
 	return cm
 }
 
-func (cm *connectorMetrics) setStatus(s State) {
-	for i, st := range allStates {
-		v := 0.0
-		if st == s {
-			v = 1
-		}
-		cm.status[i].Set(v)
+// setStatus sets the connector's and its task's state series: the
+// connector shows its target (RUNNING, PAUSED, STOPPED), as the REST
+// status does; the task its own state, UNASSIGNED while stopped.
+func (cm *connectorMetrics) setStatus(target, task State) {
+	if target != StatePaused && target != StateStopped {
+		target = StateRunning
 	}
+	if task == StateStopped {
+		task = StateUnassigned
+	}
+	for i, st := range allStates {
+		cm.status[i].Set(b2f(st == target))
+		cm.taskStatus[i].Set(b2f(st == task))
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (cm *connectorMetrics) observeDelivery(recs []connect.Record) {

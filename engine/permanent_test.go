@@ -78,6 +78,20 @@ func TestWorker_PermanentOpenErrorIsNotRestarted(t *testing.T) {
 	if n := opens.Load(); n != 1 {
 		t.Fatalf("opened %d times, want 1 (no restart after a permanent error)", n)
 	}
+	// /metrics as the REST status: the connector RUNNING, its task FAILED.
+	for _, c := range []struct {
+		name, status string
+		want         float64
+	}{
+		{"kafka_connect_connector_status", "RUNNING", 1},
+		{"kafka_connect_connector_status", "FAILED", 0},
+		{"kafka_connect_connector_task_status", "FAILED", 1},
+		{"kafka_connect_connector_task_status", "RUNNING", 0},
+	} {
+		if got := gaugeValue(t, h.worker, c.name, "src", c.status); got != c.want {
+			t.Errorf("%s{status=%q} = %v, want %v", c.name, c.status, got, c.want)
+		}
+	}
 
 	// A pause leaves it FAILED; the resume runs it again.
 	if err := h.worker.Pause("src"); err != nil {
@@ -149,4 +163,29 @@ func TestWorker_PermanentWriteErrorIsNotRetried(t *testing.T) {
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("wrote %d times, want 1 (neither retried nor restarted)", n)
 	}
+}
+
+// gaugeValue reads a connector's state gauge for one status (-1 when
+// absent).
+func gaugeValue(t *testing.T, w *Worker, name, connector, status string) float64 {
+	t.Helper()
+	mfs, err := w.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["connector"] == connector && labels["status"] == status {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }

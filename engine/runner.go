@@ -80,6 +80,7 @@ func newRunner(w *Worker, spec ConnectorSpec, conn connect.Connector) *runner {
 		stopSupervisor: cancel, supervisorDone: make(chan struct{}),
 		target: StateStopped, taskState: StateUnassigned, changed: make(chan struct{}),
 	}
+	r.m.setStatus(r.target, r.taskState)
 	go r.supervise(ctx)
 	return r
 }
@@ -99,6 +100,7 @@ func (r *runner) setTarget(s State) {
 	if s == StateStopped && r.softCancel != nil {
 		r.softCancel()
 	}
+	r.m.setStatus(s, r.taskState)
 	r.notifyLocked()
 }
 
@@ -128,7 +130,7 @@ func (r *runner) restart() {
 	}
 	r.restartReq = true
 	r.taskState = StateRestarting
-	r.m.setStatus(StateRestarting)
+	r.m.setStatus(r.target, StateRestarting)
 	if r.softCancel != nil {
 		r.softCancel()
 	}
@@ -144,7 +146,7 @@ func (r *runner) setTaskState(s State, trace string) {
 		return
 	}
 	r.taskState, r.trace = s, trace
-	r.m.setStatus(s)
+	r.m.setStatus(r.target, s)
 	r.notifyLocked()
 }
 
