@@ -185,7 +185,7 @@ func (t *timestampConvert) parse(s string) (time.Time, error) {
 			return ts, nil
 		}
 	}
-	want := "RFC 3339 (2024-05-01T12:00:00Z), ISO 8601 without a zone (2024-05-01T12:00:00 or 2024-05-01 12:00:00, in the zone setting) or a date (2024-05-01)"
+	want := "RFC 3339 (2024-05-01T12:00:00Z), ISO 8601 without a zone (2024-05-01T12:00:00 or 2024-05-01 12:00:00, in the timezone setting) or a date (2024-05-01)"
 	if t.format != "" {
 		want = fmt.Sprintf("format %q or %s", t.format, want)
 	}
