@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // Name is the connector's name in pipeline files.
@@ -64,6 +65,8 @@ func spec() connect.Spec {
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
 			Enum:        []string{string(decimalString), string(decimalPrecise), string(decimalDouble)},
 			Description: "How numeric and money values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
+		{Name: "skipped.operations", Type: connect.TypeList, Default: cdc.SkippedOpsDefault,
+			Description: cdc.SkippedOpsHelp},
 		{Name: "tombstones.on.delete", Type: connect.TypeBool, Default: "true",
 			Description: "Follow each delete event with a tombstone (same key, null value), so compaction removes the row."},
 		{Name: "schemas", Type: connect.TypeBool, Default: "false",
@@ -97,6 +100,7 @@ type settings struct {
 	heartbeat    time.Duration
 	decimals     decimalMode
 	tombstones   bool
+	skipped      cdc.SkippedOps
 	schemas      bool
 	txMetadata   bool
 	placeholder  string
@@ -174,6 +178,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.decimals = decimalMode(dm)
 	s.tombstones, err = cfg.Bool("tombstones.on.delete")
 	add(err)
+	if ops, err := cfg.List("skipped.operations"); err != nil {
+		add(err)
+	} else if s.skipped, err = cdc.ParseSkippedOps(ops); err != nil {
+		field("skipped.operations", "%v", err)
+	}
 	s.schemas, err = cfg.Bool("schemas")
 	add(err)
 	s.txMetadata, err = cfg.Bool("provide.transaction.metadata")
