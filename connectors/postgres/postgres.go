@@ -50,7 +50,10 @@ func spec() connect.Spec {
 		{Name: "tables", Type: connect.TypeList,
 			Description: "Tables to capture as schema.table; * and ? glob within a part (public.order_*). Empty captures every table outside the system schemas."},
 		{Name: "publication", Type: connect.TypeString,
-			Description: "Publication to stream; created for the captured tables when missing. Default: tributary_<source name>."},
+			Description: "Publication to stream (see publication.autocreate.mode). Default: tributary_<source name>."},
+		{Name: "publication.autocreate.mode", Type: connect.TypeString, Default: pubFiltered,
+			Enum:        []string{pubFiltered, pubAllTables, pubDisabled},
+			Description: "Debezium's values. filtered: create the publication for the captured tables when missing, and at each start add the tables that match tables but are missing from it (tables created since the last start) when the connector's user owns it, as it does one the connector created; all_tables: create it FOR ALL TABLES when missing (needs a superuser); disabled: never create or change it, fail when it is missing or lacks a table."},
 		{Name: "slot", Type: connect.TypeString,
 			Description: "Logical replication slot (pgoutput); created when missing. Default: tributary_<source name>, without the pipeline's name: two pipelines with a source of the same name on one database would share it (each missing the changes the other consumed), so give each its own. A source without a stored position that finds the slot existing, not created by this worker, warns and continues from the slot's confirmed LSN."},
 		{Name: "snapshot.mode", Type: connect.TypeString, Default: snapshotInitial,
@@ -88,11 +91,19 @@ func spec() connect.Spec {
 	}}
 }
 
+// Publication modes (publication.autocreate.mode), with Debezium's names.
+const (
+	pubFiltered  = "filtered"   // create for the captured tables; add new matching tables to one the user owns
+	pubAllTables = "all_tables" // create FOR ALL TABLES
+	pubDisabled  = "disabled"   // never create nor alter
+)
+
 // settings are the parsed configuration of a Source.
 type settings struct {
 	dsn          string
 	tables       []string // patterns
 	publication  string
+	pubMode      string
 	slot         string
 	snapshotMode string
 	prefix       string
@@ -148,6 +159,8 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	if s.publication == "" {
 		s.publication = base
 	}
+	s.pubMode, err = cfg.String("publication.autocreate.mode")
+	add(err)
 	s.slot, err = cfg.String("slot")
 	add(err)
 	if s.slot == "" {

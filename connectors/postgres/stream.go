@@ -143,6 +143,7 @@ func (st *streamer) run(ctx context.Context) error {
 		if now := time.Now(); !now.Before(st.nextReport) {
 			st.nextReport = now.Add(s.reportEvery)
 			s.readRetained(ctx, st.cat.conn)
+			s.warnUnpublished(ctx, st.cat.conn)
 		}
 		st.takeSignals()
 		if err := st.persistIncremental(ctx); err != nil {
