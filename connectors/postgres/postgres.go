@@ -62,7 +62,7 @@ func spec() connect.Spec {
 		{Name: "topic.prefix", Type: connect.TypeString,
 			Description: "Prefix of the topic names and source.name of the events (Debezium's topic.prefix). Default: the source name."},
 		{Name: "topic", Type: connect.TypeString, Default: "{prefix}.{schema}.{table}",
-			Description: "Topic of a table's events; {prefix}, {schema} and {table} are replaced."},
+			Description: "Topic of a table's events; {prefix}, {schema} and {table} are replaced. Required in a pipeline file, as the source's own topic key (topic: shop.{schema}.{table}), which the worker passes here (config.topic, if also given, must agree with it); the default applies only to a program that opens the source without one."},
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to write a heartbeat into the WAL (pg_logical_emit_message) and emit it to __debezium-heartbeat.<prefix>, so the slot advances while the captured tables are idle. 0 disables heartbeats."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
