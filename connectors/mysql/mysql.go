@@ -67,7 +67,7 @@ func spec() connect.Spec {
 		{Name: "topic.prefix", Type: connect.TypeString,
 			Description: "Prefix of the topic names and source.name of the events (Debezium's topic.prefix). Default: the source name."},
 		{Name: "topic", Type: connect.TypeString, Default: "{prefix}.{database}.{table}",
-			Description: "Topic of a table's events; {prefix}, {database} and {table} are replaced."},
+			Description: "Topic of a table's events; {prefix}, {database} and {table} are replaced. Required in a pipeline file, as the source's own topic key (topic: shop.{database}.{table}), which the worker passes here (config.topic, if also given, must agree with it); the default applies only to a program that opens the source without one."},
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to emit a heartbeat record (__debezium-heartbeat.<prefix>) carrying the latest binlog position while the captured tables are idle, and the server's heartbeat period. 0 disables heartbeats."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),

@@ -11,7 +11,10 @@
 // with REPLICATION, tables with a primary key or a replica identity, a
 // publication that covers the tables, a slot nobody else uses and that has
 // not moved past the stored position. It creates the publication and the
-// slot when they are missing. What no retry cures (these checks, except a
+// slot when they are missing, and adds the tables that match but are
+// missing (created since the last start) to a publication its user owns
+// (publication.autocreate.mode=filtered); while streaming, the runner
+// warns about such tables every reportEvery. What no retry cures (these checks, except a
 // slot still in use, and a server that refuses the login: no such
 // database or role, wrong password) is connect.Permanent, so the worker
 // leaves the task FAILED instead of restarting it every few seconds; a

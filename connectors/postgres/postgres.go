@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // Name is the connector's name in pipeline files.
@@ -49,7 +50,10 @@ func spec() connect.Spec {
 		{Name: "tables", Type: connect.TypeList,
 			Description: "Tables to capture as schema.table; * and ? glob within a part (public.order_*). Empty captures every table outside the system schemas."},
 		{Name: "publication", Type: connect.TypeString,
-			Description: "Publication to stream; created for the captured tables when missing. Default: tributary_<source name>."},
+			Description: "Publication to stream (see publication.autocreate.mode). Default: tributary_<source name>."},
+		{Name: "publication.autocreate.mode", Type: connect.TypeString, Default: pubFiltered,
+			Enum:        []string{pubFiltered, pubAllTables, pubDisabled},
+			Description: "Debezium's values. filtered: create the publication for the captured tables when missing, and at each start add the tables that match tables but are missing from it (tables created since the last start) when the connector's user owns it, as it does one the connector created; all_tables: create it FOR ALL TABLES when missing (needs a superuser); disabled: never create or change it, fail when it is missing or lacks a table."},
 		{Name: "slot", Type: connect.TypeString,
 			Description: "Logical replication slot (pgoutput); created when missing. Default: tributary_<source name>, without the pipeline's name: two pipelines with a source of the same name on one database would share it (each missing the changes the other consumed), so give each its own. A source without a stored position that finds the slot existing, not created by this worker, warns and continues from the slot's confirmed LSN."},
 		{Name: "snapshot.mode", Type: connect.TypeString, Default: snapshotInitial,
@@ -58,12 +62,14 @@ func spec() connect.Spec {
 		{Name: "topic.prefix", Type: connect.TypeString,
 			Description: "Prefix of the topic names and source.name of the events (Debezium's topic.prefix). Default: the source name."},
 		{Name: "topic", Type: connect.TypeString, Default: "{prefix}.{schema}.{table}",
-			Description: "Topic of a table's events; {prefix}, {schema} and {table} are replaced."},
+			Description: "Topic of a table's events; {prefix}, {schema} and {table} are replaced. Required in a pipeline file, as the source's own topic key (topic: shop.{schema}.{table}), which the worker passes here (config.topic, if also given, must agree with it); the default applies only to a program that opens the source without one."},
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to write a heartbeat into the WAL (pg_logical_emit_message) and emit it to __debezium-heartbeat.<prefix>, so the slot advances while the captured tables are idle. 0 disables heartbeats."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
 			Enum:        []string{string(decimalString), string(decimalPrecise), string(decimalDouble)},
 			Description: "How numeric and money values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
+		{Name: "skipped.operations", Type: connect.TypeList, Default: cdc.SkippedOpsDefault,
+			Description: cdc.SkippedOpsHelp},
 		{Name: "tombstones.on.delete", Type: connect.TypeBool, Default: "true",
 			Description: "Follow each delete event with a tombstone (same key, null value), so compaction removes the row."},
 		{Name: "schemas", Type: connect.TypeBool, Default: "false",
@@ -85,11 +91,19 @@ func spec() connect.Spec {
 	}}
 }
 
+// Publication modes (publication.autocreate.mode), with Debezium's names.
+const (
+	pubFiltered  = "filtered"   // create for the captured tables; add new matching tables to one the user owns
+	pubAllTables = "all_tables" // create FOR ALL TABLES
+	pubDisabled  = "disabled"   // never create nor alter
+)
+
 // settings are the parsed configuration of a Source.
 type settings struct {
 	dsn          string
 	tables       []string // patterns
 	publication  string
+	pubMode      string
 	slot         string
 	snapshotMode string
 	prefix       string
@@ -97,6 +111,7 @@ type settings struct {
 	heartbeat    time.Duration
 	decimals     decimalMode
 	tombstones   bool
+	skipped      cdc.SkippedOps
 	schemas      bool
 	txMetadata   bool
 	placeholder  string
@@ -144,6 +159,8 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	if s.publication == "" {
 		s.publication = base
 	}
+	s.pubMode, err = cfg.String("publication.autocreate.mode")
+	add(err)
 	s.slot, err = cfg.String("slot")
 	add(err)
 	if s.slot == "" {
@@ -174,6 +191,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.decimals = decimalMode(dm)
 	s.tombstones, err = cfg.Bool("tombstones.on.delete")
 	add(err)
+	if ops, err := cfg.List("skipped.operations"); err != nil {
+		add(err)
+	} else if s.skipped, err = cdc.ParseSkippedOps(ops); err != nil {
+		field("skipped.operations", "%v", err)
+	}
 	s.schemas, err = cfg.Bool("schemas")
 	add(err)
 	s.txMetadata, err = cfg.Bool("provide.transaction.metadata")

@@ -201,3 +201,31 @@ FROM pg_replication_slots WHERE slot_name = $1`, s.set.slot).Scan(&retained, &st
 	}
 	s.retainedWarned = above
 }
+
+// warnUnpublished logs a warning, once per table, for each table that
+// matches tables but is missing from the publication: one created while
+// the source runs, whose changes are not captured until a restart adds it
+// (publication.autocreate.mode=filtered, on a publication the connector's
+// user owns). Errors only skip the check.
+func (s *Source) warnUnpublished(ctx context.Context, conn *pgx.Conn) {
+	tables, err := unpublished(ctx, conn, s.set.publication, s.set.tables)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("postgres: look for tables missing from the publication", "err", err)
+		}
+		return
+	}
+	for _, t := range tables {
+		if s.unpublishedWarned[t.String()] {
+			continue
+		}
+		if s.unpublishedWarned == nil {
+			s.unpublishedWarned = map[string]bool{}
+		}
+		s.unpublishedWarned[t.String()] = true
+		s.log.Warn(fmt.Sprintf("postgres: table %s matches tables but is not in publication %s (created after the start?): its changes are not captured. "+
+			"Restart the connector to add it (publication.autocreate.mode=filtered does so on a publication the connector's user owns; else run ALTER PUBLICATION %s ADD TABLE %s;), "+
+			"then take an incremental snapshot of it (execute-snapshot) for the rows written before", t, s.set.publication, pgx.Identifier{s.set.publication}.Sanitize(), t.quoted()),
+			"table", t.String(), "publication", s.set.publication)
+	}
+}

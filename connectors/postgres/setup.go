@@ -193,11 +193,16 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-// ensurePublication creates the publication for the tables when it is
-// missing, and checks that an existing one covers them.
-func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []tableRef) error {
-	var allTables bool
-	err := conn.QueryRow(ctx, "SELECT puballtables FROM pg_publication WHERE pubname = $1", name).Scan(&allTables)
+// ensurePublication makes sure the publication covers the tables, as
+// mode (publication.autocreate.mode) allows: under filtered it is created
+// for the tables when missing, and tables missing from one the connector's
+// user owns (one it created, typically: tables created since) are added;
+// under all_tables it is created FOR ALL TABLES when missing; under
+// disabled nothing is created or changed. A missing publication or table
+// that cannot be helped so is a permanent error saying what to run.
+func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, name, mode string, tables []tableRef) error {
+	var allTables, owned bool
+	err := conn.QueryRow(ctx, "SELECT puballtables, pg_get_userbyid(pubowner) = current_user FROM pg_publication WHERE pubname = $1", name).Scan(&allTables, &owned)
 	list := make([]string, len(tables))
 	for i, t := range tables {
 		list[i] = t.quoted()
@@ -205,9 +210,16 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	ident := pgx.Identifier{name}.Sanitize()
 	if errors.Is(err, pgx.ErrNoRows) {
 		create := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", ident, strings.Join(list, ", "))
+		if mode == pubAllTables {
+			create = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", ident)
+		}
+		if mode == pubDisabled {
+			return connect.Permanent(fmt.Errorf("publication %s does not exist and publication.autocreate.mode is disabled; run: %s; (or let the connector create it: publication.autocreate.mode: filtered)", name, create))
+		}
 		if _, err := conn.Exec(ctx, create); err != nil {
 			// CREATE PUBLICATION needs the CREATE privilege on the
-			// database as well as owning the tables.
+			// database as well as owning the tables (FOR ALL TABLES:
+			// a superuser).
 			e := fmt.Errorf("create publication %s: %w; have the tables' owner (or a superuser) run: %s; "+
 				"the owner also needs CREATE on the database (GRANT CREATE ON DATABASE %s TO %s;)",
 				name, err, create, pgx.Identifier{conn.Config().Database}.Sanitize(), pgx.Identifier{conn.Config().User}.Sanitize())
@@ -216,7 +228,11 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 			}
 			return e
 		}
-		slog.Info("postgres: created publication", "publication", name, "tables", len(tables))
+		if mode == pubAllTables {
+			log.Info("postgres: created publication for all tables", "publication", name)
+		} else {
+			log.Info("postgres: created publication", "publication", name, "tables", len(tables))
+		}
 		return nil
 	}
 	if err != nil {
@@ -240,16 +256,68 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read the tables of publication %s: %w", name, err)
 	}
-	var missing []string
+	var missing, names []string
 	for i, t := range tables {
 		if !have[t.String()] {
 			missing = append(missing, list[i])
+			names = append(names, t.String())
 		}
 	}
-	if len(missing) > 0 {
-		return connect.Permanent(fmt.Errorf("publication %s does not publish %s; run: ALTER PUBLICATION %s ADD TABLE %s;", name, strings.Join(missing, ", "), ident, strings.Join(missing, ", ")))
+	if len(missing) == 0 {
+		return nil
 	}
-	return nil
+	alter := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s;", ident, strings.Join(missing, ", "))
+	if mode == pubFiltered && owned {
+		if _, err := conn.Exec(ctx, alter); err != nil {
+			e := fmt.Errorf("add %s to publication %s: %w; have the tables' owner (or a superuser) run: %s", strings.Join(missing, ", "), name, err, alter)
+			if refused(err) {
+				return connect.Permanent(e)
+			}
+			return e
+		}
+		log.Info("postgres: added tables to the publication (they match tables but were not in it: created since the last start?); "+
+			"their changes are captured from now on, rows written before are not: take an incremental snapshot of them (execute-snapshot signal) for those",
+			"publication", name, "tables", strings.Join(names, ","))
+		return nil
+	}
+	why := "it is not owned by the connector's user, so the connector leaves it alone"
+	if mode == pubDisabled {
+		why = "publication.autocreate.mode is disabled"
+	}
+	return connect.Permanent(fmt.Errorf("publication %s does not publish %s (%s); run: %s", name, strings.Join(missing, ", "), why, alter))
+}
+
+// unpublished lists the ordinary tables that match patterns but are not
+// in the publication (none when it is FOR ALL TABLES, or missing): tables
+// created since the start, whose changes pgoutput does not send.
+func unpublished(ctx context.Context, conn *pgx.Conn, publication string, patterns []string) ([]tableRef, error) {
+	rows, err := conn.Query(ctx, `
+SELECT n.nspname, c.relname
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
+  AND NOT (SELECT puballtables FROM pg_publication WHERE pubname = $1)
+  AND NOT EXISTS (SELECT 1 FROM pg_publication_tables pt
+                  WHERE pt.pubname = $1 AND pt.schemaname = n.nspname AND pt.tablename = c.relname)
+ORDER BY 1, 2`, publication)
+	if err != nil {
+		return nil, fmt.Errorf("list tables missing from publication %s: %w", publication, err)
+	}
+	var out []tableRef
+	for rows.Next() {
+		var t tableRef
+		if err := rows.Scan(&t.schema, &t.name); err != nil {
+			return nil, fmt.Errorf("list tables missing from publication %s: %w", publication, err)
+		}
+		if matchAny(patterns, t.String()) {
+			out = append(out, t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables missing from publication %s: %w", publication, err)
+	}
+	return out, nil
 }
 
 // slotInfo is a row of pg_replication_slots.

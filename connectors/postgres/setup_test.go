@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -90,11 +91,121 @@ func TestSetup_SlotInUse(t *testing.T) {
 	wantPermanent(t, err, false) // it clears by itself when the other consumer lets go
 }
 
+// TestSetup_PublicationMissingTable: a publication that lacks a captured
+// table is left alone, with the command to run, when another role owns it
+// or publication.autocreate.mode is disabled.
 func TestSetup_PublicationMissingTable(t *testing.T) {
 	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "CREATE TABLE b (id int PRIMARY KEY)", "CREATE PUBLICATION pub FOR TABLE a")
-	_, err := tryOpen(t, db.dsn, map[string]string{"publication": "pub"}, nil)
-	wantErr(t, err, `publication pub does not publish "public"."b"`, `ALTER PUBLICATION "pub" ADD TABLE "public"."b";`)
+	_, err := tryOpen(t, db.dsn, map[string]string{"publication": "pub", "publication.autocreate.mode": "disabled"}, nil)
+	wantErr(t, err, `publication pub does not publish "public"."b"`, "publication.autocreate.mode is disabled", `ALTER PUBLICATION "pub" ADD TABLE "public"."b";`)
 	wantPermanent(t, err, true)
+
+	db.exec(t, "DO $$ BEGIN CREATE ROLE pub_owner; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+	db.exec(t, "GRANT CREATE ON DATABASE "+db.name+" TO pub_owner")
+	db.exec(t, "ALTER PUBLICATION pub OWNER TO pub_owner")
+	t.Cleanup(func() { db.conn.Exec(context.Background(), "ALTER PUBLICATION pub OWNER TO CURRENT_USER") })
+	_, err = tryOpen(t, db.dsn, map[string]string{"publication": "pub"}, nil)
+	wantErr(t, err, `publication pub does not publish "public"."b"`, "not owned by the connector's user", `ALTER PUBLICATION "pub" ADD TABLE "public"."b";`)
+	wantPermanent(t, err, true)
+	if got := db.queryString(t, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables WHERE pubname = 'pub'"); got != "a" {
+		t.Errorf("publication changed: it publishes %s", got)
+	}
+}
+
+// TestSetup_PublicationDisabledMissing: under disabled, a missing
+// publication is not created.
+func TestSetup_PublicationDisabledMissing(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	_, err := tryOpen(t, db.dsn, map[string]string{"publication": "pub", "publication.autocreate.mode": "disabled"}, nil)
+	wantErr(t, err, "publication pub does not exist", `CREATE PUBLICATION "pub" FOR TABLE "public"."a"`)
+	wantPermanent(t, err, true)
+	if n := db.queryString(t, "SELECT count(*)::text FROM pg_publication"); n != "0" {
+		t.Errorf("%s publications, want none", n)
+	}
+}
+
+// TestSetup_PublicationAllTables: all_tables creates the publication FOR
+// ALL TABLES, and only the captured tables' changes are emitted.
+func TestSetup_PublicationAllTables(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "CREATE TABLE other (id int PRIMARY KEY)")
+	s := openSource(t, db, map[string]string{"publication": "pub", "publication.autocreate.mode": "all_tables", "tables": "public.a", "snapshot.mode": "never"}, nil)
+	if got := db.queryString(t, "SELECT puballtables::text FROM pg_publication WHERE pubname = 'pub'"); got != "true" {
+		t.Errorf("puballtables = %s", got)
+	}
+	db.exec(t, "INSERT INTO other VALUES (1)")
+	db.exec(t, "INSERT INTO a VALUES (2)")
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if evs[0].Rec.Topic != "src.public.a" || string(evs[0].Rec.Key) != `{"id":2}` {
+		t.Errorf("first event %s %s, want the insert into a", evs[0].Rec.Topic, evs[0].Rec.Key)
+	}
+}
+
+// TestSetup_PublicationGetsNewTables: a table created while the source
+// runs that matches its tables pattern is not in the publication the
+// source created; at the next start the source adds it (logged at INFO)
+// instead of failing, streams its changes from then on, and an incremental
+// snapshot brings the rows written before.
+func TestSetup_PublicationGetsNewTables(t *testing.T) {
+	db := newDB(t, "CREATE TABLE fullt1 (id int PRIMARY KEY)", "CREATE TABLE other (id int PRIMARY KEY)")
+	cfg := map[string]string{"tables": "public.full*", "publication": "s3pub", "snapshot.mode": "never"}
+	var log syncBuffer // the runner logs while the test reads
+	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
+	s, err := tryOpenSource(t, db.dsn, cfg, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	db.exec(t, "INSERT INTO fullt1 VALUES (1)")
+	pos := lastPosition(readRecords(t, s, 1, 30*time.Second))
+	db.exec(t, "CREATE TABLE fullt2 (id int PRIMARY KEY)")
+	db.exec(t, "CREATE TABLE other2 (id int PRIMARY KEY)") // matches nothing: no warning
+	db.exec(t, "INSERT INTO fullt2 VALUES (10)")           // before the restart: not in the publication
+	// While running, the source warns (once) that fullt2 is not captured.
+	want := "table public.fullt2 matches tables but is not in publication s3pub"
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning %q in:\n%s", want, log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Close(context.Background())
+	if warns := strings.Count(log.String(), "level=WARN"); warns != 1 || !strings.Contains(log.String(), `ALTER PUBLICATION \"s3pub\" ADD TABLE \"public\".\"fullt2\"`) {
+		t.Errorf("%d warnings, want 1 naming the ALTER:\n%s", warns, log.String())
+	}
+
+	log.Reset()
+	s, err = tryOpenSource(t, db.dsn, cfg, logTo, pos)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	if got := db.queryString(t, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_publication_tables WHERE pubname = 's3pub'"); got != "fullt1,fullt2" {
+		t.Errorf("publication has %s, want fullt1,fullt2", got)
+	}
+	if !strings.Contains(log.String(), "level=INFO") || !strings.Contains(log.String(), "added tables to the publication") || !strings.Contains(log.String(), "tables=public.fullt2") {
+		t.Errorf("no INFO line about the added table in:\n%s", log.String())
+	}
+	db.exec(t, "INSERT INTO fullt2 VALUES (11)")
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if e := evs[0]; e.Rec.Topic != "src.public.fullt2" || string(e.Rec.Key) != `{"id":11}` || e.Ev.Op != connect.OpCreate {
+		t.Fatalf("first event after the restart: %s %s, want the insert of 11 into fullt2", e.Rec.Topic, e.Rec.Key)
+	}
+	// The row written before the restart comes with an incremental snapshot.
+	if err := s.ExecuteSnapshot(t.Context(), []string{`public\.fullt2`}); err != nil {
+		t.Fatalf("ExecuteSnapshot: %v", err)
+	}
+	var reads []string
+	readUntil(t, s, 30*time.Second, func(recs []connect.Record) bool {
+		reads = reads[:0]
+		for _, e := range decode(t, recs) {
+			if e.Ev != nil && e.Ev.Op == connect.OpRead {
+				reads = append(reads, string(e.Rec.Key))
+			}
+		}
+		return len(reads) >= 2
+	})
+	if strings.Join(reads, ",") != `{"id":10},{"id":11}` {
+		t.Errorf("incremental snapshot read %s, want ids 10 and 11", reads)
+	}
 }
 
 func TestSetup_SlotGoneOrAhead(t *testing.T) {
@@ -293,4 +404,28 @@ func mustLSN(t *testing.T, s string) pglogrepl.LSN {
 		t.Fatal(err)
 	}
 	return lsn
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.Reset()
 }

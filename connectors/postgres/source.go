@@ -61,6 +61,9 @@ type Source struct {
 	rep            reporter       // what Report shows
 	reportEvery    time.Duration  // how often the runner reads the slot's retained WAL; tests shorten it
 	retainedWarned bool           // the runner logged the retained-WAL warning (until it clears)
+	// unpublishedWarned holds the tables the runner warned are missing
+	// from the publication (each is warned about once).
+	unpublishedWarned map[string]bool
 }
 
 // plan is what Open decided the runner does.
@@ -166,7 +169,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		schema, table, _ := strings.Cut(s.set.signalTable, ".")
 		published = append(slices.Clone(p.tables), tableRef{schema, table})
 	}
-	if err := ensurePublication(ctx, s.meta, s.set.publication, published); err != nil {
+	if err := ensurePublication(ctx, s.meta, s.log, s.set.publication, s.set.pubMode, published); err != nil {
 		return err
 	}
 	slot, err := readSlot(ctx, s.meta, s.set.slot)

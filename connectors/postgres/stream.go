@@ -143,6 +143,7 @@ func (st *streamer) run(ctx context.Context) error {
 		if now := time.Now(); !now.Before(st.nextReport) {
 			st.nextReport = now.Add(s.reportEvery)
 			s.readRetained(ctx, st.cat.conn)
+			s.warnUnpublished(ctx, st.cat.conn)
 		}
 		st.takeSignals()
 		if err := st.persistIncremental(ctx); err != nil {
@@ -594,6 +595,11 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 	if st.chunk != nil {
 		st.streamed(rel, op, rel.key(before), rel.key(after))
 	}
+	if st.src.set.skipped.Skips(op) {
+		// skipped.operations: the change still counts for the
+		// incremental snapshot's chunk above, as an emitted one would.
+		return nil
+	}
 	rec, err := st.enc.recordIn(&st.blk, rel, st.event(rel, op, before, after, lsn))
 	if err != nil {
 		return err
@@ -615,22 +621,63 @@ func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after 
 	if st.chunk != nil {
 		st.streamed(rel, connect.OpUpdate, rel.key(before), rel.key(after))
 	}
-	del, err := st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpDelete, before, nil, lsn))
-	if err != nil {
-		return err
+	// As in Debezium, skipped.operations sees the two events: d leaves
+	// out the delete (and its tombstone), c the create.
+	skipDel, skipCre := st.src.set.skipped.Skips(connect.OpDelete), st.src.set.skipped.Skips(connect.OpCreate)
+	if skipDel && skipCre {
+		return nil
 	}
-	cre, err := st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpCreate, nil, after, lsn))
-	if err != nil {
-		return err
+	var del, cre connect.Record
+	var err error
+	if !skipDel {
+		if del, err = st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpDelete, before, nil, lsn)); err != nil {
+			return err
+		}
 	}
-	del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
-	cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
-	st.pending = append(st.pending, del)
-	if st.src.set.tombstones {
-		st.pending = append(st.pending, connect.Tombstone(del))
+	if !skipCre {
+		if cre, err = st.enc.recordIn(&st.blk, rel, st.event(rel, connect.OpCreate, nil, after, lsn)); err != nil {
+			return err
+		}
 	}
-	st.pending = append(st.pending, cre)
+	if skipDel || skipCre {
+		// The header of the one emitted names the other's key, encoded
+		// as the skipped event's key would have been.
+		k, err := st.keyOnly(rel, before, after, skipDel)
+		if err != nil {
+			return err
+		}
+		if skipDel {
+			del.Key = k
+		} else {
+			cre.Key = k
+		}
+	}
+	if !skipDel {
+		del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
+		st.pending = append(st.pending, del)
+		if st.src.set.tombstones {
+			st.pending = append(st.pending, connect.Tombstone(del))
+		}
+	}
+	if !skipCre {
+		cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
+		st.pending = append(st.pending, cre)
+	}
 	return st.maybeFlush(ctx)
+}
+
+// keyOnly returns the encoded key of the delete (old key) or the create
+// (new key) of a key change whose event is skipped, without counting it
+// as an event.
+func (st *streamer) keyOnly(rel *relation, before, after connect.Row, old bool) ([]byte, error) {
+	ev := &connect.ChangeEvent{Op: connect.OpCreate, After: after, Key: rel.key(after),
+		Source: st.enc.source(rel, connect.SnapshotFalse, st.commitTime, st.xid, 0, st.lastCommit)}
+	if old {
+		ev.Op, ev.Before, ev.After, ev.Key = connect.OpDelete, before, nil, rel.key(before)
+	}
+	ev.SetTime(time.Now())
+	rec, err := st.enc.record(rel, ev)
+	return rec.Key, err
 }
 
 func (st *streamer) maybeFlush(ctx context.Context) error {

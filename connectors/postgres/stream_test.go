@@ -139,7 +139,7 @@ func TestStream_ToastTruncateAndSchemaChange(t *testing.T) {
 		"ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL",
 		"ALTER TABLE docs_full ALTER COLUMN body SET STORAGE EXTERNAL",
 	)
-	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}, nil)
+	s := openSource(t, db, map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false", "skipped.operations": "none"}, nil)
 	big := strings.Repeat("x", 10000)
 	db.exec(t, "INSERT INTO docs VALUES (1, 't', $1)", big)
 	db.exec(t, "INSERT INTO docs_full VALUES (1, 't', $1)", big)
@@ -214,5 +214,68 @@ func TestStream_SchemasEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(string(recs[1].Value), `"f":"NaN"`) {
 		t.Errorf("NaN not written as \"NaN\": %s", recs[1].Value)
+	}
+}
+
+// TestStream_SkippedOperations checks skipped.operations: by default a
+// truncate is not emitted (its event has no key, which a compacted topic
+// refuses), and each of c, u, d leaves out its events, the two halves of
+// a key change included. A marker insert ends each run, so that an event
+// that should have been skipped shows up before it.
+func TestStream_SkippedOperations(t *testing.T) {
+	for _, tc := range []struct {
+		skip string // "" for the default
+		want []string
+	}{
+		// c 1, u 1, key change 1→2 (d, tombstone, c), d 2 (+ tombstone), t, c marker
+		{"", []string{"c {1}", "u {1}", "d {1} newkey={2}", "tombstone {1}", "c {2} oldkey={1}", "d {2}", "tombstone {2}", "c {9}"}},
+		{"none", []string{"c {1}", "u {1}", "d {1} newkey={2}", "tombstone {1}", "c {2} oldkey={1}", "d {2}", "tombstone {2}", "t", "c {9}"}},
+		{"d,u", []string{"c {1}", "c {2} oldkey={1}", "t", "c {9}"}},
+		{"c,t", []string{"u {1}", "d {1} newkey={2}", "tombstone {1}", "d {2}", "tombstone {2}"}},
+	} {
+		name := strings.ReplaceAll(tc.skip, ",", "_")
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			db := newDB(t, "CREATE TABLE k (id int PRIMARY KEY, v text)")
+			cfg := map[string]string{"snapshot.mode": "never"}
+			if tc.skip != "" {
+				cfg["skipped.operations"] = tc.skip
+			}
+			s := openSource(t, db, cfg, nil)
+			db.exec(t, "INSERT INTO k VALUES (1, 'a')")
+			db.exec(t, "UPDATE k SET v = 'b' WHERE id = 1")
+			db.exec(t, "UPDATE k SET id = 2 WHERE id = 1")
+			db.exec(t, "DELETE FROM k WHERE id = 2")
+			db.exec(t, "TRUNCATE k")
+			db.exec(t, "INSERT INTO k VALUES (9, 'marker')")
+			if strings.Contains(tc.skip, "c") {
+				db.exec(t, "UPDATE k SET v = 'end' WHERE id = 9") // the marker, when inserts are skipped
+				tc.want = append(tc.want, "u {9}")
+			}
+			var got []string
+			for _, e := range decode(t, readRecords(t, s, len(tc.want), 30*time.Second)) {
+				key := strings.NewReplacer(`{"id":`, "{").Replace(string(e.Rec.Key))
+				var d string
+				switch {
+				case e.Ev == nil:
+					d = "tombstone " + key
+				case e.Ev.Op == connect.OpTruncate:
+					d = "t" + key // a truncate has no key
+				default:
+					d = string(e.Ev.Op) + " " + key
+				}
+				for _, h := range []string{"__debezium.newkey", "__debezium.oldkey"} {
+					if v, ok := e.Rec.Header(h); ok {
+						d += " " + strings.TrimPrefix(h, "__debezium.") + "=" + strings.NewReplacer(`{"id":`, "{").Replace(string(v))
+					}
+				}
+				got = append(got, d)
+			}
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("skipped.operations=%q:\n got %s\nwant %s", tc.skip, strings.Join(got, "; "), strings.Join(tc.want, "; "))
+			}
+		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package cdc holds what the change-data-capture sources (postgres, mysql)
-// share beyond the connect API: for now, how Debezium's signals name the
-// tables they act on.
+// share beyond the connect API: how Debezium's signals name the tables
+// they act on, and which operations skipped.operations leaves out.
 package cdc
 
 import (
@@ -94,4 +94,57 @@ func Send[R any](ctx context.Context, ch chan<- R, done <-chan struct{}, streami
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// SkippedOpsDefault is the default of skipped.operations, as in Debezium
+// 2.x: truncates are not emitted (a truncate event has no key, which a
+// compacted topic refuses).
+const SkippedOpsDefault = "t"
+
+// SkippedOpsHelp describes skipped.operations for a connector's spec.
+const SkippedOpsHelp = "Change events not to emit, as Debezium's skipped.operations: any of c (insert), u (update), d (delete, with its tombstone), t (truncate); none emits them all. " +
+	"Snapshot reads (r) are always emitted. The default skips truncates, whose events have no key: a compacted topic (cleanup.policy=compact) refuses them."
+
+// SkippedOps is the set of change operations a source does not emit
+// (Debezium's skipped.operations).
+type SkippedOps struct{ c, u, d, t bool }
+
+// ParseSkippedOps reads the values of skipped.operations: c, u, d and t,
+// or none alone (an empty list is none too).
+func ParseSkippedOps(values []string) (SkippedOps, error) {
+	var s SkippedOps
+	for _, v := range values {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "c":
+			s.c = true
+		case "u":
+			s.u = true
+		case "d":
+			s.d = true
+		case "t":
+			s.t = true
+		case "none":
+			if len(values) != 1 {
+				return SkippedOps{}, fmt.Errorf("none cannot be combined with other operations (%s)", strings.Join(values, ","))
+			}
+		default:
+			return SkippedOps{}, fmt.Errorf("%q: give any of c, u, d, t, or none", v)
+		}
+	}
+	return s, nil
+}
+
+// Skips reports whether events of op are not emitted.
+func (s SkippedOps) Skips(op connect.Op) bool {
+	switch op {
+	case connect.OpCreate:
+		return s.c
+	case connect.OpUpdate:
+		return s.u
+	case connect.OpDelete:
+		return s.d
+	case connect.OpTruncate:
+		return s.t
+	}
+	return false
 }

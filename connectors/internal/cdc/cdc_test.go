@@ -62,3 +62,36 @@ func TestSend(t *testing.T) {
 		t.Errorf("to a closed source: %v", err)
 	}
 }
+
+func TestParseSkippedOps(t *testing.T) {
+	all := []connect.Op{connect.OpCreate, connect.OpUpdate, connect.OpDelete, connect.OpTruncate, connect.OpRead, connect.OpMessage}
+	for _, tc := range []struct {
+		in   []string
+		skip string // the ops of all that are skipped
+	}{
+		{[]string{SkippedOpsDefault}, "t"},
+		{[]string{"none"}, ""},
+		{nil, ""},
+		{[]string{"c", " U ", "d"}, "cud"},
+		{[]string{"t", "d"}, "dt"},
+	} {
+		s, err := ParseSkippedOps(tc.in)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.in, err)
+		}
+		var got string
+		for _, op := range all {
+			if s.Skips(op) {
+				got += string(op)
+			}
+		}
+		if got != tc.skip {
+			t.Errorf("%q skips %q, want %q", tc.in, got, tc.skip)
+		}
+	}
+	for _, bad := range [][]string{{"x"}, {"none", "t"}, {"r"}} {
+		if _, err := ParseSkippedOps(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
