@@ -104,13 +104,25 @@ func (e *Embedded) Append(ctx context.Context, records []connect.Record) (func(c
 		pd, err := e.log.ProduceAsync(ctx, topic, recs)
 		pending = append(pending, pd)
 		if err != nil {
-			return wait, fmt.Errorf("produce to %s: %w", topic, err)
+			return wait, refusal(fmt.Errorf("produce to %s: %w", topic, err))
 		}
 		for j, i := range idx {
 			records[i].Partition, records[i].Offset = recs[j].Partition, recs[j].Offset
 		}
 	}
 	return wait, nil
+}
+
+// refusal marks an append error that retrying the same records cannot
+// cure as connect.Permanent: a record without a key for a compacted topic
+// (a CDC truncate event, say) or one larger than the topic's
+// max.message.bytes. The task then stays FAILED with the error, which
+// says what to change, instead of restarting on the same records forever.
+func refusal(err error) error {
+	if errors.Is(err, tlog.ErrCompactedTopicNilKey) || errors.Is(err, tlog.ErrRecordTooLarge) {
+		return connect.Permanent(err)
+	}
+	return err
 }
 
 // oneTopic reports whether every record names the first one's topic.
@@ -138,7 +150,7 @@ func (e *Embedded) appendTopic(ctx context.Context, records []connect.Record) (f
 	pd, err := e.log.ProduceAsync(ctx, topic, recs)
 	wait := func(ctx context.Context) error { return pd.Wait(ctx) }
 	if err != nil {
-		return wait, fmt.Errorf("produce to %s: %w", topic, err)
+		return wait, refusal(fmt.Errorf("produce to %s: %w", topic, err))
 	}
 	for i := range records {
 		records[i].Partition, records[i].Offset = recs[i].Partition, recs[i].Offset

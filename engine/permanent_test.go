@@ -189,3 +189,42 @@ func gaugeValue(t *testing.T, w *Worker, name, connector, status string) float64
 	}
 	return -1
 }
+
+// keylessSource reads one record without a key, then nothing.
+type keylessSource struct{ opens *atomic.Int32 }
+
+func (s *keylessSource) Open(ctx context.Context, cfg connect.Config) error {
+	s.opens.Add(1)
+	return nil
+}
+func (s *keylessSource) Read(ctx context.Context) ([]connect.Record, error) {
+	return []connect.Record{{Value: []byte(`{"op":"t"}`), Position: connect.Position(`{"n":1}`)}}, nil
+}
+func (s *keylessSource) Ack(ctx context.Context, pos connect.Position) error { return nil }
+func (s *keylessSource) Close(ctx context.Context) error                     { return nil }
+
+// TestWorker_CompactedTopicRefusalIsPermanent: a record without a key for
+// a compacted topic (a CDC truncate event) fails the task for good, with
+// the fix in its trace, instead of restarting on the same record forever.
+func TestWorker_CompactedTopicRefusalIsPermanent(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	if err := h.log.CreateTopic("cdc", 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	opens := new(atomic.Int32)
+	h.worker.Registry().MustRegister(connect.Connector{Name: "keyless", Kind: connect.KindSource, Version: "test",
+		NewSource: func() connect.Source { return &keylessSource{opens: opens} }})
+	if err := h.worker.Start(ctx, ConnectorSpec{Name: "src", Kind: connect.KindSource, Connector: "keyless", Topic: "cdc"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "FAILED", func() bool { return taskState(t, h.worker, "src").State == StateFailed })
+	time.Sleep(200 * time.Millisecond) // restarts, were there any, come 10-50 ms apart
+	ts := taskState(t, h.worker, "src")
+	if ts.State != StateFailed || !strings.Contains(ts.Trace, "cleanup.policy=delete") {
+		t.Fatalf("task = %+v, want FAILED with the fix in its trace", ts)
+	}
+	if n := opens.Load(); n != 1 {
+		t.Fatalf("opened %d times, want 1 (no restart on a refusal retrying cannot cure)", n)
+	}
+}
