@@ -43,19 +43,22 @@ func TestSink_Upsert_UnchangedTOAST(t *testing.T) {
 	s := e.open(t)
 	write(t, s,
 		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(29, "S", big("x"), []byte("blob29"), []any{"p"})), 0),
-		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(30, "T1", big("y"), []byte("blob30"), []any{"a", "b"})), 1),
+		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(30, "T0", big("q"), []byte("old30"), []any{"old"})), 1),
 		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(31, "U", big("z"), nil, nil)), 2),
 	)
+	flush(t, s)
+	// A committed update: the lookup must see it, not the row it replaced.
+	write(t, s, at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(30, "T1", big("y"), []byte("blob30"), []any{"a", "b"})), 3))
 	flush(t, s)
 
 	// A new task: nothing buffered, so the previous values come from the
 	// table, by key (29 and 31 must not leak into 30).
 	s = e.open(t)
-	write(t, s, at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(30, "T2", ph, []byte(ph), []any{ph})), 3))
+	write(t, s, at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(30, "T2", ph, []byte(ph), []any{ph})), 4))
 	// Within one commit: the row buffered for the key.
 	write(t, s,
-		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(32, "V1", big("w"), []byte("blob32"), nil)), 4),
-		at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(32, "V2", ph, []byte(ph), nil)), 5),
+		at(changeRecord(t, topic, toastCols, connect.OpCreate, nil, toastRow(32, "V1", big("w"), []byte("blob32"), nil)), 5),
+		at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(32, "V2", ph, []byte(ph), nil)), 6),
 	)
 	flush(t, s)
 
@@ -83,7 +86,7 @@ func TestSink_Upsert_UnchangedTOAST(t *testing.T) {
 	}
 
 	// A key the sink has no row of: the record fails, and says how to fix it.
-	err := s.Write(t.Context(), []connect.Record{at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(99, "X", ph, nil, nil)), 6)})
+	err := s.Write(t.Context(), []connect.Record{at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(99, "X", ph, nil, nil)), 7)})
 	var bad *connect.BadRecordError
 	if !errors.As(err, &bad) || bad.Index != 0 {
 		t.Fatalf("update of an unknown key with a placeholder: %v, want a bad record at 0", err)
@@ -96,8 +99,8 @@ func TestSink_Upsert_UnchangedTOAST(t *testing.T) {
 	}
 	// After a delete in the same commit there is no previous value either.
 	err = s.Write(t.Context(), []connect.Record{
-		at(changeRecord(t, topic, toastCols, connect.OpDelete, toastRow(31, "U", nil, nil, nil), nil), 7),
-		at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(31, "U2", ph, nil, nil)), 8),
+		at(changeRecord(t, topic, toastCols, connect.OpDelete, toastRow(31, "U", nil, nil, nil), nil), 8),
+		at(changeRecord(t, topic, toastCols, connect.OpUpdate, nil, toastRow(31, "U2", ph, nil, nil)), 9),
 	})
 	if !errors.As(err, &bad) || bad.Index != 1 || !strings.Contains(err.Error(), "REPLICA IDENTITY FULL") {
 		t.Fatalf("update after a delete with a placeholder: %v, want a bad record at 1", err)

@@ -387,7 +387,7 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 	}
 
 	if len(unchanged) > 0 {
-		if err := w.keepUnchanged(ctx, row, unchanged, key); err != nil {
+		if err := w.keepUnchanged(ctx, row, unchanged, names, key); err != nil {
 			return err
 		}
 	}

@@ -66,8 +66,8 @@ func (w *tableWriter) unchangedError(col, why string) error {
 // keepUnchanged fills the row's columns at positions cols, whose values
 // the update did not carry, with the key's previous values: from the row
 // buffered for the key, else from the table (a scan filtered on the key
-// columns: only such updates pay for it).
-func (w *tableWriter) keepUnchanged(ctx context.Context, row []any, cols []int, key []any) error {
+// columns names: only such updates pay for it).
+func (w *tableWriter) keepUnchanged(ctx context.Context, row []any, cols []int, names []string, key []any) error {
 	if j, ok := w.byKey[keyString(key)]; ok {
 		if !w.live[j] {
 			return w.unchangedError(w.cols[cols[0]].name, "the key's row was deleted before this update")
@@ -84,7 +84,10 @@ func (w *tableWriter) keepUnchanged(ctx context.Context, row []any, cols []int, 
 	if w.tbl == nil || w.truncated {
 		return w.unchangedError(w.cols[cols[0]].name, "the table holds no row of this key")
 	}
-	prev, found, err := w.lookup(ctx, key, cols)
+	prev, found, err := w.lookup(ctx, names, key, cols)
+	if connect.IsBadRecord(err) {
+		return err
+	}
 	if err != nil {
 		return connect.Retryable(fmt.Errorf("read the previous row of a key of table %s (for an unchanged TOASTed value): %w", w.name, err))
 	}
@@ -97,20 +100,20 @@ func (w *tableWriter) keepUnchanged(ctx context.Context, row []any, cols []int, 
 	return nil
 }
 
-// lookup reads the committed row of a key and returns its values of the
-// columns at positions cols (nil for a column the table does not have yet),
-// in the buffered form.
-func (w *tableWriter) lookup(ctx context.Context, key []any, cols []int) ([]any, bool, error) {
+// lookup reads the committed row of a key (the values key of the columns
+// keyNames) and returns its values of the columns at positions cols (nil
+// for a column the table does not have yet), in the buffered form.
+func (w *tableWriter) lookup(ctx context.Context, keyNames []string, key []any, cols []int) ([]any, bool, error) {
 	sc := w.tbl.Schema()
 	var preds []ib.BooleanExpression
-	for n, p := range w.key {
-		f, ok := sc.FindFieldByName(w.cols[p].name)
+	for n, name := range keyNames {
+		f, ok := sc.FindFieldByName(name)
 		if !ok {
 			return nil, false, nil // a key column the table lacks: no row has this key
 		}
 		pred, err := equalTo(f.Name, key[n], f.Type)
 		if err != nil {
-			return nil, false, err
+			return nil, false, connect.BadRecord(err)
 		}
 		preds = append(preds, pred)
 	}
@@ -127,7 +130,7 @@ func (w *tableWriter) lookup(ctx context.Context, key []any, cols []int) ([]any,
 	out := make([]any, len(cols))
 	if len(names) == 0 {
 		// Select a key column to learn whether the row exists.
-		names = append(names, w.cols[w.key[0]].name)
+		names = append(names, keyNames[0])
 	}
 	scan := w.tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(names...))
 	defer scan.Close()
