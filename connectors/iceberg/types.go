@@ -172,22 +172,23 @@ var errNoIcebergValue = errors.New("no Iceberg value")
 // write them).
 func nonFiniteText(v any) bool {
 	s, ok := v.(string)
-	if !ok {
+	if !ok || len(s) < 3 || len(s) > len("+infinity") {
 		return false
 	}
-	switch strings.ToLower(s) {
-	case "nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf":
-		return true
+	for _, w := range [...]string{"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"} {
+		if strings.EqualFold(s, w) {
+			return true
+		}
 	}
 	return false
 }
 
 // parseNonFinite returns the float64 of non-finite text.
 func parseNonFinite(s string) float64 {
-	switch strings.ToLower(s) {
-	case "nan":
+	switch {
+	case strings.EqualFold(s, "nan"):
 		return math.NaN()
-	case "-infinity", "-inf":
+	case strings.HasPrefix(s, "-"):
 		return math.Inf(-1)
 	}
 	return math.Inf(1)
