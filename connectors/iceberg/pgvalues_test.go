@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/iceberg/internal/restfixture"
 )
 
 // Values Postgres change events carry that are not plain column values:
@@ -236,7 +237,17 @@ func truncateRecord(t *testing.T, topic string, offset int64) connect.Record {
 // buffered before it, not those after it, in the same commit; redelivered,
 // it is skipped like any record the table holds.
 func TestSink_Upsert_Truncate(t *testing.T) {
-	e := newEnv(t, map[string]string{"mode": "upsert", "metadata.columns": "false"})
+	values := map[string]string{"mode": "upsert", "metadata.columns": "false"}
+	t.Run("sql", func(t *testing.T) { testTruncate(t, newEnv(t, values)) })
+	// A REST catalog that checks each commit's requirements: the truncate's
+	// snapshot and the rows' go in one commit.
+	t.Run("rest", func(t *testing.T) {
+		_, e := startREST(t, restfixture.Options{}, values)
+		testTruncate(t, e)
+	})
+}
+
+func testTruncate(t *testing.T, e *env) {
 	const topic = "pg.shop.items"
 	cols := []connect.Schema{{Type: connect.SchemaInt64, Field: "id"}, {Type: connect.SchemaString, Optional: true, Field: "name"}}
 	item := func(op connect.Op, id int64, name string, offset int64) connect.Record {
