@@ -34,7 +34,14 @@
 // (removing the key's rows of earlier snapshots) and the key's last row
 // unless it was deleted (merge-on-read). Repeated keys within one commit
 // are folded in memory, since Iceberg's equality deletes do not apply to
-// rows of their own snapshot.
+// rows of their own snapshot. A truncate event drops the buffered rows and
+// makes the commit delete every data file of the table (in a snapshot
+// committed with the one that adds the later rows). A value that is the
+// placeholder for an unchanged TOASTed value (unavailable.value.placeholder)
+// keeps the key's previous value: from the buffer, else read from the table
+// by a scan filtered on the key (unchanged.go); without one the record is
+// bad. Values Iceberg cannot hold (timestamp infinities, numeric NaN) are
+// written as null in optional columns, with one warning per column.
 //
 // # Exactly once
 //

@@ -97,6 +97,8 @@ func spec() connect.Spec {
 			Description: "Roll data files at this size (write.target-file-size-bytes of the tables the sink creates)."},
 		{Name: "schema", Type: connect.TypeList,
 			Description: "Pins column types, e.g. [id long not null, amount decimal(10,2), ts timestamptz]; other columns come from the record's schema or are inferred from JSON values."},
+		{Name: "unavailable.value.placeholder", Type: connect.TypeString, Default: connect.UnavailableValue,
+			Description: "upsert: the placeholder a change event carries for an unchanged TOASTed value (the Postgres source's setting of the same name): the column keeps the key's previous value instead (from the rows buffered, else read from the table by key); an update of a key the sink has no row of fails as a bad record."},
 		{Name: "metadata.columns", Type: connect.TypeBool, Default: "true",
 			Description: "Add the columns _topic, _partition, _offset, _timestamp and, for change events, _op."},
 		{Name: "metadata.prefix", Type: connect.TypeString, Default: "_",
@@ -136,6 +138,7 @@ type options struct {
 	targetFileSize  int64
 	pinned          map[string]pinnedColumn
 	metadata        bool
+	placeholder     string // for unchanged TOASTed values
 	prefix          string
 	metaNames       []string
 	offsetsKey      string
@@ -163,6 +166,7 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 		template: str("table"),
 		prefix:   str("metadata.prefix"),
 	}
+	o.placeholder = str("unavailable.value.placeholder")
 	cc := catalogConfig{typ: str("catalog.type"), uri: str("catalog.uri"), name: str("catalog.name"), warehouse: str("warehouse"),
 		restWarehouse: str("catalog.warehouse"), credential: str("catalog.credential"), token: str("catalog.token"),
 		oauthURI: str("catalog.oauth2.server.uri"), scope: str("catalog.scope"), prefix: str("catalog.prefix")}
@@ -413,7 +417,7 @@ func (s *Sink) add(ctx context.Context, r *connect.Record) error {
 		s.stats.tables.Store(int64(len(s.tables)))
 	}
 	before, skipped := w.count, w.nskipped
-	if err := w.add(r, &ev); err != nil {
+	if err := w.add(ctx, r, &ev); err != nil {
 		return err
 	}
 	s.pending += int64(w.count - before)

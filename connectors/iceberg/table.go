@@ -64,6 +64,11 @@ type tableWriter struct {
 	nskipped  int64        // records skipped because the table held them
 	pending   map[tp]int64 // the highest buffered offset
 	count     int          // buffered records
+	// truncated says that a truncate event is buffered (upsert mode): the
+	// commit deletes every row of the table before it adds the rows
+	// buffered after the event.
+	truncated bool
+	nulled    map[string]bool // columns warned of a value written as null
 
 	lastExpiry  time.Time // when this task last expired the table's snapshots; zero before its first commit
 	lastCompact time.Time // when this task last compacted the table; zero before its first commit
@@ -224,7 +229,7 @@ type change struct {
 }
 
 // add buffers one record. Errors that are the record's fault are BadRecord.
-func (w *tableWriter) add(r *connect.Record, ev *event) error {
+func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) error {
 	if w.skip(r) {
 		return nil // committed before a restart: exactly once
 	}
@@ -235,7 +240,17 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 		}
 	}
 	if upsert && ev.op == connect.OpTruncate {
-		return connect.BadRecord(errors.New("truncate events are not supported in upsert mode; drop them with a filter transform"))
+		// Every row goes: the buffered ones now, the table's in the
+		// commit's snapshot, before the rows buffered after this event.
+		if w.tbl == nil && w.count == 0 {
+			return nil // no table, no rows: nothing to remove
+		}
+		w.rows, w.keys, w.live = nil, nil, nil
+		clear(w.byKey)
+		w.truncated = true
+		w.pending[tp{r.Topic, r.Partition}] = r.Offset
+		w.count++
+		return nil
 	}
 	if !upsert && ev.tombstone {
 		return nil
@@ -248,8 +263,25 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 	var changes []change
 	row := make([]any, len(w.cols), len(w.cols)+4)
 	staged := map[string]int{} // new columns of this record → position in row
+	// Columns whose unchanged TOASTed value the update did not carry:
+	// they keep the key's previous value.
+	var unchanged []int
+	liveRow := !(ev.op == connect.OpDelete || ev.tombstone)
 	for _, fv := range values {
 		i, exists := w.index[fv.name]
+		if upsert && liveRow {
+			var t ib.Type
+			if exists {
+				t = w.cols[i].typ
+			}
+			if isUnavailable(fv.value, w.o.placeholder, t) {
+				if !exists {
+					return w.unchangedError(fv.name, "the table has no such column yet")
+				}
+				unchanged = append(unchanged, i)
+				continue
+			}
+		}
 		if !exists {
 			if _, ok := staged[fv.name]; ok {
 				return connect.BadRecord(fmt.Errorf("field %q appears twice", fv.name))
@@ -258,8 +290,12 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 				continue // a null of unknown type adds nothing
 			}
 			v, err := convert(fv.value, fv.schema, fv.typ)
+			if errors.Is(err, errNoIcebergValue) && !w.o.pinnedRequired(fv.name) {
+				v, err = nil, nil
+				w.warnNull(fv.name, fv.typ, fv.value)
+			}
 			if err != nil {
-				return connect.BadRecord(fmt.Errorf("field %q: %w", fv.name, err))
+				return connect.BadRecord(fmt.Errorf("field %q, column %s.%s (%s): %w%s", fv.name, w.name, fv.name, fv.typ, err, noValueFix(err)))
 			}
 			staged[fv.name] = len(row)
 			row = append(row, v)
@@ -268,6 +304,9 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 		}
 		col := w.cols[i]
 		target := col.typ
+		if isFloat(col.typ) && nonFiniteText(fv.value) {
+			fv.typ = col.typ // Debezium writes a non-finite real or double as text
+		}
 		switch {
 		case fv.typ == nil, canPromote(fv.typ, col.typ):
 		case canPromote(col.typ, fv.typ) && fv.strict:
@@ -277,8 +316,12 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 			return connect.BadRecord(fmt.Errorf("field %q is %s, but column %s.%s is %s: Iceberg can only widen int to long, float to double and a decimal's precision; change the table or route the record elsewhere", fv.name, fv.typ, w.name, fv.name, col.typ))
 		}
 		v, err := convert(fv.value, fv.schema, target)
+		if errors.Is(err, errNoIcebergValue) && !col.required {
+			v, err = nil, nil
+			w.warnNull(fv.name, col.typ, fv.value)
+		}
 		if err != nil {
-			return connect.BadRecord(fmt.Errorf("field %q, column %s.%s (%s): %w", fv.name, w.name, fv.name, col.typ, err))
+			return connect.BadRecord(fmt.Errorf("field %q, column %s.%s (%s): %w%s", fv.name, w.name, fv.name, col.typ, err, noValueFix(err)))
 		}
 		row[i] = v
 	}
@@ -343,6 +386,12 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 		}
 	}
 
+	if len(unchanged) > 0 {
+		if err := w.keepUnchanged(ctx, row, unchanged, names, key); err != nil {
+			return err
+		}
+	}
+
 	// Required (pinned not null, or key) columns must have a value.
 	for i, c := range w.cols {
 		if c.required && row[i] == nil && !(upsert && (ev.op == connect.OpDelete || ev.tombstone)) {
@@ -380,7 +429,6 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 			}
 		}
 		ks := keyString(key)
-		liveRow := !(ev.op == connect.OpDelete || ev.tombstone)
 		if j, ok := w.byKey[ks]; ok {
 			w.rows[j], w.live[j] = row, liveRow
 		} else {
@@ -395,6 +443,38 @@ func (w *tableWriter) add(r *connect.Record, ev *event) error {
 	w.pending[tp{r.Topic, r.Partition}] = r.Offset
 	w.count++
 	return nil
+}
+
+// warnNull logs, once per column, that a value Iceberg's type cannot
+// hold (timestamp infinity, numeric NaN) is written as null.
+func (w *tableWriter) warnNull(col string, t ib.Type, v any) {
+	if w.nulled[col] {
+		return
+	}
+	if w.nulled == nil {
+		w.nulled = map[string]bool{}
+	}
+	w.nulled[col] = true
+	w.o.log.Warn(fmt.Sprintf("iceberg sink: column %s.%s (%s): %q has no Iceberg %s value; written as null, as every such value of this column (logged once per column)", w.name, col, t, v, t),
+		"table", w.name, "column", col, "value", v)
+}
+
+// noValueFix is what an error's message adds for a required column given a
+// value Iceberg cannot hold.
+func noValueFix(err error) string {
+	if !errors.Is(err, errNoIcebergValue) {
+		return ""
+	}
+	return "; the column is required (a key column, or not null in the schema setting), so null cannot stand in for it: " +
+		"change the value at the source, or make the column optional"
+}
+
+func isFloat(t ib.Type) bool {
+	switch t.(type) {
+	case ib.Float32Type, ib.Float64Type:
+		return true
+	}
+	return false
 }
 
 func changeType(changes []change, name string) ib.Type {
@@ -507,7 +587,25 @@ func (w *tableWriter) commit(ctx context.Context) error {
 			files = append(files, df)
 		}
 	}
+	offsets := maps.Clone(w.committed)
+	for k, off := range w.pending {
+		if cur, ok := offsets[k]; !ok || off > cur {
+			offsets[k] = off
+		}
+	}
+	props := ib.Properties{w.o.offsetsKey: encodeOffsets(offsets)}
 	tx := tbl.NewTransaction()
+	truncate := w.truncated && tbl.CurrentSnapshot() != nil
+	if truncate {
+		// Drops every data file of the table (copy-on-write, the default
+		// write.delete.mode) in a snapshot of its own, committed with the
+		// one below in one catalog commit. Equality delete files stay:
+		// they only apply to data files of earlier snapshots, and
+		// compaction drops them.
+		if err := tx.Delete(ctx, ib.AlwaysTrue{}, props); err != nil {
+			return fmt.Errorf("truncate table %s: %w", w.name, err)
+		}
+	}
 	var deletes []ib.DataFile
 	if w.o.mode == modeUpsert && len(w.keys) > 0 {
 		ids := make([]int, len(w.key))
@@ -531,20 +629,15 @@ func (w *tableWriter) commit(ctx context.Context) error {
 			return fmt.Errorf("write equality delete files of table %s: %w", w.name, err)
 		}
 	}
-	if len(files) == 0 && len(deletes) == 0 {
+	if len(files) == 0 && len(deletes) == 0 && !truncate {
 		w.reset()
 		return nil
 	}
-	offsets := maps.Clone(w.committed)
-	for k, off := range w.pending {
-		if cur, ok := offsets[k]; !ok || off > cur {
-			offsets[k] = off
+	if len(files) > 0 || len(deletes) > 0 {
+		rd := tx.NewRowDelta(props).AddRows(files...).AddDeletes(deletes...)
+		if err := rd.Commit(ctx); err != nil {
+			return fmt.Errorf("stage commit of table %s: %w", w.name, err)
 		}
-	}
-	props := ib.Properties{w.o.offsetsKey: encodeOffsets(offsets)}
-	rd := tx.NewRowDelta(props).AddRows(files...).AddDeletes(deletes...)
-	if err := rd.Commit(ctx); err != nil {
-		return fmt.Errorf("stage commit of table %s: %w", w.name, err)
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
@@ -631,6 +724,7 @@ func (w *tableWriter) reset() {
 	clear(w.byKey)
 	clear(w.pending)
 	w.count = 0
+	w.truncated = false
 }
 
 // batchRows is how many rows go into one Arrow record batch.

@@ -161,6 +161,39 @@ func parseType(s string) (ib.Type, error) {
 // errNoConversion is wrapped by convert when a value does not fit a column.
 var errNoConversion = errors.New("does not fit")
 
+// errNoIcebergValue is wrapped by convert for a value that Postgres has and
+// Iceberg's type does not: timestamp 'infinity' and '-infinity', numeric
+// 'NaN' and the infinities. Such a value never fits: the sink writes null
+// instead (into an optional column) or fails the record.
+var errNoIcebergValue = errors.New("no Iceberg value")
+
+// nonFiniteText reports whether v is the text of a non-finite number or
+// timestamp: NaN, Infinity, -Infinity (any case, as Postgres and Jackson
+// write them).
+func nonFiniteText(v any) bool {
+	s, ok := v.(string)
+	if !ok || len(s) < 3 || len(s) > len("+infinity") {
+		return false
+	}
+	for _, w := range [...]string{"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"} {
+		if strings.EqualFold(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseNonFinite returns the float64 of non-finite text.
+func parseNonFinite(s string) float64 {
+	switch {
+	case strings.EqualFold(s, "nan"):
+		return math.NaN()
+	case strings.HasPrefix(s, "-"):
+		return math.Inf(-1)
+	}
+	return math.Inf(1)
+}
+
 // convert turns a value of the record (in connect's value model, typed by
 // the Connect schema s when known) into the buffered form for a column of
 // type t.
@@ -207,6 +240,11 @@ func convert(v any, s *connect.Schema, t ib.Type) (any, error) {
 				return bad()
 			}
 			return f, nil
+		case string:
+			// Debezium writes a non-finite real or double as text.
+			if nonFiniteText(n) {
+				return parseNonFinite(n), nil
+			}
 		}
 		return bad()
 	case ib.BooleanType:
@@ -280,6 +318,9 @@ func convert(v any, s *connect.Schema, t ib.Type) (any, error) {
 			}
 			return x * 1000, nil // epoch milliseconds
 		case string:
+			if nonFiniteText(x) {
+				return nil, fmt.Errorf("%w: %q is not a point in time, and an Iceberg %s cannot hold it", errNoIcebergValue, x, t)
+			}
 			ts, err := parseTime(x)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %q is not an ISO-8601 timestamp", errNoConversion, x)
@@ -329,6 +370,9 @@ func toDecimal(v any, s *connect.Schema, t ib.DecimalType) (any, error) {
 		text = string(x)
 	default:
 		return nil, fmt.Errorf("%w: a %s value for a %s column", errNoConversion, describe(v), t)
+	}
+	if nonFiniteText(text) {
+		return nil, fmt.Errorf("%w: %q is not a number an Iceberg %s can hold", errNoIcebergValue, text, t)
 	}
 	r, ok := new(big.Rat).SetString(text)
 	if !ok {
