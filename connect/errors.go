@@ -103,8 +103,10 @@ func IsRetryable(err error) bool {
 // its trace and does not restart it until the user restarts or resumes the
 // connector, as Kafka Connect leaves a failed task. A permanent error is
 // never retried, even when it is also marked Retryable; a bad record still
-// wins over it in a sink (the record is dead-lettered). The marker keeps
-// the message of the error it wraps.
+// wins over it in a sink (with errors tolerance all the record is
+// dead-lettered; with none, a bad record also marked Permanent leaves the
+// task FAILED without restarts, where another one restarts it). The marker
+// keeps the message of the error it wraps.
 type PermanentError struct {
 	// Err is what went wrong.
 	Err error

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -226,5 +227,61 @@ func TestWorker_CompactedTopicRefusalIsPermanent(t *testing.T) {
 	}
 	if n := opens.Load(); n != 1 {
 		t.Fatalf("opened %d times, want 1 (no restart on a refusal retrying cannot cure)", n)
+	}
+}
+
+// badSink reports its first record bad, marked Permanent when permanent
+// is set; it counts writes.
+type badSink struct {
+	writes    *atomic.Int32
+	permanent bool
+}
+
+func (s *badSink) Open(ctx context.Context, cfg connect.Config) error { return nil }
+func (s *badSink) Write(ctx context.Context, recs []connect.Record) error {
+	s.writes.Add(1)
+	err := errors.New(`column shop.t.ts (timestamptz, required): "infinity" does not fit`)
+	if s.permanent {
+		err = connect.Permanent(err)
+	}
+	return connect.BadRecordAt(0, err)
+}
+func (s *badSink) Close(ctx context.Context) error { return nil }
+
+// TestWorker_PermanentBadRecordWithoutTolerance: with errors tolerance
+// none, a bad record the sink marks Permanent leaves the task FAILED
+// without restarts (no retry can write it); another bad record fails the
+// task, which restarts with backoff as before.
+func TestWorker_PermanentBadRecordWithoutTolerance(t *testing.T) {
+	for _, permanent := range []bool{true, false} {
+		t.Run(fmt.Sprint("permanent=", permanent), func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := t.Context()
+			writes := new(atomic.Int32)
+			h.worker.Registry().MustRegister(connect.Connector{Name: "bad", Kind: connect.KindSink, Version: "test",
+				NewSink: func() connect.Sink { return &badSink{writes: writes, permanent: permanent} }})
+			if err := h.log.CreateTopic("in", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.log.Append(ctx, "in", 0, []tlog.Record{{Value: []byte("1")}}); err != nil {
+				t.Fatal(err)
+			}
+			spec := ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "bad", Topics: []string{"in"}}
+			if err := h.worker.Start(ctx, spec, ""); err != nil {
+				t.Fatal(err)
+			}
+			if !permanent {
+				waitFor(t, "a restart", func() bool { return writes.Load() >= 2 })
+				return
+			}
+			waitFor(t, "FAILED", func() bool { return taskState(t, h.worker, "dst").State == StateFailed })
+			time.Sleep(300 * time.Millisecond) // restarts, were there any, come 10-50 ms apart
+			if ts := taskState(t, h.worker, "dst"); ts.State != StateFailed || !strings.Contains(ts.Trace, "infinity") {
+				t.Fatalf("task = %+v, want FAILED with the record's error", ts)
+			}
+			if n := writes.Load(); n != 1 {
+				t.Fatalf("%d writes, want 1 (no restart)", n)
+			}
+		})
 	}
 }

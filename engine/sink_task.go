@@ -397,7 +397,16 @@ func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []conn
 // the task fails.
 func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string, attempts int, cause error) error {
 	if r.spec.Errors.Tolerance != "all" {
-		return fmt.Errorf("sink %s: record %s/%d@%d: %w", r.spec.Name, rec.Topic, rec.Partition, rec.Offset, cause)
+		err := fmt.Errorf("sink %s: record %s/%d@%d: %w", r.spec.Name, rec.Topic, rec.Partition, rec.Offset, cause)
+		var pe *connect.PermanentError
+		if errors.As(cause, &pe) {
+			// The sink says no retry can write this record (a value its
+			// table cannot hold): the task stays FAILED until the user
+			// acts, as Kafka Connect leaves it, rather than restarting
+			// on the same record forever.
+			return connect.Permanent(errors.New(err.Error()))
+		}
+		return err
 	}
 	r.w.metrics.deadLettered.WithLabelValues(r.spec.Name).Inc()
 	r.badRecords++

@@ -384,7 +384,13 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		}
 		if err := s.add(ctx, r); err != nil {
 			if connect.IsBadRecord(err) {
-				return connect.BadRecordAt(i, fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
+				bad := fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+				if !connect.IsRetryable(err) {
+					// What the record holds does not change: without a
+					// dead-letter topic the task stays FAILED.
+					bad = connect.Permanent(bad)
+				}
+				return connect.BadRecordAt(i, bad)
 			}
 			return fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 		}
