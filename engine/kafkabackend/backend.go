@@ -288,7 +288,7 @@ func (b *Backend) Append(ctx context.Context, records []connect.Record) (func(co
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
-					firstErr = fmt.Errorf("produce to %s: %w", kr.Topic, err)
+					firstErr = refusal(fmt.Errorf("produce to %s: %w", kr.Topic, err))
 				}
 				mu.Unlock()
 				return
@@ -308,6 +308,21 @@ func (b *Backend) Append(ctx context.Context, records []connect.Record) (func(co
 		defer mu.Unlock()
 		return firstErr
 	}, nil
+}
+
+// refusal marks a produce error that retrying the same records cannot
+// cure as connect.Permanent, as the embedded backend does: the cluster
+// refused a record (no key for a compacted topic: INVALID_RECORD) or found
+// it too large. The task then stays FAILED with the error instead of
+// restarting on the same records forever.
+func refusal(err error) error {
+	switch {
+	case errors.Is(err, kerr.InvalidRecord):
+		return connect.Permanent(fmt.Errorf("%w (a record without a key for a compacted topic? give each record a key, or set the topic's cleanup.policy to delete)", err))
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return connect.Permanent(fmt.Errorf("%w (raise the topic's max.message.bytes, and the producer's, or send smaller records)", err))
+	}
+	return err
 }
 
 func toKgo(r connect.Record) *kgo.Record {
