@@ -464,6 +464,14 @@ func withFileLimitHint(err error) error {
 	return err
 }
 
+// IsInternalTopic reports whether a topic holds the log's or the worker's
+// own state: __consumer_offsets (the groups' committed offsets) and the
+// topics named _tributary.* (the worker's source positions, ...). They
+// cannot be deleted, as Kafka refuses to delete its internal topics.
+func IsInternalTopic(name string) bool {
+	return name == OffsetsTopic || strings.HasPrefix(name, "_tributary.")
+}
+
 // DeleteTopic removes a topic and its data, and every consumer group's
 // committed offsets of it (as Kafka does). It is all or nothing: the topic
 // is gone once meta.json no longer lists it, and its partitions are closed
@@ -474,6 +482,9 @@ func withFileLimitHint(err error) error {
 // directories' files happens last, without the lock; a crash during it is
 // finished by the next Open.
 func (l *Log) DeleteTopic(name string) error {
+	if IsInternalTopic(name) {
+		return fmt.Errorf("%w: %s holds committed offsets or source positions and cannot be deleted (deleting it would make every group and source start over)", ErrInternalTopic, name)
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -385,3 +385,23 @@ func TestDeleteTopic_WaitingReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteTopic_InternalRefused: the groups' offsets topic and the
+// worker's _tributary.* topics cannot be deleted (a deletion made every
+// source and group start over: events stored twice), as Kafka refuses to
+// delete its internal topics.
+func TestDeleteTopic_InternalRefused(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	for _, name := range []string{"_tributary.offsets", OffsetsTopic} {
+		if err := l.CreateTopic(name, 1, map[string]string{"cleanup.policy": "compact"}); err != nil && !errors.Is(err, ErrTopicExists) {
+			t.Fatal(err)
+		}
+		if err := l.DeleteTopic(name); !errors.Is(err, ErrInternalTopic) {
+			t.Errorf("DeleteTopic(%s) = %v, want ErrInternalTopic", name, err)
+		}
+		if _, err := l.Partitions(name); err != nil {
+			t.Errorf("%s after a refused delete: %v", name, err)
+		}
+	}
+}

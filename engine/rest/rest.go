@@ -171,7 +171,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, engine.ErrConflict), errors.Is(err, tlog.ErrTopicExists), errors.Is(err, tlog.ErrGroupNotEmpty):
 		code = http.StatusConflict
-	case errors.Is(err, engine.ErrBadRequest), errors.Is(err, tlog.ErrInvalidConfig), errors.Is(err, tlog.ErrInvalidTopicName),
+	case errors.Is(err, engine.ErrBadRequest), errors.Is(err, tlog.ErrInvalidConfig), errors.Is(err, tlog.ErrInvalidTopicName), errors.Is(err, tlog.ErrInternalTopic),
 		errors.Is(err, tlog.ErrInvalidPartitions), errors.Is(err, tlog.ErrOffsetOutOfRange):
 		code = http.StatusBadRequest
 	}

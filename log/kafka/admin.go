@@ -112,9 +112,6 @@ func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsR
 		if name != "" {
 			rt.Topic = kmsg.StringPtr(name)
 		}
-		if err == nil && name == tlog.OffsetsTopic {
-			err = fmt.Errorf("%w: %s is internal and holds every group's committed offsets", kerr.InvalidTopicException, name)
-		}
 		if err == nil {
 			if d, derr := s.log.DescribeTopic(name); derr == nil {
 				rt.TopicID = topicID(d.ID)

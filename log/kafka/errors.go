@@ -21,7 +21,7 @@ func errorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, tlog.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
-	case errors.Is(err, tlog.ErrInvalidTopicName):
+	case errors.Is(err, tlog.ErrInvalidTopicName), errors.Is(err, tlog.ErrInternalTopic):
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, tlog.ErrInvalidPartitions):
 		return kerr.InvalidPartitions.Code
