@@ -7,14 +7,14 @@ import (
 
 // Sentinel errors callers branch on.
 var (
-	ErrUnknownTopic         = errors.New("unknown topic")
-	ErrTopicExists          = errors.New("topic already exists")
-	ErrUnknownPartition     = errors.New("unknown partition")
-	ErrInvalidConfig        = errors.New("invalid topic config")
-	ErrInvalidTopicName     = errors.New("invalid topic name")
+	ErrUnknownTopic     = errors.New("unknown topic")
+	ErrTopicExists      = errors.New("topic already exists")
+	ErrUnknownPartition = errors.New("unknown partition")
+	ErrInvalidConfig    = errors.New("invalid topic config")
+	ErrInvalidTopicName = errors.New("invalid topic name")
 	// ErrInternalTopic: the topic holds the log's or the worker's own
 	// state (IsInternalTopic) and cannot be deleted.
-	ErrInternalTopic = errors.New("internal topic")
+	ErrInternalTopic        = errors.New("internal topic")
 	ErrOffsetOutOfRange     = errors.New("offset out of range")
 	ErrRecordTooLarge       = errors.New("record batch too large")
 	ErrClosed               = errors.New("log closed")
