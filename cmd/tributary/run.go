@@ -158,7 +158,13 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	return w.Shutdown(sctx)
+	if err := w.Shutdown(sctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("drain: a task did not finish its batch within --drain-timeout %s (%w); what it had not committed is delivered again at the next start (raise --drain-timeout to let it finish)", drain, err)
+		}
+		return fmt.Errorf("drain: %w", err)
+	}
+	return nil
 }
 
 // pluginDirsToScan drops the --plugins-dir entries that cannot hold a
