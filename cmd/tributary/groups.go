@@ -75,6 +75,7 @@ func newGroupsListCmd(a *app) *cobra.Command {
 
 func newGroupsDescribeCmd(a *app) *cobra.Command {
 	var all bool
+	var named []string
 	cmd := &cobra.Command{
 		Use:   "describe GROUP... | --all-groups",
 		Short: "Show a group's committed offsets and lag per partition",
@@ -93,6 +94,7 @@ policy (auto.offset.reset), so move its offsets deliberately with
 reset-offsets.`,
 		Example: `  tributary groups describe billing`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args = append(args, named...)
 			if all == (len(args) > 0) {
 				return usageErrorf(cmd.CommandPath(), "give group names or --all-groups")
 			}
@@ -121,6 +123,7 @@ reset-offsets.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all-groups", false, "describe every group")
+	cmd.Flags().StringArrayVar(&named, "group", nil, "a group to describe, as kafka-consumer-groups.sh --group takes it (the same as naming it)")
 	return cmd
 }
 
@@ -220,7 +223,12 @@ offset, with a warning on stderr.`,
 		Example: `  tributary groups reset-offsets --group billing --topic orders --to-earliest
   tributary groups reset-offsets --group billing --topic orders:0,1 --shift-by -100 --execute
   tributary groups reset-offsets --group billing --all-topics --by-duration PT30M --execute`,
-		Args: noArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf(cmd.CommandPath(), "%s takes no arguments, got %q: name the group with --group %s", cmd.CommandPath(), args, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReset(cmd, a, o)
 		},

@@ -52,7 +52,7 @@ func TestGroups_ConsumeCommitsAndDescribe(t *testing.T) {
 	if got := byPartition(t, out); !slices.Equal(got[0], []string{"d"}) || !slices.Equal(got[1], []string{"e", "f"}) {
 		t.Errorf("second consume = %q, want d from partition 0 and e, f from 1", out)
 	}
-	desc, _ = mustRun(t, dir, "", "groups", "describe", "billing")
+	desc, _ = mustRun(t, dir, "", "groups", "describe", "--group", "billing") // as kafka-consumer-groups.sh takes it
 	wantTable(t, "describe after catching up", desc, [][]string{
 		describeHeader,
 		{"billing", "orders", "0", "4", "4", "0", "-", "-", "-"},
@@ -65,7 +65,9 @@ func TestGroups_ConsumeCommitsAndDescribe(t *testing.T) {
 	if out, _ := mustRun(t, dir, "", "groups", "list"); out != "billing\n" {
 		t.Errorf("groups list = %q", out)
 	}
-	err := mustFail(t, dir, "", "groups", "describe", "nope")
+	err := mustFail(t, dir, "", "groups", "reset-offsets", "billing", "--all-topics", "--to-earliest")
+	wantContains(t, "reset-offsets with a group argument", err.Error(), "--group billing")
+	err = mustFail(t, dir, "", "groups", "describe", "nope")
 	if !errors.Is(err, tlog.ErrUnknownGroup) {
 		t.Errorf("describe unknown group: %v", err)
 	}
