@@ -67,7 +67,7 @@ func spec() connect.Spec {
 		{Name: "tls.key", Type: connect.TypeString,
 			Description: "PEM private key file of tls.cert."},
 		{Name: "cors.origins", Type: connect.TypeList,
-			Description: "Origins browsers may send events from (e.g. https://www.example.com), or * for any. Empty allows no cross-origin requests."},
+			Description: "Origins browsers may send events from (e.g. https://www.example.com), or * for any. Empty allows no cross-origin requests. A request whose Origin is not listed (nor this host's own) is refused with 403 origin_not_allowed, preflight or not; requests without an Origin (server-side SDKs) are not affected."},
 		{Name: "max.message.bytes", Type: connect.TypeSize, Default: "32KiB", Min: "256B", Max: "16MiB",
 			Description: "Largest message, as sent."},
 		{Name: "max.batch.bytes", Type: connect.TypeSize, Default: "500KiB", Min: "256B", Max: "256MiB",

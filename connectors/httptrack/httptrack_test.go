@@ -669,6 +669,21 @@ func TestCORS(t *testing.T) {
 	if a.status != 200 || a.header.Get("Access-Control-Allow-Origin") != "https://shop.example.com" {
 		t.Errorf("POST with Origin: %d %v", a.status, a.header)
 	}
+	// A simple (text/plain) POST from another site, which browsers send
+	// without a preflight, is refused too, and stores nothing.
+	n := len(h.records())
+	a = h.post("/v1/t", `{"userId":"u","event":"Evil","writeKey":"`+testKey+`"}`, map[string]string{"Origin": "https://evil.example.net", "Content-Type": "text/plain"})
+	if _, _, code, _ := a.errorAt(0); a.status != 403 || code != "origin_not_allowed" || a.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("POST from another origin: %d %s %v", a.status, a.raw, a.header)
+	}
+	// A page this host served itself is not cross-origin; a server-side
+	// SDK sends no Origin.
+	a = h.post("/v1/t", `{"userId":"u","event":"Own","writeKey":"`+testKey+`"}`, map[string]string{"Origin": h.url, "Content-Type": "text/plain"})
+	wantStatus(t, a, 200)
+	wantStatus(t, h.post("/v1/t", `{"userId":"u","event":"Server","writeKey":"`+testKey+`"}`, nil), 200)
+	if got := len(h.records()) - n; got != 2 {
+		t.Errorf("%d records stored after the refused POST and two accepted ones, want 2", got)
+	}
 }
 
 // TestUnavailable checks 503 with Retry-After when the log does not

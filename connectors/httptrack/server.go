@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -387,11 +388,14 @@ func (s *Source) cors(w http.ResponseWriter, r *http.Request) bool {
 	}
 	allowed := s.set.corsAny || s.set.corsOrigins[strings.TrimRight(origin, "/")]
 	if !allowed {
-		if r.Method == http.MethodOptions {
-			writeError(w, http.StatusForbidden, problem{Index: -1, Code: "origin_not_allowed", Message: "origin " + clipString(origin) + " is not in cors.origins"})
-			return false
+		if r.Method != http.MethodOptions && sameOrigin(origin, r.Host) {
+			return true // a page served by this host: not cross-origin
 		}
-		return true // no CORS headers: the browser hides the answer
+		// Refused, preflight or not: browsers send analytics.js's
+		// text/plain POSTs without a preflight, so hiding the answer
+		// (no CORS headers) would still let any site write events.
+		writeError(w, http.StatusForbidden, problem{Index: -1, Code: "origin_not_allowed", Message: "origin " + clipString(origin) + " is not in cors.origins"})
+		return false
 	}
 	h := w.Header()
 	h.Add("Vary", "Origin")
@@ -406,6 +410,13 @@ func (s *Source) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Set("Access-Control-Max-Age", "86400")
 	}
 	return true
+}
+
+// sameOrigin reports whether an Origin header names the host the request
+// was sent to (a page this server served itself).
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }
 
 // clientIP returns the address of the client: the last entry of the
