@@ -180,17 +180,20 @@ func TestRetention_ByTime(t *testing.T) {
 		t.Fatalf("Read(%d) at the log start: %v, %v", start, res, err)
 	}
 
-	// Everything is past retention now: every segment goes but the active
-	// one, which keeps taking appends.
+	// Everything is past retention now, the active segment too: it is
+	// rolled and deleted, as Kafka does (a topic nobody writes to any more
+	// keeps nothing past retention.ms), and a new empty one takes appends.
 	clock.set(t0.Add(3 * time.Hour))
 	l.EnforceRetention()
 	d, err := l.DescribeTopic("r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	active := bases[len(bases)-1]
-	if p := d.Partitions[0]; p.Segments != 1 || p.LogStartOffset != active || p.LogEndOffset != 400 {
-		t.Fatalf("after everything expired: %+v, want 1 segment starting at %d (the active one), end 400", p, active)
+	if p := d.Partitions[0]; p.Segments != 1 || p.LogStartOffset != 400 || p.LogEndOffset != 400 {
+		t.Fatalf("after everything expired: %+v, want 1 empty segment at 400", p)
+	}
+	if after, _ := segmentFiles(t, dir, "r", 0); len(after) != 1 || after[0] != 400 {
+		t.Fatalf("segment files %v after everything expired, want one at 400", after)
 	}
 	if base, err := l.Append(t.Context(), "r", 0, []Record{{Value: []byte("new")}}); err != nil || base != 400 {
 		t.Fatalf("Append after retention = %d, %v", base, err)
@@ -200,8 +203,11 @@ func TestRetention_ByTime(t *testing.T) {
 	}
 	l = openTestLog(t, dir, withClock(clock))
 	defer l.Close()
-	if start, end, _ := l.Offsets("r", 0); start != active || end != 401 {
-		t.Fatalf("after reopen: offsets [%d, %d), want [%d, 401)", start, end, active)
+	if start, end, _ := l.Offsets("r", 0); start != 400 || end != 401 {
+		t.Fatalf("after reopen: offsets [%d, %d), want [400, 401)", start, end)
+	}
+	if res, err := l.Read(t.Context(), "r", 0, 400, ReadOptions{}); err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "new" {
+		t.Fatalf("Read(400) after reopen: %v, %v", res, err)
 	}
 }
 

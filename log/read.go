@@ -186,12 +186,16 @@ func (p *partition) bounds() (start, end int64) {
 }
 
 // enforceRetention deletes whole segments, oldest first, while they are past
-// retention.ms or the partition is over retention.bytes. It never deletes
-// the active segment. It returns how many segments went.
+// retention.ms or the partition is over retention.bytes. The active segment
+// goes only when every record in it is past retention.ms: it is rolled
+// first (rollExpiredActive). It returns how many segments went.
 func (p *partition) enforceRetention(now time.Time) (int, error) {
 	cfg := p.cfg()
 	if !cfg.Delete {
 		return 0, nil
+	}
+	if err := p.rollExpiredActive(now, cfg); err != nil {
+		return 0, err
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -236,6 +240,33 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	p.logger().Info("retention deleted segments", "segments", n, "log_start_offset", logStart)
 	p.l.metrics.SegmentsDeleted.Add(int64(n))
 	return n, firstErr
+}
+
+// rollExpiredActive rolls the active segment when every record in it is
+// past retention.ms, so that the loop of enforceRetention deletes it: a
+// topic nobody writes to any more would otherwise keep its last segment,
+// and the records in it, for ever (segment.ms only rolls on an append).
+// Kafka rolls and deletes an expired active segment the same way.
+func (p *partition) rollExpiredActive(now time.Time, cfg TopicConfig) error {
+	if cfg.RetentionMs < 0 {
+		return nil
+	}
+	p.wmu.Lock() // a roll is a write: no append may be planning meanwhile
+	defer p.wmu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.failed != nil || len(p.segments) == 0 {
+		return nil
+	}
+	active := p.segments[len(p.segments)-1]
+	if active.size == 0 || active.maxTs < 0 || now.UnixMilli()-active.maxTs <= cfg.RetentionMs {
+		return nil
+	}
+	if err := p.rollLocked(now); err != nil {
+		p.failed = err
+		return fmt.Errorf("roll the expired active segment of %s: %w", p, err)
+	}
+	return nil
 }
 
 // close stops the syncer after a last fsync, seals the active segment and
