@@ -81,35 +81,12 @@ func TestWorker_DeadLetterAttemptsCountTheSinksTries(t *testing.T) {
 				off, ok := h.log.Groups().CommittedOffset("dst", "in", 0)
 				return ok && off == 1
 			})
-			if n := counterValue(t, h.worker, "tributary_connector_deadlettered_records_total", "dst"); n != 1 {
+			if n := metricValue(t, h.worker, "tributary_connector_deadlettered_records_total", "dst", ""); n != 1 {
 				t.Errorf("deadlettered_records_total = %v, want 1", n)
 			}
-			if n := counterValue(t, h.worker, "tributary_connector_records_written_total", "dst"); n != 0 {
+			if n := metricValue(t, h.worker, "tributary_connector_records_written_total", "dst", ""); n != 0 {
 				t.Errorf("records_written_total = %v after the only record was dead-lettered, want 0", n)
 			}
 		})
 	}
-}
-
-// counterValue reads a connector's counter from the worker's registry (0
-// when absent).
-func counterValue(t *testing.T, w *Worker, name, connector string) float64 {
-	t.Helper()
-	mfs, err := w.Metrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "connector" && l.GetValue() == connector {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

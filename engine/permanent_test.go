@@ -89,7 +89,7 @@ func TestWorker_PermanentOpenErrorIsNotRestarted(t *testing.T) {
 		{"kafka_connect_connector_task_status", "FAILED", 1},
 		{"kafka_connect_connector_task_status", "RUNNING", 0},
 	} {
-		if got := gaugeValue(t, h.worker, c.name, "src", c.status); got != c.want {
+		if got := metricValue(t, h.worker, c.name, "src", c.status); got != c.want {
 			t.Errorf("%s{status=%q} = %v, want %v", c.name, c.status, got, c.want)
 		}
 	}
@@ -166,9 +166,10 @@ func TestWorker_PermanentWriteErrorIsNotRetried(t *testing.T) {
 	}
 }
 
-// gaugeValue reads a connector's state gauge for one status (-1 when
-// absent).
-func gaugeValue(t *testing.T, w *Worker, name, connector, status string) float64 {
+// metricValue reads a connector's counter or gauge from the worker's
+// registry, the series with that status label when status is set; -1 when
+// absent.
+func metricValue(t *testing.T, w *Worker, name, connector, status string) float64 {
 	t.Helper()
 	mfs, err := w.Metrics().Registry.Gather()
 	if err != nil {
@@ -183,9 +184,13 @@ func gaugeValue(t *testing.T, w *Worker, name, connector, status string) float64
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["connector"] == connector && labels["status"] == status {
-				return m.GetGauge().GetValue()
+			if labels["connector"] != connector || status != "" && labels["status"] != status {
+				continue
 			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	return -1

@@ -60,15 +60,7 @@ func newConnectorsCmd(a *app) *cobra.Command {
 				return nil
 			}
 			// 202 with the status, RESTARTING where an instance restarts.
-			var st struct {
-				Connector struct {
-					State string `json:"state"`
-				} `json:"connector"`
-				Tasks []struct {
-					ID    int    `json:"id"`
-					State string `json:"state"`
-				} `json:"tasks"`
-			}
+			var st statusJSON
 			if err := a.serverClient().do(cmd.Context(), "POST", path, nil, &st); err != nil {
 				return err
 			}
