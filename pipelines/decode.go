@@ -14,7 +14,7 @@ import (
 var (
 	topKeys        = []string{"version", "name", "log", "topics", "sources", "sinks", "plugins"}
 	logKeys        = []string{"backend", "dir", "kafka", "defaults"}
-	kafkaKeys      = []string{"brokers", "listen", "tls", "sasl"}
+	kafkaKeys      = []string{"brokers", "listen", "auto_create_topics", "tls", "sasl"}
 	kafkaTLSKeys   = []string{"ca", "cert", "key", "server.name"}
 	kafkaSASLKeys  = []string{"mechanism", "username", "password", "mechanisms", "users"}
 	defaultsKeys   = []string{"partitions", "config"}
@@ -310,11 +310,19 @@ func (d *fileDecoder) log(n *yaml.Node, l *Log) {
 				}
 			}
 		}
+		if e, ok := k["auto_create_topics"]; ok {
+			if v, ok := d.boolean(e.value, "log.kafka.auto_create_topics"); ok {
+				l.Kafka.NoAutoCreateTopics = !v
+			}
+		}
 		if e, ok := k["tls"]; ok {
 			l.Kafka.TLS = d.kafkaTLS(e, l)
 		}
 		if e, ok := k["sasl"]; ok {
 			l.Kafka.SASL = d.kafkaSASL(e, l)
+		}
+		if e, ok := k["auto_create_topics"]; ok && l.Kafka.Listen == "" {
+			d.errorf(e.key, "log.kafka.auto_create_topics", "set log.kafka.listen to serve the Kafka protocol (with backend kafka, the cluster's auto.create.topics.enable decides)", "log.kafka.auto_create_topics applies to the Kafka listener, which is off")
 		}
 		for _, key := range []string{"tls", "sasl"} {
 			if e, ok := k[key]; ok && l.Backend != BackendKafka && l.Kafka.Listen == "" {

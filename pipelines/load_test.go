@@ -604,12 +604,18 @@ func TestLoadDir_Empty(t *testing.T) {
 func TestParse_KafkaListen(t *testing.T) {
 	ok := "version: 1\nlog:\n  kafka: {listen: 127.0.0.1:9092}\n"
 	p, err := Parse("p.yaml", []byte(ok), Options{})
-	if err != nil || p.Log.Kafka.Listen != "127.0.0.1:9092" {
+	if err != nil || p.Log.Kafka.Listen != "127.0.0.1:9092" || p.Log.Kafka.NoAutoCreateTopics {
 		t.Fatalf("Parse = %+v, %v", p, err)
+	}
+	p, err = Parse("p.yaml", []byte("version: 1\nlog:\n  kafka: {listen: 127.0.0.1:9092, auto_create_topics: false}\n"), Options{})
+	if err != nil || !p.Log.Kafka.NoAutoCreateTopics {
+		t.Fatalf("auto_create_topics: false: Parse = %+v, %v", p, err)
 	}
 	for bad, pos := range map[string]string{
 		"version: 1\nlog:\n  kafka: {listen: nope}\n":                                                "p.yaml:3:19:",
 		"version: 1\nlog:\n  backend: kafka\n  kafka: {brokers: [k:9092], listen: 127.0.0.1:9092}\n": "p.yaml:4:38:",
+		"version: 1\nlog:\n  kafka: {listen: 127.0.0.1:9092, auto_create_topics: nope}\n":            "p.yaml:3:55:",
+		"version: 1\nlog:\n  kafka: {auto_create_topics: false}\n":                                   "p.yaml:3:11:",
 	} {
 		if _, err := Parse("p.yaml", []byte(bad), Options{}); err == nil || !strings.Contains(err.Error(), pos) {
 			t.Errorf("Parse(%q) = %v, want an error at %s", bad, err, pos)

@@ -277,6 +277,23 @@ func (d *decoder) integer(n *yaml.Node, path string, min int) (int, bool) {
 	return v, true
 }
 
+// boolean returns the true or false written at n.
+func (d *decoder) boolean(n *yaml.Node, path string) (bool, bool) {
+	const expected = "true or false"
+	s, ok := d.scalar(n, path, expected)
+	if !ok {
+		return false, false
+	}
+	switch strings.TrimSpace(s.value) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	d.errorf(n, path, "", "expected %s, got %s", expected, describeValue(s))
+	return false, false
+}
+
 // duration returns the positive Go duration written at n.
 func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	const expected = "a duration such as 500ms, 10s or 1m30s"

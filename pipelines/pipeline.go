@@ -49,8 +49,14 @@ type Kafka struct {
 	// Listen is where the embedded log serves the Kafka wire protocol
 	// (kcat, librdkafka, franz-go, Java clients); empty: off.
 	Listen string
-	TLS    *KafkaTLS  // nil: plaintext
-	SASL   *KafkaSASL // nil: no authentication
+	// NoAutoCreateTopics makes the listener answer a client's metadata
+	// request for an unknown topic with UNKNOWN_TOPIC_OR_PARTITION instead
+	// of creating it (log.kafka.auto_create_topics: false, Kafka's
+	// auto.create.topics.enable). Sources of the pipelines still create
+	// their topics.
+	NoAutoCreateTopics bool
+	TLS                *KafkaTLS  // nil: plaintext
+	SASL               *KafkaSASL // nil: no authentication
 }
 
 // KafkaTLS is log.kafka.tls. With the kafka backend: CA verifies the

@@ -44,7 +44,7 @@ func kafkaBackendOptions(k pipelines.Kafka) (kafkabackend.Options, error) {
 // users it accepts through SASL. SCRAM credentials are derived here, once,
 // with a random salt: the listener never keeps a password.
 func kafkaListenerOptions(k pipelines.Kafka) (kafka.Options, error) {
-	var opts kafka.Options
+	opts := kafka.Options{DisableAutoCreate: k.NoAutoCreateTopics}
 	if t := k.TLS; t != nil {
 		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 		if err != nil {

@@ -12,7 +12,9 @@ import (
 
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 )
 
@@ -381,4 +383,29 @@ func TestGroup_TwoMembersRebalance(t *testing.T) {
 	bcancel()
 	b.c.Close()
 	waitFor(t, "a owning all 4 partitions after b left", 8*time.Second, func() bool { return len(a.partitions()) == 4 })
+}
+
+// TestMetadata_AutoCreate: a metadata request for an unknown topic that
+// allows auto-creation creates it, unless the listener disables it
+// (log.kafka.auto_create_topics: false): then the answer is
+// UNKNOWN_TOPIC_OR_PARTITION and no topic appears.
+func TestMetadata_AutoCreate(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		ts := startServer(t, func(o *Options) { o.DisableAutoCreate = disabled })
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("nosuch")
+		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = true
+		resp, err := req.RequestWith(t.Context(), ts.client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, perr := ts.log.Partitions("nosuch")
+		created := perr == nil
+		code := resp.Topics[0].ErrorCode
+		if created == disabled || (disabled && code != kerr.UnknownTopicOrPartition.Code) {
+			t.Errorf("disabled=%v: created %v, error code %d", disabled, created, code)
+		}
+	}
 }
