@@ -27,6 +27,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -71,7 +72,8 @@ const (
 type config struct {
 	dir        string
 	duration   time.Duration
-	conns      int
+	conns      int   // clients of the phase being run (one of connsList)
+	connsList  []int // -conns: the client counts bare and single run at
 	batchConns int
 	batch      int
 	partitions int
@@ -89,7 +91,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "directory for the log (the disk under test); default a temp dir in /var/tmp")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "how long each phase runs")
-	flag.IntVar(&c.conns, "conns", 64, "concurrent clients (connections) for bare and single")
+	conns := flag.String("conns", "64", "concurrent clients (connections) for bare, single, src-single and nostore-single; a comma-separated list runs bare and single at each count and compares their best")
 	flag.IntVar(&c.batchConns, "batch-conns", 16, "concurrent clients (connections) for batch")
 	flag.IntVar(&c.batch, "batch", 100, "events per /v1/batch request")
 	flag.IntVar(&c.partitions, "partitions", 3, "partitions of the topic")
@@ -101,6 +103,18 @@ func main() {
 	flag.StringVar(&c.trace, "trace", "", "write an execution trace of the whole run (load generator included) to this file (go tool trace); use with -phases single -duration 2s, as traces grow fast")
 	flag.StringVar(&c.memprofile, "memprofile", "", "write an allocation profile of the whole run (load generator included) to this file")
 	flag.Parse()
+	for _, s := range splitComma(*conns) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "httptrackbench: -conns %q: want positive client counts separated by commas, as 32,64,128,256\n", *conns)
+			os.Exit(2)
+		}
+		c.connsList = append(c.connsList, n)
+	}
+	if len(c.connsList) == 0 {
+		c.connsList = []int{64}
+	}
+	c.conns = c.connsList[0]
 	if c.cpuprofile != "" {
 		f, err := os.Create(c.cpuprofile)
 		if err != nil {
@@ -156,7 +170,9 @@ func main() {
 
 // result is one phase's figures.
 type result struct {
-	name      string
+	name      string // the phase, with "@clients" in a sweep
+	phase     string
+	conns     int
 	requests  int64
 	events    int64
 	failed    int64
@@ -184,16 +200,18 @@ func run(c config) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	fmt.Printf("httptrack benchmark: %d CPUs (GOMAXPROCS %d), %s per phase, %d clients (batch: %d), batch %d events, log in %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), c.duration, c.conns, c.batchConns, c.batch, dir)
-	phases := splitComma(c.phases)
-	results := make([]result, len(phases))
-	perRound := make([][]result, len(phases))
+	fmt.Printf("httptrack benchmark: %d CPUs (GOMAXPROCS %d), %s per phase, %s clients (batch: %d), batch %d events, log in %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), c.duration, joinInts(c.connsList), c.batchConns, c.batch, dir)
+	jobs := planJobs(splitComma(c.phases), c.connsList)
+	results := make([]result, len(jobs))
+	perRound := make([][]result, len(jobs))
 	for round := 1; round <= max(c.rounds, 1); round++ {
 		var rates []string
-		for i, phase := range phases {
+		for i, job := range jobs {
 			var r result
 			var err error
+			phase := job.phase
+			c.conns = job.conns
 			switch phase {
 			case "bare":
 				r, err = runBare(c)
@@ -207,8 +225,9 @@ func run(c config) error {
 				err = fmt.Errorf("unknown phase %q (bare, single, batch, src-single, src-batch, nostore-single, nostore-batch)", phase)
 			}
 			if err != nil {
-				return fmt.Errorf("phase %s: %w", phase, err)
+				return fmt.Errorf("phase %s: %w", job.name, err)
 			}
+			r.name, r.phase, r.conns = job.name, phase, job.conns
 			acks := ""
 			if r.stores > 0 {
 				acks = fmt.Sprintf(", %d position stores (%.1f requests each)", r.stores, float64(r.requests)/float64(r.stores))
@@ -219,8 +238,8 @@ func run(c config) error {
 			if r.reads > 0 {
 				acks += fmt.Sprintf(", %d reads (%.1f requests each)", r.reads, float64(r.requests)/float64(r.reads))
 			}
-			fmt.Printf("  round %d %-7s done: %d requests, %d events, %d failed (%.0f requests/s, CPU %.0f%% of one core)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), acks)
-			rates = append(rates, fmt.Sprintf("%s %.0f/s", phase, r.reqPerSec()))
+			fmt.Printf("  round %d %-10s done: %d requests, %d events, %d failed (%.0f requests/s, CPU %.0f%% of one core)%s\n", round, r.name, r.requests, r.events, r.failed, r.reqPerSec(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), acks)
+			rates = append(rates, fmt.Sprintf("%s %.0f/s", job.name, r.reqPerSec()))
 			results[i] = results[i].add(r)
 			perRound[i] = append(perRound[i], r)
 		}
@@ -229,8 +248,45 @@ func run(c config) error {
 		}
 	}
 	printTable(results)
-	printMedians(phases, perRound)
+	printMedians(results, perRound)
 	return nil
+}
+
+// job is one phase at one client count.
+type job struct {
+	phase string
+	conns int
+	name  string // the phase, with "@conns" when the phase runs at several
+}
+
+// planJobs lists the phases in order, bare and single once per client
+// count; the other single-event phases (src-single, nostore-single) run
+// once, at 64 clients when the list has it, else at its first count.
+func planJobs(phases []string, conns []int) []job {
+	one := conns[0]
+	if slices.Contains(conns, 64) {
+		one = 64
+	}
+	var jobs []job
+	for _, p := range phases {
+		switch {
+		case (p == "bare" || p == "single") && len(conns) > 1:
+			for _, n := range conns {
+				jobs = append(jobs, job{phase: p, conns: n, name: fmt.Sprintf("%s@%d", p, n)})
+			}
+		default:
+			jobs = append(jobs, job{phase: p, conns: one, name: p})
+		}
+	}
+	return jobs
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // add merges the figures of another round of the same phase.
@@ -644,31 +700,33 @@ func body(b *bytes.Buffer, g, per int, seq *atomic.Int64) {
 
 func printTable(rs []result) {
 	fmt.Println()
-	fmt.Printf("%-10s %12s %12s %10s %10s %12s %8s\n", "phase", "requests/s", "events/s", "p50", "p99", "cpu/request", "failed")
-	var bare, single, batch *result
-	for i := range rs {
-		r := &rs[i]
-		fmt.Printf("%-10s %12.0f %12.0f %10s %10s %12s %8d\n", r.name, r.reqPerSec(), r.evPerSec(), ms(r.p50), ms(r.p99), us(r.cpuPerRequest()), r.failed)
-		switch r.name {
-		case "bare":
-			bare = r
-		case "single":
-			single = r
-		case "batch":
-			batch = r
-		}
+	fmt.Printf("%-18s %12s %12s %10s %10s %12s %8s\n", "phase", "requests/s", "events/s", "p50", "p99", "cpu/request", "failed")
+	for _, r := range rs {
+		fmt.Printf("%-18s %12.0f %12.0f %10s %10s %12s %8d\n", r.name, r.reqPerSec(), r.evPerSec(), ms(r.p50), ms(r.p99), us(r.cpuPerRequest()), r.failed)
 	}
 	fmt.Println()
-	if bare != nil && single != nil {
-		ratio := single.reqPerSec() / bare.reqPerSec()
-		fmt.Printf("single vs bare: %.0f%% of the bare handler's requests/s (target >= %.0f%%): %s\n", 100*ratio, 100*targetSingleRatio, verdict(ratio >= targetSingleRatio))
-
-		if bare.cpuPerRequest() > 0 {
-			fmt.Printf("single vs bare: %.1fx the bare handler's CPU per request (process total, load generator included)\n", float64(single.cpuPerRequest())/float64(bare.cpuPerRequest()))
+	bare, single := byPhase(rs, "bare"), byPhase(rs, "single")
+	if len(bare) > 0 && len(single) > 0 {
+		if len(bare) > 1 && len(bare) == len(single) {
+			var each []string
+			for i := range bare {
+				each = append(each, fmt.Sprintf("%d clients %.0f%%", bare[i].conns, 100*single[i].reqPerSec()/bare[i].reqPerSec()))
+			}
+			fmt.Printf("single vs bare at the same client count: %s\n", strings.Join(each, ", "))
+		}
+		b, s := peak(bare), peak(single)
+		ratio := s.reqPerSec() / b.reqPerSec()
+		what := "single vs bare"
+		if len(bare) > 1 || len(single) > 1 {
+			what = fmt.Sprintf("single's peak (%d clients) vs bare's peak (%d clients)", s.conns, b.conns)
+		}
+		fmt.Printf("%s: %.0f%% of the bare handler's requests/s (target >= %.0f%%): %s\n", what, 100*ratio, 100*targetSingleRatio, verdict(ratio >= targetSingleRatio))
+		if b.cpuPerRequest() > 0 {
+			fmt.Printf("%s: %.1fx the bare handler's CPU per request (process total, load generator included)\n", what, float64(s.cpuPerRequest())/float64(b.cpuPerRequest()))
 		}
 	}
-	if batch != nil {
-		fmt.Printf("batch: %.0f events/s (target >= %d): %s\n", batch.evPerSec(), targetBatchEvents, verdict(batch.evPerSec() >= targetBatchEvents))
+	if batch := byPhase(rs, "batch"); len(batch) > 0 {
+		fmt.Printf("batch: %.0f events/s (target >= %d): %s\n", batch[0].evPerSec(), targetBatchEvents, verdict(batch[0].evPerSec() >= targetBatchEvents))
 	}
 	for _, r := range rs {
 		if r.failed > 0 {
@@ -677,12 +735,28 @@ func printTable(rs []result) {
 	}
 }
 
+// byPhase returns the results of one phase, one per client count.
+func byPhase(rs []result, phase string) []result {
+	var out []result
+	for _, r := range rs {
+		if r.phase == phase {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// peak returns the result with the most requests/s: a phase's throughput
+// at the client count that suits it best.
+func peak(rs []result) result {
+	return slices.MaxFunc(rs, func(a, b result) int { return cmp.Compare(a.reqPerSec(), b.reqPerSec()) })
+}
+
 // printMedians prints, over the rounds, the median of each round's
-// single/bare ratio and of its batch events/s: a round's phases ran back to
-// back, so their ratio shares the machine's load of that moment.
-func printMedians(phases []string, perRound [][]result) {
-	idx := func(name string) int { return slices.Index(phases, name) }
-	bare, single, batch := idx("bare"), idx("single"), idx("batch")
+// single/bare ratio (of their peaks, in a sweep of client counts) and of
+// its batch events/s: a round's phases ran back to back, so their ratio
+// shares the machine's load of that moment.
+func printMedians(results []result, perRound [][]result) {
 	if len(perRound) == 0 || len(perRound[0]) < 2 {
 		return
 	}
@@ -690,22 +764,37 @@ func printMedians(phases []string, perRound [][]result) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
+	round := func(k int, phase string) []result {
+		var out []result
+		for i, r := range results {
+			if r.phase == phase {
+				out = append(out, perRound[i][k])
+			}
+		}
+		return out
+	}
+	rounds := len(perRound[0])
 	fmt.Println()
-	if bare >= 0 && single >= 0 {
+	if len(byPhase(results, "bare")) > 0 && len(byPhase(results, "single")) > 0 {
 		var ratios []string
 		var vals []float64
-		for k := range perRound[bare] {
-			r := perRound[single][k].reqPerSec() / perRound[bare][k].reqPerSec()
+		for k := range rounds {
+			r := peak(round(k, "single")).reqPerSec() / peak(round(k, "bare")).reqPerSec()
 			vals = append(vals, r)
 			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*r))
 		}
+		what := "single vs bare"
+		if len(byPhase(results, "bare")) > 1 || len(byPhase(results, "single")) > 1 {
+			what = "single vs bare (each at its best client count)"
+		}
 		m := median(vals)
-		fmt.Printf("single vs bare, per round: %s; median %.0f%% (target >= %.0f%%): %s\n", strings.Join(ratios, ", "), 100*m, 100*targetSingleRatio, verdict(m >= targetSingleRatio))
+		fmt.Printf("%s, per round: %s; median %.0f%% (target >= %.0f%%): %s\n", what, strings.Join(ratios, ", "), 100*m, 100*targetSingleRatio, verdict(m >= targetSingleRatio))
 	}
-	if batch >= 0 {
+	if len(byPhase(results, "batch")) > 0 {
 		var rates []string
 		var vals []float64
-		for _, r := range perRound[batch] {
+		for k := range rounds {
+			r := round(k, "batch")[0]
 			vals = append(vals, r.evPerSec())
 			rates = append(rates, fmt.Sprintf("%.0f", r.evPerSec()))
 		}

@@ -12,15 +12,21 @@
 #   bench/httptrack/run.sh -phases single -cpuprofile /tmp/cpu.prof
 #                                                    # extra arguments go to the program
 #
-# The phases run in rounds (bare, single, batch, src-single, src-batch, then
-# again), so that a slow spell of the shared machine hits every phase alike;
+# The phases run in rounds (bare and single at each client count, batch,
+# src-single, src-batch, then again), so that a slow spell of the shared
+# machine hits every phase alike;
 # each phase's rounds are added up.
 #
 # Environment (defaults in brackets):
 #   ROUNDS (or RUNS) [3] rounds of every phase; the table adds them up, and
 #                       the medians of the per-round figures follow it
 #   DURATION [4s]       length of each phase in each round
-#   CONNS [64]          clients (keep-alive connections) of bare and single
+#   CONNS [16,32,64,128,256]
+#                       clients (keep-alive connections) of bare and single: each
+#                       runs at every count, and the verdict compares single's
+#                       best requests/s with bare's best (each phase at the
+#                       client count that suits it), beside the ratio at each
+#                       count. A single count (CONNS=64) compares the two there.
 #   BATCH_CONNS [32]    clients of batch
 #   PHASES [bare,single,batch,src-single,src-batch]
 set -euo pipefail
@@ -28,7 +34,7 @@ export LC_ALL=C
 
 ROUNDS=${ROUNDS:-${RUNS:-3}}
 DURATION=${DURATION:-4s}
-CONNS=${CONNS:-64}
+CONNS=${CONNS:-16,32,64,128,256}
 BATCH_CONNS=${BATCH_CONNS:-32}
 PHASES=${PHASES:-bare,single,batch,src-single,src-batch}
 
