@@ -78,6 +78,7 @@ type config struct {
 	duration   time.Duration
 	runs       int
 	cpuprofile string
+	sinkDir    string
 	trace      string
 }
 
@@ -96,6 +97,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of the latency phase")
 	flag.IntVar(&c.runs, "runs", 1, "rounds of every phase; the table shows medians with the spread (min-max)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&c.sinkDir, "sink-dir", "", "also run the end to end with the file sink's file in this directory (another disk, or a tmpfs as /dev/shm): the pipeline without the sink's writes on the log's disk")
 	flag.StringVar(&c.trace, "trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync|syscall|sched for profiles of waiting)")
 	flag.Parse()
 	if err := run(context.Background(), c, os.Stdout); err != nil {
@@ -161,8 +163,16 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		if phases["e2e"] {
 			progress("round %d/%d: end to end: generator → log → file sink, %d records of %d B, generator batch.size %d", i+1, c.runs, c.records, c.size, c.genBatch)
-			if rd.e2e, err = runE2E(ctx, c, filepath.Join(dir, "e2e")); err != nil {
+			if rd.e2e, err = runE2E(ctx, c, filepath.Join(dir, "e2e"), ""); err != nil {
 				return fmt.Errorf("end to end: %w", err)
+			}
+			if c.sinkDir != "" {
+				progress("round %d/%d: end to end with the sink's file in %s", i+1, c.runs, c.sinkDir)
+				out := filepath.Join(c.sinkDir, fmt.Sprintf("enginebench-sink-%d", os.Getpid()))
+				rd.e2eElsewhere, err = runE2E(ctx, c, filepath.Join(dir, "e2e-sinkdir"), out)
+				if err = errors.Join(err, os.RemoveAll(out)); err != nil {
+					return fmt.Errorf("end to end, sink in %s: %w", c.sinkDir, err)
+				}
 			}
 		}
 		if phases["latency"] {
@@ -332,12 +342,12 @@ func openPipeline(ctx context.Context, c config, dir string, reg *connect.Regist
 }
 
 // start starts the generator with genCfg and the probed file sink writing
-// to dir/out/events.jsonl.
-func (p *pipeline) start(ctx context.Context, dir string, genCfg map[string]string) error {
+// to outDir/events.jsonl.
+func (p *pipeline) start(ctx context.Context, outDir string, genCfg map[string]string) error {
 	specs := []engine.ConnectorSpec{
 		{Pipeline: "bench", Name: sourceName, Kind: connect.KindSource, Connector: generator.Name, Topic: topic, Config: genCfg},
 		{Pipeline: "bench", Name: sinkName, Kind: connect.KindSink, Connector: probeName, Topics: []string{topic},
-			Config: map[string]string{"path": filepath.Join(dir, "out", "events.jsonl")}},
+			Config: map[string]string{"path": filepath.Join(outDir, "events.jsonl")}},
 	}
 	for _, s := range specs {
 		if err := p.w.Start(ctx, s, ""); err != nil {
@@ -477,7 +487,11 @@ type e2eResult struct {
 
 // runE2E runs generator → log → file sink at full speed for c.records
 // records and times it until the sink's group has committed them all.
-func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
+// The sink writes in outDir, by default dir/out.
+func runE2E(ctx context.Context, c config, dir, outDir string) (e2eResult, error) {
+	if outDir == "" {
+		outDir = filepath.Join(dir, "out")
+	}
 	gen := map[string]string{
 		"rate": "0", "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(c.records, 10), "value.size": strconv.Itoa(c.size),
@@ -489,7 +503,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	}
 	start, u0, log0 := time.Now(), usageNow(), p.log.Metrics().Batches.Load()
 	var sourceDone time.Duration
-	err = p.start(ctx, dir, gen)
+	err = p.start(ctx, outDir, gen)
 	if err == nil {
 		err = p.waitUntil("the sink to commit every record", 2*time.Millisecond, 30*time.Minute, func() bool {
 			if sourceDone == 0 && p.appended() >= c.records {
@@ -507,7 +521,7 @@ func runE2E(ctx context.Context, c config, dir string) (e2eResult, error) {
 	if err := errors.Join(err, p.close()); err != nil {
 		return e2eResult{}, err
 	}
-	lines, err := countLines(filepath.Join(dir, "out", "events.jsonl"))
+	lines, err := countLines(filepath.Join(outDir, "events.jsonl"))
 	if err != nil {
 		return e2eResult{}, err
 	}
@@ -562,7 +576,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 		return latencyResult{}, err
 	}
 	start, u0, log0 := time.Now(), usageNow(), p.log.Metrics().Batches.Load()
-	err = p.start(ctx, dir, gen)
+	err = p.start(ctx, filepath.Join(dir, "out"), gen)
 	if err == nil {
 		err = p.waitUntil("the sink to commit every event", 20*time.Millisecond, c.duration+5*time.Minute, func() bool {
 			return p.committed() >= events
@@ -664,17 +678,23 @@ func (s *probeSink) Close(ctx context.Context) error { return s.inner.Close(ctx)
 
 // round is one run of every phase.
 type round struct {
-	append  appendResult
-	e2e     e2eResult
-	latency latencyResult
+	append       appendResult
+	e2e          e2eResult
+	e2eElsewhere e2eResult // the sink's file in -sink-dir
+	latency      latencyResult
 }
 
 // ratio is the end-to-end records/s of a round over its log append's.
-func (r round) ratio() float64 {
-	if r.append.elapsed <= 0 || r.e2e.elapsed <= 0 {
+func (r round) ratio() float64 { return r.ratioOf(r.e2e) }
+
+// ratioElsewhere is ratio with the sink's file in -sink-dir.
+func (r round) ratioElsewhere() float64 { return r.ratioOf(r.e2eElsewhere) }
+
+func (r round) ratioOf(e e2eResult) float64 {
+	if r.append.elapsed <= 0 || e.elapsed <= 0 {
 		return 0
 	}
-	return r.e2e.recordsPerSec() / r.append.recordsPerSec()
+	return e.recordsPerSec() / r.append.recordsPerSec()
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -788,6 +808,14 @@ func printResults(w io.Writer, c config, rounds []round) {
 			note = "x" + spread(len(rounds), "%.2f", ratio, rlo, rhi) + " of log append"
 		}
 		row(fmt.Sprintf("generator → log → file sink, batch.size %d (to commit)", c.genBatch), e2es, note)
+	}
+	if elsewhere := phase(func(r round) throughput { return r.e2eElsewhere.throughput }); len(elsewhere) > 0 {
+		note := ""
+		if len(appends) > 0 {
+			r, lo, hi := medianOf(rounds, round.ratioElsewhere)
+			note = "x" + spread(len(rounds), "%.2f", r, lo, hi) + " of log append"
+		}
+		row(fmt.Sprintf("  the same, sink's file in %s (%s)", c.sinkDir, fsType(c.sinkDir)), elsewhere, note)
 	}
 	if len(lats) > 0 {
 		row(fmt.Sprintf("generator at %.0f/s → log → file sink", c.rate), lats, "")

@@ -4,8 +4,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -38,4 +40,24 @@ func machineBusy() time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// fsType names the file system dir is on, for the table ("tmpfs", "ext4",
+// ...), or "unknown".
+func fsType(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unknown"
+	}
+	switch st.Type {
+	case 0x01021994:
+		return "tmpfs"
+	case 0xEF53:
+		return "ext4"
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	}
+	return fmt.Sprintf("file system 0x%x", st.Type)
 }
