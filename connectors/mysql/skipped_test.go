@@ -283,6 +283,7 @@ func TestTruncate_EmptiesOpenChunk(t *testing.T) {
 		{"shop", "TRUNCATE k", true},
 		{"other", "truncate table `shop`.`k`", true},
 		{"shop", "/* why */ TRUNCATE TABLE k", true},
+		{"shop", "SET STATEMENT max_statement_time=100 FOR TRUNCATE k", true},
 		{"shop", "TRUNCATE k2", false},
 		{"other", "TRUNCATE k", false},
 		{"shop", "ALTER TABLE k ADD COLUMN x int", false},

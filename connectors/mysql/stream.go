@@ -745,8 +745,7 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 // the table's topic gets a truncate event as Debezium writes it: op t, a
 // null key, no before nor after, outside any transaction block.
 func (st *streamer) truncate(ctx context.Context, h *replication.EventHeader, schema, query string, thread int64) error {
-	toks := tokenize(query)
-	if len(toks) == 0 || toks[0].quoted || !strings.EqualFold(toks[0].text, "TRUNCATE") {
+	if !isTruncate(query) {
 		return nil
 	}
 	refs := ddlTables(query, schema)
