@@ -205,6 +205,7 @@ func TestStream_Truncate(t *testing.T) {
 				Snapshot string `json:"snapshot"`
 				Query    string `json:"query"`
 				GTID     string `json:"gtid"`
+				Thread   *int64 `json:"thread"`
 				TsMs     int64  `json:"ts_ms"`
 			} `json:"source"`
 		} `json:"payload"`
@@ -217,7 +218,7 @@ func TestStream_Truncate(t *testing.T) {
 		t.Errorf("truncate payload: %s", r.Value)
 	}
 	if p.Source.DB != d.name || p.Source.Table != "k" || p.Source.Snapshot != "false" || p.Source.Query != "TRUNCATE TABLE k" ||
-		p.Source.GTID == "" || p.Source.TsMs == 0 {
+		p.Source.GTID == "" || p.Source.TsMs == 0 || p.Source.Thread == nil {
 		t.Errorf("truncate source: %s", r.Value)
 	}
 	if v.Schema.Name != "shop."+d.name+".k.Envelope" {
