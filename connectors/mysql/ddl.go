@@ -8,15 +8,39 @@ import (
 // when the statement does not name a database: CREATE [OR REPLACE]
 // [TEMPORARY] TABLE, ALTER [ONLINE] [IGNORE] TABLE (with a RENAME inside),
 // DROP [TEMPORARY] TABLE (several), RENAME TABLE a TO b, … (both names),
-// TRUNCATE [TABLE], CREATE/DROP [UNIQUE|FULLTEXT|SPATIAL] INDEX … ON t. It
-// only reads names, so it never fails: anything else returns nil.
+// TRUNCATE [TABLE], CREATE/DROP [UNIQUE|FULLTEXT|SPATIAL] INDEX … ON t,
+// each also behind MariaDB's SET STATEMENT … FOR. It only reads names, so
+// it never fails: anything else returns nil.
 func ddlTables(query, db string) []tableRef {
-	toks := tokenize(query)
+	toks := statement(tokenize(query))
 	if len(toks) == 0 {
 		return nil
 	}
 	p := &ddlParser{toks: toks, db: db}
 	return p.parse()
+}
+
+// isTruncate reports whether a statement is a TRUNCATE [TABLE].
+func isTruncate(query string) bool {
+	toks := statement(tokenize(query))
+	return len(toks) > 0 && !toks[0].quoted && strings.EqualFold(toks[0].text, "TRUNCATE")
+}
+
+// statement drops MariaDB's SET STATEMENT var=value[, …] FOR prefix from a
+// statement's tokens (the binlog logs the statement with it): the
+// statement is what follows the first FOR. Strings in the values are
+// single tokens, so a FOR inside one does not count.
+func statement(toks []token) []token {
+	kw := func(t token, k string) bool { return !t.quoted && strings.EqualFold(t.text, k) }
+	if len(toks) < 2 || !kw(toks[0], "SET") || !kw(toks[1], "STATEMENT") {
+		return toks
+	}
+	for i := 2; i < len(toks); i++ {
+		if kw(toks[i], "FOR") {
+			return toks[i+1:]
+		}
+	}
+	return nil
 }
 
 type ddlParser struct {

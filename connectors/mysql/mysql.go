@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // Name is the connector's name in pipeline files.
@@ -43,6 +44,9 @@ const (
 	snapshotInitialOnly = "initial_only" // snapshot when there is no stored position, then stop
 	snapshotWhenNeeded  = "when_needed"  // snapshot when there is no stored position or the binlog it needs is gone
 )
+
+// skippedOpsChoices are the values of skipped.operations, as Debezium's.
+var skippedOpsChoices = []string{"c", "u", "d", "t", "none"}
 
 // decimalMode is decimal.handling.mode.
 type decimalMode string
@@ -75,6 +79,8 @@ func spec() connect.Spec {
 			Description: "How DECIMAL values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
 		{Name: "tombstones.on.delete", Type: connect.TypeBool, Default: "true",
 			Description: "Follow each delete event with a tombstone (same key, null value), so compaction removes the row."},
+		{Name: "skipped.operations", Type: connect.TypeList, Default: cdc.SkippedOpsDefault, Enum: skippedOpsChoices,
+			Description: cdc.SkippedOpsHelp + " A TRUNCATE TABLE of a captured table is a t event (null key, no before or after)."},
 		{Name: "schemas", Type: connect.TypeBool, Default: "false",
 			Description: "Embed Kafka Connect schemas in keys and values ({\"schema\":…,\"payload\":…}), as JsonConverter's schemas.enable does."},
 		{Name: "include.query", Type: connect.TypeBool, Default: "false",
@@ -95,7 +101,21 @@ func spec() connect.Spec {
 			Description: "PEM file of the certificate authorities verify-ca and verify-full trust. Default: the system's."},
 		{Name: "signal.data.collection", Type: connect.TypeString,
 			Description: "The signal table (database.table with columns id, type, data, as Debezium's): an execute-snapshot row starts an incremental snapshot of the tables it names, stop-snapshot, pause-snapshot and resume-snapshot act on it. Incremental snapshots write their watermarks into it, so the user needs INSERT on it. Empty: no signal table and no incremental snapshots."},
-	}}
+	}, Check: checkSpec}
+}
+
+// checkSpec checks what each parameter's own checks cannot, without
+// touching the server: that none is not combined with operations in
+// skipped.operations.
+func checkSpec(cfg connect.Config) error {
+	ops, err := cfg.List("skipped.operations")
+	if err != nil {
+		return err
+	}
+	if _, err := cdc.ParseSkippedOps(ops); err != nil {
+		return connect.FieldError{Param: "skipped.operations", Message: err.Error()}
+	}
+	return nil
 }
 
 // settings are the parsed configuration of a Source.
@@ -109,6 +129,7 @@ type settings struct {
 	heartbeat    time.Duration
 	decimals     decimalMode
 	tombstones   bool
+	skipped      cdc.SkippedOps // skipped.operations
 	schemas      bool
 	txMetadata   bool
 	includeQuery bool
@@ -179,6 +200,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.decimals = decimalMode(dm)
 	s.tombstones, err = cfg.Bool("tombstones.on.delete")
 	add(err)
+	if ops, err := cfg.List("skipped.operations"); err != nil {
+		add(err)
+	} else if s.skipped, err = cdc.ParseSkippedOps(ops); err != nil {
+		field("skipped.operations", "%v", err)
+	}
 	s.schemas, err = cfg.Bool("schemas")
 	add(err)
 	s.txMetadata, err = cfg.Bool("provide.transaction.metadata")

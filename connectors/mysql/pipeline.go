@@ -68,9 +68,9 @@ type change struct {
 // nil when absent.
 type parsedRow struct{ before, after []any }
 
-// op returns the change's Debezium op.
-func (c *change) op() connect.Op {
-	switch c.kind {
+// op returns the Debezium op of a rows event's changes.
+func (k rowsKind) op() connect.Op {
+	switch k {
 	case rowsInsert:
 		return connect.OpCreate
 	case rowsUpdate:
@@ -275,7 +275,12 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 	if c.keyChange {
 		// A key change: a delete of the old key (header
 		// __debezium.newkey), its tombstone, and a create of the new key
-		// (header __debezium.oldkey), as Debezium writes them.
+		// (header __debezium.oldkey), as Debezium writes them. As in
+		// Debezium, skipped.operations sees the two events: d leaves out
+		// the delete and its tombstone, c the create; the header of the
+		// one emitted still names the other's key. (The streamer drops a
+		// key change whose two events are both skipped.)
+		skipDel, skipCre := st.src.set.skipped.Skips(connect.OpDelete), st.src.set.skipped.Skips(connect.OpCreate)
 		del, err := st.encodeEvent(a, c, connect.OpDelete, before, nil, c.tx)
 		if err != nil {
 			return nil, err
@@ -286,14 +291,22 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 		}
 		del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
 		cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
-		out = append(out, del)
-		if tombstones {
-			out = append(out, connect.Tombstone(del))
+		n := len(out)
+		if !skipDel {
+			out = append(out, del)
+			if tombstones {
+				out = append(out, connect.Tombstone(del))
+			}
 		}
-		cre.Position = c.position()
-		return append(out, cre), nil
+		if !skipCre {
+			out = append(out, cre)
+		}
+		if len(out) > n {
+			out[len(out)-1].Position = c.position()
+		}
+		return out, nil
 	}
-	rec, err := st.encodeEvent(a, c, c.op(), before, after, c.tx)
+	rec, err := st.encodeEvent(a, c, c.kind.op(), before, after, c.tx)
 	if err != nil {
 		return nil, err
 	}

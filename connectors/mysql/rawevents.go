@@ -162,7 +162,7 @@ func (st *streamer) tableMap(ctx context.Context, ev *replication.BinlogEvent) e
 	}
 	st.tables[tm.TableID] = t
 	spec := newRowSpec(tm.ColumnType, tm.ColumnMeta)
-	if spec.fallback {
+	if spec.fallback || st.src.goMySQLRows {
 		// go-mysql's parser decodes the rows events, and needs every
 		// table map before them.
 		delete(st.maps, tm.TableID)
@@ -215,18 +215,10 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 			st.signalRow(t, vals)
 		}
 	}
-	if t.signalOnly {
+	if t.signalOnly || st.src.set.skipped.Skips(e.kind.op()) {
 		return nil
 	}
-	if st.chunk != nil {
-		for _, img := range imgs {
-			vals, err := m.spec.values(nil, img)
-			if err != nil {
-				return fmt.Errorf("rows event of %s at %s:%d: %w", t.def.ref(), st.file, h.LogPos, err)
-			}
-			st.streamedChange(t, vals)
-		}
-	}
+	skipDel, skipCre := st.src.set.skipped.Skips(connect.OpDelete), st.src.set.skipped.Skips(connect.OpCreate)
 	now := time.Now().UnixNano()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
@@ -235,32 +227,62 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		step = 2
 	}
 	for i := range len(imgs) / step {
+		var before, after rowImage
+		keyChange := false
+		switch e.kind {
+		case rowsInsert:
+			after = imgs[i]
+		case rowsDelete:
+			before = imgs[i]
+		case rowsUpdate:
+			before, after = imgs[2*i], imgs[2*i+1]
+			if len(t.def.Key) > 0 {
+				same, err := m.spec.sameKey(t.def.Key, before, after)
+				if err != nil {
+					return fmt.Errorf("rows event of %s at %s:%d: %w", t.def.ref(), st.file, h.LogPos, err)
+				}
+				keyChange = !same
+			}
+		}
+		if keyChange && skipDel && skipCre {
+			continue // both events of the key change are skipped
+		}
+		if st.chunk != nil {
+			// The keys of the events emitted leave the open chunk.
+			if e.kind != rowsInsert && !(keyChange && skipDel) {
+				if err := st.streamedImage(t, m.spec, before, h); err != nil {
+					return err
+				}
+			}
+			if e.kind != rowsDelete && !(keyChange && skipCre) {
+				if err := st.streamedImage(t, m.spec, after, h); err != nil {
+					return err
+				}
+			}
+		}
 		// Fields set one by one into the slab's zeroed memory: a whole
 		// change assigned is a copy with a write barrier on each of its
 		// pointer words while the GC runs, which is often.
 		c := st.newChange()
 		si.row = i
 		c.t, c.kind, c.spec, c.si, c.now = t, e.kind, m.spec, si, now
-		switch e.kind {
-		case rowsInsert:
-			c.rawAfter = imgs[i]
-		case rowsDelete:
-			c.rawBefore = imgs[i]
-		case rowsUpdate:
-			c.rawBefore, c.rawAfter = imgs[2*i], imgs[2*i+1]
-			if len(t.def.Key) > 0 {
-				same, err := m.spec.sameKey(t.def.Key, c.rawBefore, c.rawAfter)
-				if err != nil {
-					return fmt.Errorf("rows event of %s at %s:%d: %w", t.def.ref(), st.file, h.LogPos, err)
-				}
-				c.keyChange = !same
-			}
-		}
+		c.rawBefore, c.rawAfter, c.keyChange = before, after, keyChange
 		st.change(c)
 	}
 	if len(st.pending) > st.src.set.batchSize {
 		return st.flush(ctx, false)
 	}
+	return nil
+}
+
+// streamedImage drops the row of the open incremental-snapshot chunk
+// whose key a streamed change's row image holds.
+func (st *streamer) streamedImage(t *table, spec *rowSpec, img rowImage, h *replication.EventHeader) error {
+	vals, err := spec.values(nil, img)
+	if err != nil {
+		return fmt.Errorf("rows event of %s at %s:%d: %w", t.def.ref(), st.file, h.LogPos, err)
+	}
+	st.streamedChange(t, vals)
 	return nil
 }
 

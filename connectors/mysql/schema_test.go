@@ -102,6 +102,11 @@ func TestDDLTables(t *testing.T) {
 		{"DROP INDEX i ON `s`.t", "s.t"},
 		{"/*!40000 ALTER TABLE t DISABLE KEYS */", "d.t"},
 		{"-- comment\nALTER TABLE t COMMENT 'ALTER TABLE u'", "d.t"},
+		{"SET STATEMENT max_statement_time=100 FOR ALTER TABLE t ADD COLUMN w int", "d.t"},
+		{"set statement sql_mode='', lock_wait_timeout=5 for truncate table s.t", "s.t"},
+		{"SET STATEMENT x='FOR' FOR DROP TABLE a", "d.a"},
+		{"SET STATEMENT max_statement_time=100", ""},
+		{"SET @x = 1", ""},
 		{"INSERT INTO t VALUES (1)", ""},
 		{"GRANT ALL ON *.* TO x", ""},
 		{"", ""},
@@ -275,4 +280,22 @@ func tableRecords(t *testing.T, d *testDB, values map[string]string) []connect.R
 	return readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
 		return len(r) > 0 && r[len(r)-1].Position != nil && !strings.Contains(string(r[len(r)-1].Position), `"snapshot"`)
 	})
+}
+
+// TestSchema_SetStatementDDL: MariaDB logs SET STATEMENT … FOR ALTER TABLE
+// with its prefix; the schema history still records the new definition,
+// so that a renamed column (same binlog shape) gets its new name.
+func TestSchema_SetStatementDDL(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(10))")
+	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "state.dir": t.TempDir()}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	recs := readRecords(t, s, 1, 30*time.Second)
+	d.exec(t, "SET STATEMENT max_statement_time=100 FOR ALTER TABLE t CHANGE COLUMN v w varchar(10)")
+	d.exec(t, "INSERT INTO t VALUES (2, 'b')")
+	recs = append(recs, readRecords(t, s, 1, 30*time.Second)...)
+	want := `{"id":1,"v":"a"}` + "\n" + `{"id":2,"w":"b"}`
+	if got := strings.Join(afters(t, recs), "\n"); got != want {
+		t.Fatalf("streamed:\n%s\nwant:\n%s", got, want)
+	}
 }

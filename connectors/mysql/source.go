@@ -49,6 +49,10 @@ type Source struct {
 	// deadAfter is how long a silent binlog connection is taken for alive;
 	// 0: three heartbeat periods, at least 30 s. Tests shorten it.
 	deadAfter time.Duration
+	// goMySQLRows has go-mysql's parser decode every rows event, as it
+	// does those of MySQL's binary JSON columns; tests set it to run that
+	// path on MariaDB.
+	goMySQLRows bool
 
 	db   *sql.DB // the runner's after Open
 	srv  *server

@@ -726,10 +726,77 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 	case strings.EqualFold(q, "COMMIT"):
 		return st.commit(ctx, h)
 	}
-	if err := st.ddl(ctx, h, string(e.Schema), strings.Clone(q)); err != nil {
+	if !st.inTx {
+		st.begin(h) // a statement logged without a GTID event before it
+	}
+	q = strings.Clone(q)
+	if err := st.ddl(ctx, h, string(e.Schema), q); err != nil {
+		return err
+	}
+	if err := st.truncate(ctx, h, string(e.Schema), q, int64(e.SlaveProxyID)); err != nil {
 		return err
 	}
 	return st.commit(ctx, h)
+}
+
+// truncate handles a TRUNCATE [TABLE] statement (the binlog logs it as a
+// statement even in ROW format): the rows of an incremental snapshot's
+// open chunk of the table are gone, and unless skipped.operations holds t
+// the table's topic gets a truncate event as Debezium writes it: op t, a
+// null key, no before nor after, outside any transaction block.
+func (st *streamer) truncate(ctx context.Context, h *replication.EventHeader, schema, query string, thread int64) error {
+	if !isTruncate(query) {
+		return nil
+	}
+	refs := ddlTables(query, schema)
+	if len(refs) != 1 {
+		return nil
+	}
+	r := refs[0]
+	s := st.src
+	if systemDB(r.db) || !matchAny(s.set.tables, r.db, r.name) {
+		return nil
+	}
+	if c := st.chunk; c != nil && c.open && !c.closing && c.table == r.db+"."+r.name {
+		clear(c.recs)
+	}
+	if s.set.skipped.Skips(connect.OpTruncate) {
+		return nil
+	}
+	// The definition only shapes the event's schema (schemas=true): the
+	// schema history's at this point, else the server's, else none (the
+	// table is gone since).
+	var def *tableDef
+	if s.hist != nil {
+		def = s.hist.lookup(r.db, r.name, coords{st.file, h.LogPos})
+	}
+	if def == nil {
+		var err error
+		if def, err = readTableDef(ctx, s.db, r.db, r.name); err != nil {
+			return fmt.Errorf("truncate of %s.%s at %s:%d: %w", r.db, r.name, st.file, h.LogPos, err)
+		}
+	}
+	if def == nil {
+		def = &tableDef{DB: r.db, Name: r.name}
+	}
+	t, err := st.enc.mapper.newTable(&s.set, def)
+	if err != nil {
+		return fmt.Errorf("truncate of %s.%s at %s:%d: %w", r.db, r.name, st.file, h.LogPos, err)
+	}
+	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
+		file: st.file, pos: st.txStart, thread: thread}
+	if s.set.includeQuery {
+		si.query = query
+	}
+	ev := &connect.ChangeEvent{Op: connect.OpTruncate, Source: st.enc.source(t, &si)}
+	ev.SetTime(time.Now())
+	rec, err := st.enc.record(t, ev)
+	if err != nil {
+		return err
+	}
+	st.pending = append(st.pending, recordItem(rec))
+	st.total++ // the commit that follows gives it the position
+	return nil
 }
 
 // begin starts a transaction at the event with header h.
@@ -914,54 +981,65 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 			st.signalRow(t, r)
 		}
 	}
-	if t.signalOnly {
+	var kind rowsKind
+	switch e.Type() {
+	case replication.EnumRowsEventTypeInsert:
+		kind = rowsInsert
+	case replication.EnumRowsEventTypeUpdate:
+		kind = rowsUpdate
+	case replication.EnumRowsEventTypeDelete:
+		kind = rowsDelete
+	default:
 		return nil
 	}
-	if st.chunk != nil {
-		for _, r := range e.Rows {
-			st.streamedChange(t, r)
-		}
+	if t.signalOnly || st.src.set.skipped.Skips(kind.op()) {
+		return nil
 	}
+	skipDel, skipCre := st.src.set.skipped.Skips(connect.OpDelete), st.src.set.skipped.Skips(connect.OpCreate)
 	now := time.Now().UnixNano()
 	si := srcInfo{snapshot: connect.SnapshotFalse, ts: st.txTime, serverID: h.ServerID, gtid: st.txGTID,
 		file: st.file, pos: st.txStart, thread: st.txThread, query: st.txQuery}
 	check := func(vals []any) error {
-		if len(vals) != len(t.def.Columns) {
+		if vals != nil && len(vals) != len(t.def.Columns) {
 			return fmt.Errorf("table %s: a row has %d values, the table %d columns", t.def.ref(), len(vals), len(t.def.Columns))
 		}
 		return nil
 	}
-	switch e.Type() {
-	case replication.EnumRowsEventTypeInsert:
-		for i, r := range e.Rows {
-			if err := check(r); err != nil {
-				return err
-			}
-			si.row = i
-			st.change(&change{t: t, kind: rowsInsert, parsed: &parsedRow{after: r}, si: si, now: now})
+	step := 1
+	if kind == rowsUpdate {
+		step = 2
+	}
+	for i := 0; i+step-1 < len(e.Rows); i += step {
+		var before, after []any
+		switch kind {
+		case rowsInsert:
+			after = e.Rows[i]
+		case rowsDelete:
+			before = e.Rows[i]
+		case rowsUpdate:
+			before, after = e.Rows[i], e.Rows[i+1]
 		}
-	case replication.EnumRowsEventTypeUpdate:
-		for i := 0; i+1 < len(e.Rows); i += 2 {
-			before, after := e.Rows[i], e.Rows[i+1]
-			if err := check(before); err != nil {
-				return err
-			}
-			if err := check(after); err != nil {
-				return err
-			}
-			si.row = i / 2
-			c := &change{t: t, kind: rowsUpdate, parsed: &parsedRow{before: before, after: after}, si: si, now: now}
-			c.keyChange = len(t.def.Key) > 0 && !sameKey(t, before, after)
-			st.change(c)
+		if err := check(before); err != nil {
+			return err
 		}
-	case replication.EnumRowsEventTypeDelete:
-		for i, r := range e.Rows {
-			if err := check(r); err != nil {
-				return err
-			}
-			si.row = i
-			st.change(&change{t: t, kind: rowsDelete, parsed: &parsedRow{before: r}, si: si, now: now})
+		if err := check(after); err != nil {
+			return err
 		}
+		keyChange := kind == rowsUpdate && len(t.def.Key) > 0 && !sameKey(t, before, after)
+		if keyChange && skipDel && skipCre {
+			continue // both events of the key change are skipped
+		}
+		if st.chunk != nil {
+			// The keys of the events emitted leave the open chunk.
+			if before != nil && !(keyChange && skipDel) {
+				st.streamedChange(t, before)
+			}
+			if after != nil && !(keyChange && skipCre) {
+				st.streamedChange(t, after)
+			}
+		}
+		si.row = i / step
+		st.change(&change{t: t, kind: kind, keyChange: keyChange, parsed: &parsedRow{before: before, after: after}, si: si, now: now})
 	}
 	if len(st.pending) > st.src.set.batchSize {
 		return st.flush(ctx, false)
@@ -988,24 +1066,42 @@ func (st *streamer) row(dst connect.Row, t *table, vals []any) connect.Row {
 }
 
 // change queues one change of the current transaction, deciding its
-// place in the transaction.
+// place in the transaction. Only the events that skipped.operations lets
+// through count (the streamer drops a change whose events are all
+// skipped).
 func (st *streamer) change(c *change) {
+	first, second := st.changeEvents(c)
 	if st.src.set.txMetadata {
 		if !st.txBegun {
 			st.txBegun = true
 			st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, false, 0, nil)))
 		}
-		c.tx = st.txOrder(c.t)
-		if c.keyChange {
+		if first {
+			c.tx = st.txOrder(c.t)
+		}
+		if second {
 			c.txNext = st.txOrder(c.t)
 		}
 	} else {
-		st.total++
-		if c.keyChange {
+		if first {
+			st.total++
+		}
+		if second {
 			st.total++
 		}
 	}
 	st.pending = append(st.pending, item{ch: c})
+}
+
+// changeEvents reports which of a change's events are emitted: the first
+// (the change's own event, or a key change's delete) and the second (a key
+// change's create; none for other changes).
+func (st *streamer) changeEvents(c *change) (first, second bool) {
+	if !c.keyChange {
+		return true, false
+	}
+	sk := &st.src.set.skipped
+	return !sk.Skips(connect.OpDelete), !sk.Skips(connect.OpCreate)
 }
 
 // txOrder counts one more event of t in the current transaction and
