@@ -592,13 +592,19 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 	if rel.signal {
 		return nil // only inserts into the signal table mean something
 	}
+	if st.src.set.skipped.Skips(op) {
+		// skipped.operations: as in Debezium, a skipped change leaves an
+		// incremental snapshot's open chunk alone, so the chunk's row is
+		// still emitted as read (dropped, the row would be missing from
+		// the snapshot when updates are skipped). A truncate empties the
+		// chunk all the same: its rows are gone.
+		if op == connect.OpTruncate && st.chunk != nil {
+			st.streamed(rel, op)
+		}
+		return nil
+	}
 	if st.chunk != nil {
 		st.streamed(rel, op, rel.key(before), rel.key(after))
-	}
-	if st.src.set.skipped.Skips(op) {
-		// skipped.operations: the change still counts for the
-		// incremental snapshot's chunk above, as an emitted one would.
-		return nil
 	}
 	rec, err := st.enc.recordIn(&st.blk, rel, st.event(rel, op, before, after, lsn))
 	if err != nil {
@@ -618,12 +624,20 @@ func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after 
 	if rel.signal {
 		return nil
 	}
-	if st.chunk != nil {
-		st.streamed(rel, connect.OpUpdate, rel.key(before), rel.key(after))
-	}
 	// As in Debezium, skipped.operations sees the two events: d leaves
-	// out the delete (and its tombstone), c the create.
+	// out the delete (and its tombstone), c the create; only the key of
+	// an event emitted leaves an incremental snapshot's open chunk.
 	skipDel, skipCre := st.src.set.skipped.Skips(connect.OpDelete), st.src.set.skipped.Skips(connect.OpCreate)
+	if st.chunk != nil {
+		var keys []connect.Row
+		if !skipDel {
+			keys = append(keys, rel.key(before))
+		}
+		if !skipCre {
+			keys = append(keys, rel.key(after))
+		}
+		st.streamed(rel, connect.OpUpdate, keys...)
+	}
 	if skipDel && skipCre {
 		return nil
 	}
