@@ -31,6 +31,11 @@
 #   RATE [10000]         events per second of the latency phase
 #   DURATION [10s]       length of the latency phase
 #   BENCH_DIR [/var/tmp] where the temp dir goes (the disk under test)
+#   SINK_DIR [/dev/shm]  also run the end to end with the file sink's file here,
+#                        off the log's disk (a tmpfs, or another disk); empty: don't.
+#                        The end to end writes every byte twice, to the log and
+#                        to the sink's file: on one disk its ceiling is half of
+#                        what the disk takes, the log append's rate
 set -euo pipefail
 export LC_ALL=C
 
@@ -44,6 +49,8 @@ PARTITIONS=${PARTITIONS:-3}
 RATE=${RATE:-10000}
 DURATION=${DURATION:-10s}
 BENCH_DIR=${BENCH_DIR:-/var/tmp}
+SINK_DIR=${SINK_DIR-/dev/shm}
+[ -d "$SINK_DIR" ] || SINK_DIR=
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d -p "$BENCH_DIR" enginebench.XXXXXX)
@@ -56,4 +63,5 @@ echo "== in $work on $(df -P "$work" | awk 'NR == 2 { print $1 }') ($(df -PT "$w
 TIMEFORMAT="== whole run: %R s, CPU %U s user + %S s system (%P%% of one CPU)"
 time "$work/enginebench" -dir "$work/data" \
 	-records "$RECORDS" -size "$RECORD_BYTES" -batch "$BATCH" -gen-batch "$GEN_BATCH" -inflight "$INFLIGHT" \
-	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" -runs "$RUNS" "$@"
+	-partitions "$PARTITIONS" -rate "$RATE" -duration "$DURATION" -runs "$RUNS" \
+	${SINK_DIR:+-sink-dir "$SINK_DIR"} "$@"
