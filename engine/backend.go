@@ -85,3 +85,38 @@ type Consumer interface {
 	// Close stops the consumer's fetchers.
 	Close() error
 }
+
+// SourceLeaser is an optional Backend capability: a lease that lets one
+// worker at a time run a source's task among all the workers that load it.
+// A backend that several workers share (kafka) implements it, so that a
+// pipeline run by two workers for availability produces its records once;
+// the embedded backend, owned by one worker, does not, and its sources
+// simply run.
+type SourceLeaser interface {
+	// LeaseSource joins the lease of a source's task as the worker
+	// workerID. The lease is not held yet: Acquire waits for it. Close the
+	// lease when the task is done with it.
+	LeaseSource(ctx context.Context, pipeline, connector, workerID string) (SourceLease, error)
+}
+
+// SourceLease is one worker's part in the lease of a source's task. The
+// runner calls Acquire, the release function and Close from its task's
+// goroutine; Holder and Name may be called concurrently with them.
+type SourceLease interface {
+	// Acquire waits until this worker holds the lease, or ctx ends. It
+	// returns a channel that is closed when the lease is being taken away
+	// (another worker is to hold it, or this one lost its membership),
+	// and release, which the caller calls once the task has stopped and
+	// stored its position: until then (or the backend's bound on the
+	// wait) no other worker is given the lease. Call release once per
+	// Acquire, revoked or not.
+	Acquire(ctx context.Context) (revoked <-chan struct{}, release func(), err error)
+	// Holder names the worker holding the lease, "" when none does (or
+	// the backend cannot tell).
+	Holder(ctx context.Context) (string, error)
+	// Name says what the lease is, for statuses and logs.
+	Name() string
+	// Close releases the lease if held (the task must have stopped) and
+	// leaves it: another worker may then be given it.
+	Close() error
+}

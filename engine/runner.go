@@ -326,6 +326,9 @@ func (r *runner) runTask(hard, soft context.Context) error {
 	}
 	switch r.spec.Kind {
 	case connect.KindSource:
+		if l, ok := r.w.opts.Backend.(SourceLeaser); ok {
+			return r.runLeasedSource(hard, soft, cfg, chain, l)
+		}
 		cfg.Position = r.w.offsets.Get(r.spec.Name)
 		return r.runSource(hard, soft, cfg, chain)
 	case connect.KindSink:
@@ -446,8 +449,8 @@ func (r *runner) status() ConnectorStatus {
 		st.State = StateRunning
 	}
 	ts := TaskStatus{ID: 0, State: r.taskState, WorkerID: r.w.opts.WorkerID}
-	if r.taskState == StateFailed || r.taskState == StateRestarting {
-		ts.Trace = r.trace
+	if r.taskState == StateFailed || r.taskState == StateRestarting || r.taskState == StateUnassigned {
+		ts.Trace = r.trace // UNASSIGNED: a standby names the source's lease and its holder
 	}
 	if ts.State == StateStopped {
 		ts.State = StateUnassigned

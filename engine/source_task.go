@@ -514,3 +514,143 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 		}
 	}
 }
+
+// holderRefresh is how often a standby asks who holds its source's lease,
+// for its status.
+const holderRefresh = 2 * time.Second
+
+// runLeasedSource runs a source task on a backend that leases sources
+// (SourceLeaser). The worker joins the source's lease and stands by (task
+// UNASSIGNED, its trace naming the lease and its holder) until it holds
+// it; it then runs the task from the position stored last, by whichever
+// worker stored it, until soft ends, the task fails, or the lease is taken
+// away. A task stopped by a revoke drains and stores its position as any
+// stop does before the lease passes on, and the worker stands by again.
+func (r *runner) runLeasedSource(hard, soft context.Context, cfg connect.Config, c chain, leaser SourceLeaser) error {
+	lease, err := leaser.LeaseSource(soft, r.spec.Pipeline, r.spec.Name, r.w.opts.WorkerID)
+	if err != nil {
+		if soft.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("join the lease of source %s: %w", r.spec.Name, err)
+	}
+	defer func() {
+		if err := lease.Close(); err != nil {
+			r.logger.Warn("leave the source's lease", "lease", lease.Name(), "error", err)
+		}
+	}()
+	for {
+		revoked, release, err := r.standBy(soft, lease)
+		if err != nil {
+			if soft.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("acquire the lease of source %s: %w", r.spec.Name, err)
+		}
+		r.logger.Info("source lease acquired; running the task", "lease", lease.Name())
+		r.setTaskState(StateUnassigned, "") // no longer standing by; RUNNING once the source is open
+		err = r.runHeld(hard, soft, cfg, c, revoked)
+		release()
+		if err != nil || soft.Err() != nil {
+			return err
+		}
+		r.logger.Info("source lease taken away; the task stopped and this worker stands by", "lease", lease.Name())
+	}
+}
+
+// standBy waits for the lease, showing the task UNASSIGNED meanwhile with
+// a trace that names the lease and, refreshed every holderRefresh, the
+// worker that holds it.
+func (r *runner) standBy(soft context.Context, lease SourceLease) (<-chan struct{}, func(), error) {
+	ctx, cancel := context.WithCancel(soft)
+	shown := make(chan struct{})
+	go func() {
+		defer close(shown)
+		r.showStandby(ctx, lease)
+	}()
+	revoked, release, err := lease.Acquire(ctx)
+	cancel()
+	<-shown
+	return revoked, release, err
+}
+
+func (r *runner) showStandby(ctx context.Context, lease SourceLease) {
+	waiting := "standby: waiting for this source's lease (" + lease.Name() + "); its task runs in the one worker that holds it"
+	r.setTaskState(StateUnassigned, waiting)
+	t := time.NewTicker(holderRefresh)
+	defer t.Stop()
+	for {
+		hctx, cancel := context.WithTimeout(ctx, holderRefresh)
+		holder, err := lease.Holder(hctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
+			r.logger.Warn("standby cannot tell who holds the source's lease", "lease", lease.Name(), "error", err)
+			r.setTaskState(StateUnassigned, waiting+" (last error: "+err.Error()+")")
+		case holder != "":
+			r.setTaskState(StateUnassigned, fmt.Sprintf("standby: the task runs on worker %s, which holds this source's lease (%s); this worker takes over when that one stops or its group session times out", holder, lease.Name()))
+		default:
+			r.setTaskState(StateUnassigned, waiting)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runHeld runs the source task while this worker holds its lease: until
+// soft ends, the task fails, or revoked is closed.
+func (r *runner) runHeld(hard, soft context.Context, cfg connect.Config, c chain, revoked <-chan struct{}) error {
+	ctx, cancel := context.WithCancel(soft)
+	defer cancel()
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-revoked:
+			cancel()
+		case <-stop:
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-watched
+	}()
+	if err := r.reloadPosition(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cfg.Position = r.w.offsets.Get(r.spec.Name)
+	return r.runSource(hard, ctx, cfg, c)
+}
+
+// reloadPosition reads the source's position (and tail offsets) from the
+// offsets topic again: the worker that held the lease before stored
+// positions this worker's OffsetStore has not seen.
+func (r *runner) reloadPosition(ctx context.Context) error {
+	fresh, err := OpenOffsetStore(ctx, r.w.opts.Backend)
+	if err != nil {
+		return fmt.Errorf("reload the position of source %s: %w", r.spec.Name, err)
+	}
+	name, s := r.spec.Name, r.w.offsets
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pos, ok := fresh.pos[name]; ok {
+		s.pos[name] = pos
+	} else {
+		delete(s.pos, name)
+	}
+	if tail, ok := fresh.tails[name]; ok {
+		s.tails[name] = tail
+	} else {
+		delete(s.tails, name)
+	}
+	return nil
+}

@@ -8,6 +8,8 @@
 // backend. Sinks are real consumer-group members: several workers reading
 // the same sink share its partitions through Kafka's own rebalancing, and
 // each commits offsets explicitly, only after its sink confirmed the write.
+// Sources run in one worker at a time: the backend is an
+// engine.SourceLeaser whose leases are consumer groups (lease.go).
 // Source offsets go, as with the embedded backend, to the compacted topic
 // the engine keeps them in. A topic a source writes to is created on its
 // first produce when missing, with the cluster's default partitions, as the
@@ -60,12 +62,15 @@ type Options struct {
 	// SASLUser and SASLPassword.
 	SASLMechanism, SASLUser, SASLPassword string
 	// ClientID names the worker to the brokers. Default "tributary".
+	// Source leases' group members use the engine's worker id instead, so
+	// that a group description names the worker holding a lease.
 	ClientID string
 	// ReplicationFactor of the topics the backend creates; -1 (the default
 	// when 0) leaves it to the cluster's default.replication.factor.
 	ReplicationFactor int16
-	// SessionTimeout and HeartbeatInterval of sink consumer groups.
-	// Defaults: kgo's (45 s, 3 s).
+	// SessionTimeout and HeartbeatInterval of sink consumer groups and of
+	// source leases (a worker that dies holds its sources' leases until
+	// its session times out). Defaults: kgo's (45 s, 3 s).
 	SessionTimeout, HeartbeatInterval time.Duration
 	// Logger receives rebalance and commit events. Default slog.Default().
 	Logger *slog.Logger

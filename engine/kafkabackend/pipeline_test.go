@@ -75,9 +75,11 @@ func forEachBackend(t *testing.T, test func(t *testing.T, st *suiteTarget)) {
 	}
 }
 
-// countSource emits {"n":N} records, N from 1 to max, position {"n":N}.
+// countSource emits {"n":N} records, N from 1 to max, position {"n":N};
+// with pace set (ms), it waits that long before each batch of 10.
 type countSource struct {
 	next, max int
+	pace      time.Duration
 	wt        *workerUnderTest
 }
 
@@ -92,6 +94,8 @@ func (s *countSource) Open(ctx context.Context, cfg connect.Config) error {
 	}
 	m, _ := cfg.Int("max")
 	s.max = int(m)
+	pace, _ := cfg.Int("pace")
+	s.pace = time.Duration(pace) * time.Millisecond
 	return nil
 }
 
@@ -102,6 +106,13 @@ func (s *countSource) Read(ctx context.Context) ([]connect.Record, error) {
 			return nil, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 			return nil, nil
+		}
+	}
+	if s.pace > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(s.pace):
 		}
 	}
 	var out []connect.Record
@@ -216,7 +227,8 @@ func newWorker(t *testing.T, b engine.Backend, id string) *workerUnderTest {
 	wt := &workerUnderTest{b: b}
 	reg := connect.NewRegistry()
 	reg.MustRegister(connect.Connector{Name: "count", Kind: connect.KindSource, Version: "test",
-		Spec:      connect.Spec{Params: []connect.Param{{Name: "max", Type: connect.TypeInt, Default: "100", Description: "how many"}}},
+		Spec: connect.Spec{Params: []connect.Param{{Name: "max", Type: connect.TypeInt, Default: "100", Description: "how many"},
+			{Name: "pace", Type: connect.TypeInt, Default: "0", Description: "ms before each batch of 10"}}},
 		NewSource: func() connect.Source { return &countSource{wt: wt} }})
 	reg.MustRegister(connect.Connector{Name: "tail", Kind: connect.KindSource, Version: "test",
 		Spec:      connect.Spec{Params: []connect.Param{{Name: "max", Type: connect.TypeInt, Default: "100", Description: "how many"}}},

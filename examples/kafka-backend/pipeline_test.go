@@ -81,48 +81,33 @@ func runExample(t *testing.T, brokers []string) {
 	})
 }
 
-// The split form: sources.yaml in one worker, sinks.yaml in two. Every
-// event is produced once, and the two sink workers, one consumer group,
-// write each at least once between them.
-func TestExample_SplitSourcesAndSinks(t *testing.T) {
+// Two workers run pipeline.yaml: one runs the generator (it holds the
+// source's lease), the other stands by; both run the sink, one consumer
+// group. Every event is produced once, and the two files hold each at
+// least once between them.
+func TestExample_TwoWorkersRunThePipeline(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	backend := func() *kafkabackend.Backend {
-		b, err := kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: c.ListenAddrs()[:1], Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	const events = 500
 	var outs []string
+	var b *kafkabackend.Backend
 	for range 2 {
 		out := t.TempDir()
 		outs = append(outs, out)
-		env := map[string]string{"KAFKA_BROKERS": c.ListenAddrs()[0], "OUT_DIR": out}
-		p := exampletest.Load(t, "sinks.yaml", env, file.Connector())
-		if len(p.Sources) != 0 || len(p.Sinks) != 1 {
-			t.Fatalf("sinks.yaml: %d sources, %d sinks", len(p.Sources), len(p.Sinks))
+		env := map[string]string{"KAFKA_BROKERS": c.ListenAddrs()[0], "OUT_DIR": out, "MAX_EVENTS": fmt.Sprint(events)}
+		p := exampletest.Load(t, "pipeline.yaml", env, generator.Connector(), file.Connector())
+		b, err = kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: p.Log.Kafka.Brokers, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
 		}
-		b := backend()
 		defer b.Close()
-		run := exampletest.Start(t, b, p, file.Connector())
+		run := exampletest.Start(t, b, p, generator.Connector(), file.Connector())
 		defer run.Shutdown()
 	}
-	env := map[string]string{"KAFKA_BROKERS": c.ListenAddrs()[0], "MAX_EVENTS": fmt.Sprint(events)}
-	p := exampletest.Load(t, "sources.yaml", env, generator.Connector())
-	if len(p.Sources) != 1 || len(p.Sinks) != 0 {
-		t.Fatalf("sources.yaml: %d sources, %d sinks", len(p.Sources), len(p.Sinks))
-	}
-	b := backend()
-	defer b.Close()
-	run := exampletest.Start(t, b, p, generator.Connector())
-	defer run.Shutdown()
-
 	exampletest.WaitFor(t, 20*time.Second, fmt.Sprintf("seq 1 to %d in the files", events), func() error {
 		seen := make(map[int]bool)
 		for _, out := range outs {
@@ -146,7 +131,7 @@ func TestExample_SplitSourcesAndSinks(t *testing.T) {
 		produced += pb.End - pb.Start
 	}
 	if produced != events {
-		t.Errorf("web.tracking holds %d records, want %d: one worker runs the source", produced, events)
+		t.Errorf("web.tracking holds %d records, want %d: one worker at a time runs the source", produced, events)
 	}
 }
 
