@@ -145,3 +145,27 @@ func decodeTail(b []byte) ([]PartitionOffset, error) {
 	}
 	return out, nil
 }
+
+// Reload reads the offsets topic again and takes connector's position
+// (and tail offsets) from it, or forgets them when the topic has none: on
+// a shared backend another worker may have stored positions this store
+// has not seen (a source whose lease moved here).
+func (s *OffsetStore) Reload(ctx context.Context, connector string) error {
+	fresh, err := OpenOffsetStore(ctx, s.backend)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pos, ok := fresh.pos[connector]; ok {
+		s.pos[connector] = pos
+	} else {
+		delete(s.pos, connector)
+	}
+	if tail, ok := fresh.tails[connector]; ok {
+		s.tails[connector] = tail
+	} else {
+		delete(s.tails, connector)
+	}
+	return nil
+}

@@ -635,22 +635,8 @@ func (r *runner) runHeld(hard, soft context.Context, cfg connect.Config, c chain
 // offsets topic again: the worker that held the lease before stored
 // positions this worker's OffsetStore has not seen.
 func (r *runner) reloadPosition(ctx context.Context) error {
-	fresh, err := OpenOffsetStore(ctx, r.w.opts.Backend)
-	if err != nil {
+	if err := r.w.offsets.Reload(ctx, r.spec.Name); err != nil {
 		return fmt.Errorf("reload the position of source %s: %w", r.spec.Name, err)
-	}
-	name, s := r.spec.Name, r.w.offsets
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pos, ok := fresh.pos[name]; ok {
-		s.pos[name] = pos
-	} else {
-		delete(s.pos, name)
-	}
-	if tail, ok := fresh.tails[name]; ok {
-		s.tails[name] = tail
-	} else {
-		delete(s.tails, name)
 	}
 	return nil
 }
