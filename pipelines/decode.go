@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -14,7 +15,7 @@ import (
 var (
 	topKeys        = []string{"version", "name", "log", "topics", "sources", "sinks", "plugins"}
 	logKeys        = []string{"backend", "dir", "kafka", "defaults"}
-	kafkaKeys      = []string{"brokers", "listen", "auto_create_topics", "tls", "sasl"}
+	kafkaKeys      = []string{"brokers", "listen", "auto_create_topics", "session_timeout", "tls", "sasl"}
 	kafkaTLSKeys   = []string{"ca", "cert", "key", "server.name"}
 	kafkaSASLKeys  = []string{"mechanism", "username", "password", "mechanisms", "users"}
 	defaultsKeys   = []string{"partitions", "config"}
@@ -313,6 +314,18 @@ func (d *fileDecoder) log(n *yaml.Node, l *Log) {
 		if e, ok := k["auto_create_topics"]; ok {
 			if v, ok := d.boolean(e.value, "log.kafka.auto_create_topics"); ok {
 				l.Kafka.NoAutoCreateTopics = !v
+			}
+		}
+		if e, ok := k["session_timeout"]; ok {
+			if v, ok := d.duration(e.value, "log.kafka.session_timeout"); ok {
+				switch {
+				case l.Backend != BackendKafka:
+					d.errorf(e.key, "log.kafka.session_timeout", "leave it out, or use backend: kafka", "log.kafka.session_timeout applies to the kafka backend's consumer groups and source leases")
+				case v < 6*time.Second || v > 30*time.Minute:
+					d.errorf(e.value, "log.kafka.session_timeout", "e.g. 10s; brokers accept 6s to 30m by default (group.min/max.session.timeout.ms)", "session timeout %s is out of range", v)
+				default:
+					l.Kafka.SessionTimeout = v
+				}
 			}
 		}
 		if e, ok := k["tls"]; ok {

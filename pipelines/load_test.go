@@ -623,6 +623,22 @@ func TestParse_KafkaListen(t *testing.T) {
 	}
 }
 
+func TestParse_KafkaSessionTimeout(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nlog:\n  backend: kafka\n  kafka: {brokers: [k:9092], session_timeout: 10s}\n"), Options{})
+	if err != nil || p.Log.Kafka.SessionTimeout != 10*time.Second {
+		t.Fatalf("Parse = %+v, %v", p, err)
+	}
+	for bad, want := range map[string]string{
+		"version: 1\nlog:\n  backend: kafka\n  kafka: {brokers: [k:9092], session_timeout: 2s}\n":   "p.yaml:4:47: log.kafka.session_timeout: session timeout 2s is out of range",
+		"version: 1\nlog:\n  backend: kafka\n  kafka: {brokers: [k:9092], session_timeout: soon}\n": "p.yaml:4:47:",
+		"version: 1\nlog:\n  kafka: {session_timeout: 10s}\n":                                       "p.yaml:3:11: log.kafka.session_timeout: log.kafka.session_timeout applies to the kafka backend",
+	} {
+		if _, err := Parse("p.yaml", []byte(bad), Options{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", bad, err, want)
+		}
+	}
+}
+
 func TestParse_KafkaTLSAndSASL(t *testing.T) {
 	t.Setenv("KAFKA_PW", "s3cret-pw")
 	t.Setenv("ALICE_PW", "alice-pw")

@@ -55,8 +55,13 @@ type Kafka struct {
 	// auto.create.topics.enable). Sources of the pipelines still create
 	// their topics.
 	NoAutoCreateTopics bool
-	TLS                *KafkaTLS  // nil: plaintext
-	SASL               *KafkaSASL // nil: no authentication
+	// SessionTimeout is the kafka backend's consumer-group session
+	// timeout (log.kafka.session_timeout, Kafka's session.timeout.ms): how
+	// long a worker that died keeps its sinks' partitions and its sources'
+	// leases. 0: the client's default (45 s).
+	SessionTimeout time.Duration
+	TLS            *KafkaTLS  // nil: plaintext
+	SASL           *KafkaSASL // nil: no authentication
 }
 
 // KafkaTLS is log.kafka.tls. With the kafka backend: CA verifies the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/tributary-io/tributary/engine/kafkabackend"
 	"github.com/tributary-io/tributary/log/kafka"
@@ -16,6 +17,11 @@ import (
 // brokers, client TLS and SASL credentials.
 func kafkaBackendOptions(k pipelines.Kafka) (kafkabackend.Options, error) {
 	opts := kafkabackend.Options{Brokers: k.Brokers}
+	if k.SessionTimeout > 0 {
+		// Heartbeats a third of the session apart at most, as Kafka
+		// advises, and never less often than kgo's default of 3 s.
+		opts.SessionTimeout, opts.HeartbeatInterval = k.SessionTimeout, min(k.SessionTimeout/3, 3*time.Second)
+	}
 	if t := k.TLS; t != nil {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 		if t.CA != "" {
