@@ -162,9 +162,10 @@ func (s *Sink) take(ready []*lane) ([]*item, []*lane) {
 
 // send delivers one request, retrying as the settings say. The first
 // attempt to a receiver that is not failing runs under ctx, which ends
-// only when the worker gives up on the task; retries, their waits, and
-// every attempt while the receiver is failing run under stop, which also
-// ends when the worker asks the task to stop (connect.Stopping).
+// only when the worker gives up on the task; retries, their waits, a
+// hold a receiver asked for with Retry-After, and every attempt while the
+// receiver is failing run under stop, which also ends when the worker asks
+// the task to stop (connect.Stopping).
 func (s *Sink) send(ctx, stop context.Context, req *request) result {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -172,7 +173,7 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		if attempt > 1 || s.failing.Load() {
 			actx = stop
 		}
-		if err := s.lim.wait(actx); err != nil {
+		if err := s.lim.wait(actx, stop); err != nil {
 			return result{req: req, canceled: true}
 		}
 		a := s.attempt(actx, req, attempt)
