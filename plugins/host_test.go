@@ -482,3 +482,19 @@ func TestSource_FrozenProcessHitsDeadline(t *testing.T) {
 		t.Errorf("the frozen process %d is still there", pid)
 	}
 }
+
+// TestSink_ExitShowsItsLastStderrLine: a plugin that prints why to
+// os.Stderr and exits at once (os.Exit, log.Fatal-style) gets that line in
+// the error, not "it wrote nothing to stderr".
+func TestSink_ExitShowsItsLastStderrLine(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	sink := openSink(t, h, bin.misbehave, map[string]string{"mode": "exit"})
+	err := sink.Write(t.Context(), make([]connect.Record, 1))
+	var pe *ProcessError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("write to a plugin that exits: %v", err)
+	}
+	if !strings.Contains(err.Error(), "cannot reach the backend: giving up") {
+		t.Errorf("the error does not show the line the plugin printed to os.Stderr before it exited: %v", err)
+	}
+}
