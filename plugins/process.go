@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -119,7 +120,10 @@ func (p *process) startError(err error, pin *pin, newest int) error {
 		return &Error{kind: ErrProtocolMismatch, msg: fmt.Sprintf(
 			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d",
 			p.path, theirs, MinProtocolVersion, newest, newest)}
-	case strings.Contains(msg, "exec format error"), strings.Contains(msg, "permission denied"):
+	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
+		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s could not be started: %s%s", p.path, firstLine(msg),
+			permissionHint(fs.ErrPermission, p.path, "run it: chmod a+x"))}
+	case strings.Contains(msg, "exec format error"):
 		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a program this machine can run: %s", p.path, firstLine(msg))}
 	}
 	detail := firstLine(msg)
