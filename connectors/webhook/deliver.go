@@ -75,7 +75,7 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 			taken, ready = s.take(ready)
 			req, err := s.newRequest(taken)
 			if err != nil {
-				s.finish(result{req: &request{items: taken}, err: s.mask.Error(err)}, out, &ready)
+				s.finish(result{req: &request{items: taken}, err: connect.Permanent(s.mask.Error(err))}, out, &ready)
 				continue
 			}
 			inFlight++
@@ -186,9 +186,12 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		case classFatal:
 			return result{req: req, fatal: s.mask.Error(fmt.Errorf("webhook sink: %w", a.err))}
 		case classPermanent:
-			// The tries are counted outside the masker: it returns a new
-			// error that no longer unwraps to a marker.
-			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(a.err))}
+			// The markers go outside the masker: it returns a new error
+			// that no longer unwraps to one. Permanent: sending the
+			// records again gets the same answer, so without error
+			// tolerance the task stays FAILED rather than restarting to
+			// send them again and again.
+			return result{req: req, err: connect.Permanent(connect.WithAttempts(attempt, s.mask.Error(a.err)))}
 		}
 		if s.set.maxAttempts > 0 && attempt >= s.set.maxAttempts {
 			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.attempts): %w", attempt, since(start), a.err)))}
