@@ -374,7 +374,7 @@ func TestProtocolMismatch(t *testing.T) {
 	if !errors.Is(p.Err, ErrProtocolMismatch) {
 		t.Fatalf("err = %v, want ErrProtocolMismatch", p.Err)
 	}
-	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks versions %d to %d", MinProtocolVersion, ProtocolVersion)} {
+	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks versions %d to %d", MinProtocolVersion, ProtocolVersion), "or run a newer Tributary, one that speaks version 7"} {
 		if !strings.Contains(p.Err.Error(), want) {
 			t.Errorf("the error %q does not say %q", p.Err, want)
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -114,12 +115,19 @@ func (p *process) startError(err error, pin *pin, newest int) error {
 			p.path, got, pin.origin, hex.EncodeToString(pin.sum))}
 	case strings.Contains(msg, "incompatible API version"):
 		theirs := "another"
+		newer := false
 		if m := versionRE.FindStringSubmatch(msg); m != nil {
 			theirs = m[1]
+			n, _ := strconv.Atoi(theirs)
+			newer = n > newest
+		}
+		fix := ""
+		if newer {
+			fix = " (or run a newer Tributary, one that speaks version " + theirs + ")"
 		}
 		return &Error{kind: ErrProtocolMismatch, msg: fmt.Sprintf(
-			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d",
-			p.path, theirs, MinProtocolVersion, newest, newest)}
+			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d%s",
+			p.path, theirs, MinProtocolVersion, newest, newest, fix)}
 	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
 		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s could not be started: %s%s", p.path, firstLine(msg),
 			permissionHint(fs.ErrPermission, p.path, "run it: chmod a+x"))}
