@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -205,7 +204,7 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		}
 		s.failing.Store(true)
 		s.stats.retries.Add(1)
-		slog.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
+		s.log.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
 		if err := sleep(stop, wait); err != nil {
 			return result{req: req, canceled: true}
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ type Sink struct {
 	transport *http.Transport
 	lim       *limiter
 	mask      *masker
+	logger    *slog.Logger // where to log; nil is slog.Default(); tests set it
+	log       *slog.Logger // logger with the sink's attributes, from Open
 
 	// After a Write that returned an error, prev holds its records' ids
 	// and prevOut their outcomes. The worker then writes the batch again,
