@@ -256,6 +256,10 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 		// The transport may still hold the header of the previous attempt.
 		hreq.Header = req.header.Clone()
 	}
+	if host := req.header.Get("Host"); host != "" {
+		// net/http sends Request.Host, and ignores a Host header.
+		hreq.Host = host
+	}
 	if len(s.set.signingKeys) > 0 {
 		ts := time.Now().Unix()
 		hreq.Header.Set(headerWebhookID, req.id)

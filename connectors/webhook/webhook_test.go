@@ -794,3 +794,31 @@ func TestBatch_RejectedBatchFailsAllItsRecords(t *testing.T) {
 		t.Errorf("delivered %d requests, want the second batch", len(got))
 	}
 }
+
+// TestHostHeader_Sent: a Host line in headers (a receiver behind a load
+// balancer reached by address, a virtual host) is the request's Host, as
+// curl -H 'Host: …' sends it; net/http would otherwise drop it silently.
+func TestHostHeader_Sent(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+	})
+	for _, headers := range []string{"Host: crm.internal.example", "Host: {{ .Topic }}.internal.example"} {
+		hosts = nil
+		s := open(t, fast(map[string]string{"url": rc.srv.URL, "headers": headers}))
+		recs := events([]string{"a"}, 1)
+		recs[0].Topic = "crm"
+		if err := s.Write(t.Context(), recs); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(hosts)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != "crm.internal.example" {
+			t.Errorf("headers %q: the receiver saw Host %q, want crm.internal.example", headers, got)
+		}
+	}
+}
