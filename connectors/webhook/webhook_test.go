@@ -822,3 +822,38 @@ func TestHostHeader_Sent(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplate_FieldOfNull_SaysSo: a field of a null value (.Value.after of
+// a Debezium delete) fails the record with an error that says the value is
+// null and how to read the field, not text/template's "can't evaluate
+// field id in type interface {}".
+func TestTemplate_FieldOfNull_SaysSo(t *testing.T) {
+	rc := newReceiver(t, nil)
+	s := open(t, fast(map[string]string{"url": rc.srv.URL + "/customers/{{ .Value.after.id }}"}))
+	recs := []connect.Record{{Topic: "cdc.public.customers", Key: []byte(`{"id":1}`), Value: []byte(`{"before":{"id":1},"after":null,"op":"d"}`)}}
+	dead := writeLikeWorker(t, s, recs, nil)
+	msg := dead[0]
+	for _, want := range []string{"render url", "<.Value.after.id>: a field of a null value", `{{ get .Value "after.id" }}`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "interface {}") {
+		t.Errorf("error %q speaks of Go types", msg)
+	}
+}
+
+// TestTrimTemplateError_FieldOfNull covers every form of text/template's
+// message about a field of a null value.
+func TestTrimTemplateError_FieldOfNull(t *testing.T) {
+	for in, want := range map[string]string{
+		`template: url:1:2: executing "url" at <.Value.after.id>: can't evaluate field id in type interface {}`: `url:1:2: executing "url" at <.Value.after.id>: a field of a null value; read fields that may be null with get, which gives null: {{ get .Value "after.id" }}`,
+		`template: x:1:2: executing "x" at <.Key.a.b>: nil pointer evaluating *webhook.null.b`:                  `x:1:2: executing "x" at <.Key.a.b>: a field of a null value; read fields that may be null with get, which gives null: {{ get .Key "a.b" }}`,
+		`template: x:1:2: executing "x" at <.Value.after>: can't evaluate field id in type *webhook.null`:       `x:1:2: executing "x" at <.Value.after>: a field of a null value; read fields that may be null with get, which gives null`,
+		`template: x:1:2: executing "x" at <.Value.id>: map has no entry for key "id"`:                          `x:1:2: executing "x" at <.Value.id>: map has no entry for key "id"`,
+	} {
+		if got := trimTemplateError(errors.New(in)).Error(); got != want {
+			t.Errorf("trimTemplateError(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
