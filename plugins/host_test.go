@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -497,4 +498,54 @@ func TestSink_ExitShowsItsLastStderrLine(t *testing.T) {
 	if !strings.Contains(err.Error(), "cannot reach the backend: giving up") {
 		t.Errorf("the error does not show the line the plugin printed to os.Stderr before it exited: %v", err)
 	}
+}
+
+// TestInspect_NoHandshakeAndAChildLeftBehind: a file that is no plugin,
+// never writes the handshake, and has started a child that holds its
+// output open (a shell script with a background job) is reported as not a
+// plugin after StartTimeout, instead of hanging discovery for ever; the
+// child is killed with it.
+func TestInspect_NoHandshakeAndAChildLeftBehind(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := "#!/bin/sh\nsleep 60 &\necho $! > " + pidFile + "\nsleep 60\n"
+	path := filepath.Join(dir, "helper.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newTestHost(t, Options{StartTimeout: 500 * time.Millisecond})
+	done := make(chan *Plugin, 1)
+	go func() { done <- h.Inspect(context.Background(), path) }()
+	var p *Plugin
+	select {
+	case p = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Inspect did not return within 15s")
+	}
+	if !errors.Is(p.Err, ErrNotPlugin) || !strings.Contains(p.Err.Error(), "did not complete the plugin handshake: it wrote no handshake line within 500ms, and was killed") {
+		t.Errorf("err = %v, want ErrNotPlugin for a missing handshake", p.Err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the child %d the script started is still running", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether the process pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }

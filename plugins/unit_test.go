@@ -208,7 +208,7 @@ func TestPermissionErrorsSayHowToFix(t *testing.T) {
 		t.Errorf("hint for a missing directory: %q, want none", got)
 	}
 	p := &process{path: "/srv/plugins/jsonl", tail: &tail{}}
-	err := p.startError(&fs.PathError{Op: "fork/exec", Path: p.path, Err: syscall.EACCES}, nil, ProtocolVersion)
+	err := p.startError(&fs.PathError{Op: "fork/exec", Path: p.path, Err: syscall.EACCES}, nil, ProtocolVersion, time.Second)
 	if !errors.Is(err, ErrNotPlugin) {
 		t.Errorf("start error %v is not ErrNotPlugin", err)
 	}
