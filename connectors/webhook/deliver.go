@@ -298,6 +298,10 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 	switch {
 	case code == http.StatusGone:
 		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver says the endpoint is gone: fix url, or remove the sink", msg)}
+	case code == http.StatusUnauthorized && !s.set.templatedHeaders:
+		// The credentials are the same for every request: none would get
+		// through, and failing each record would dead-letter the stream.
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url), then restart the connector", msg)}
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500, s.set.retryStatuses[code]:
 		after := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if after > 0 && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {

@@ -40,7 +40,8 @@
 // error, not marked: the receiver may recover. A failed record's error says
 // how many requests were made for it (connect.WithAttempts), so that the
 // __connect.errors.attempts header of its dead letter counts them. A 410
-// Gone, or a TLS certificate the sink does not trust, fails the task
+// Gone, a 401 while the headers are static (the same credentials on every
+// request), or a TLS certificate the sink does not trust, fails the task
 // instead: nothing would get through.
 //
 // A stop (stop, delete, restart, or a worker's shutdown) lets requests to a

@@ -857,3 +857,28 @@ func TestTrimTemplateError_FieldOfNull(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauthorized_FailsTheTask: a 401 to a sink whose credentials are the
+// same for every request (static headers) fails the task, like a 410:
+// nothing would get through, and dead-lettering every record until the
+// token is fixed would empty the stream into the dead-letter topic. With a
+// templated header (credentials per record), it fails only its record.
+func TestUnauthorized_FailsTheTask(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `[{"errorCode":"INVALID_SESSION_ID","message":"Session expired or invalid"}]`)
+	})
+	s := open(t, fast(map[string]string{"url": rc.srv.URL, "headers": "Authorization: Bearer expired-token-123"}))
+	err := s.Write(t.Context(), events(keys(3), 2))
+	if err == nil || connect.IsBadRecord(err) || !strings.Contains(err.Error(), "401 Unauthorized") ||
+		!strings.Contains(err.Error(), "INVALID_SESSION_ID") || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("Write = %v, want a plain error naming the 401 and the credentials", err)
+	}
+	if strings.Contains(err.Error(), "expired-token-123") {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	s = open(t, fast(map[string]string{"url": rc.srv.URL, "headers": "Authorization: Bearer {{ .Value.key }}"}))
+	if err := s.Write(t.Context(), events([]string{"a"}, 1)); !connect.IsBadRecord(err) {
+		t.Errorf("Write with a templated Authorization = %v, want a bad record", err)
+	}
+}
