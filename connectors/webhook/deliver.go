@@ -301,7 +301,7 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 	case code == http.StatusUnauthorized && !s.set.templatedHeaders:
 		// The credentials are the same for every request: none would get
 		// through, and failing each record would dead-letter the stream.
-		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url), then restart the connector", msg)}
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url); until then the task fails and restarts with backoff, and no record is dead-lettered", msg)}
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500, s.set.retryStatuses[code]:
 		after := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if after > 0 && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
