@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -187,7 +188,7 @@ func (h *Host) Discover(ctx context.Context, dirs ...string) ([]*Plugin, error) 
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("plugin directory: %w", err))
+			errs = append(errs, fmt.Errorf("plugin directory: %w%s", err, permissionHint(err, dir, "list it: chmod a+rx")))
 			continue
 		}
 		lock, err := readLockFile(dir)
@@ -250,6 +251,18 @@ func (h *Host) Discover(ctx context.Context, dirs ...string) ([]*Plugin, error) 
 	return found, errors.Join(errs...)
 }
 
+// permissionHint is the advice that ends an error about a plugin file or
+// directory the worker's user may not use: what it may not do and the
+// chmod that allows it (what is "verb: mode", path where to apply it).
+// It is "" for any other error.
+func permissionHint(err error, path, what string) string {
+	if !errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	verb, mode, _ := strings.Cut(what, ": ")
+	return fmt.Sprintf("; the worker's user (uid %d) may not %s: %s %s, or make that user its owner", os.Geteuid(), verb, mode, path)
+}
+
 // Inspect inspects one plugin file: it checks its pin (Options.Pins and the
 // LockFile of its directory), starts it, asks what it is, and stops it.
 // The Plugin's Err says why the file is not a usable plugin.
@@ -296,7 +309,7 @@ func (h *Host) inspect(ctx context.Context, path string, pin *pin) *Plugin {
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
-		p.Err = fmt.Errorf("plugin %s: %w", path, err)
+		p.Err = fmt.Errorf("plugin %s: %w%s", path, err, permissionHint(err, filepath.Dir(path), "reach it: chmod a+x"))
 		return p
 	case !fi.Mode().IsRegular():
 		p.Err = &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a regular file", path)}
@@ -308,7 +321,7 @@ func (h *Host) inspect(ctx context.Context, path string, pin *pin) *Plugin {
 		return p
 	}
 	if p.SHA256, err = fileSHA256(path); err != nil {
-		p.Err = fmt.Errorf("plugin %s: %w", path, err)
+		p.Err = fmt.Errorf("plugin %s: %w%s", path, err, permissionHint(err, path, "read it: chmod a+r"))
 		return p
 	}
 	if err := ctx.Err(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -374,7 +375,7 @@ func TestProtocolMismatch(t *testing.T) {
 	if !errors.Is(p.Err, ErrProtocolMismatch) {
 		t.Fatalf("err = %v, want ErrProtocolMismatch", p.Err)
 	}
-	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks versions %d to %d", MinProtocolVersion, ProtocolVersion)} {
+	for _, want := range []string{"speaks plugin protocol version 7", fmt.Sprintf("this Tributary speaks versions %d to %d", MinProtocolVersion, ProtocolVersion), "or run a newer Tributary, one that speaks version 7"} {
 		if !strings.Contains(p.Err.Error(), want) {
 			t.Errorf("the error %q does not say %q", p.Err, want)
 		}
@@ -481,4 +482,70 @@ func TestSource_FrozenProcessHitsDeadline(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("the frozen process %d is still there", pid)
 	}
+}
+
+// TestSink_ExitShowsItsLastStderrLine: a plugin that prints why to
+// os.Stderr and exits at once (os.Exit, log.Fatal-style) gets that line in
+// the error, not "it wrote nothing to stderr".
+func TestSink_ExitShowsItsLastStderrLine(t *testing.T) {
+	h, _ := newTestHost(t, Options{})
+	sink := openSink(t, h, bin.misbehave, map[string]string{"mode": "exit"})
+	err := sink.Write(t.Context(), make([]connect.Record, 1))
+	var pe *ProcessError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("write to a plugin that exits: %v", err)
+	}
+	if !strings.Contains(err.Error(), "cannot reach the backend: giving up") {
+		t.Errorf("the error does not show the line the plugin printed to os.Stderr before it exited: %v", err)
+	}
+}
+
+// TestInspect_NoHandshakeAndAChildLeftBehind: a file that is no plugin,
+// never writes the handshake, and has started a child that holds its
+// output open (a shell script with a background job) is reported as not a
+// plugin after StartTimeout, instead of hanging discovery for ever; the
+// child is killed with it.
+func TestInspect_NoHandshakeAndAChildLeftBehind(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := "#!/bin/sh\nsleep 60 &\necho $! > " + pidFile + "\nsleep 60\n"
+	path := filepath.Join(dir, "helper.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newTestHost(t, Options{StartTimeout: 500 * time.Millisecond})
+	done := make(chan *Plugin, 1)
+	go func() { done <- h.Inspect(context.Background(), path) }()
+	var p *Plugin
+	select {
+	case p = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Inspect did not return within 15s")
+	}
+	if !errors.Is(p.Err, ErrNotPlugin) || !strings.Contains(p.Err.Error(), "did not complete the plugin handshake: it wrote no handshake line within 500ms, and was killed") {
+		t.Errorf("err = %v, want ErrNotPlugin for a missing handshake", p.Err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the child %d the script started is still running", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether the process pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +45,7 @@ type process struct {
 	rpc     pluginpb.ConnectorClient
 	tail    *tail
 	writers []*lineWriter
+	logger  *slog.Logger // the host's, with the plugin's name
 
 	endOnce sync.Once // kill or stop, whichever comes first
 
@@ -60,6 +64,7 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 	stdout := &lineWriter{logger: logger, stream: "stdout"}
 	stderr := &lineWriter{logger: logger, stream: "stderr", tail: t}
 	cmd := exec.Command(path)
+	inOwnProcessGroup(cmd)
 	cfg := &goplugin.ClientConfig{
 		HandshakeConfig:  handshake(uint(h.protocol)),
 		VersionedPlugins: versionedPlugins(&grpcPlugin{}, h.protocol),
@@ -78,7 +83,7 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 	if pin != nil {
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: pin.sum, Hash: sha256.New()}
 	}
-	p := &process{name: name, path: path, client: goplugin.NewClient(cfg), cmd: cmd, tail: t,
+	p := &process{name: name, path: path, client: goplugin.NewClient(cfg), cmd: cmd, tail: t, logger: logger,
 		writers: []*lineWriter{raw, stdout, stderr}}
 	rpcClient, err := p.client.Client()
 	var conn any
@@ -87,7 +92,7 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 	}
 	if err != nil {
 		p.end(false)
-		return nil, p.startError(err, pin, h.protocol)
+		return nil, p.startError(err, pin, h.protocol, h.opts.StartTimeout)
 	}
 	p.rpc = conn.(pluginpb.ConnectorClient)
 	p.pid = cmd.Process.Pid
@@ -99,8 +104,9 @@ func (h *Host) start(path, name string, pin *pin) (*process, error) {
 var versionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
 // startError explains why a plugin did not start; newest is the newest
-// protocol version the host offered.
-func (p *process) startError(err error, pin *pin, newest int) error {
+// protocol version the host offered, startTimeout how long it had for the
+// handshake.
+func (p *process) startError(err error, pin *pin, newest int, startTimeout time.Duration) error {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
@@ -113,18 +119,31 @@ func (p *process) startError(err error, pin *pin, newest int) error {
 			p.path, got, pin.origin, hex.EncodeToString(pin.sum))}
 	case strings.Contains(msg, "incompatible API version"):
 		theirs := "another"
+		newer := false
 		if m := versionRE.FindStringSubmatch(msg); m != nil {
 			theirs = m[1]
+			n, _ := strconv.Atoi(theirs)
+			newer = n > newest
+		}
+		fix := ""
+		if newer {
+			fix = " (or run a newer Tributary, one that speaks version " + theirs + ")"
 		}
 		return &Error{kind: ErrProtocolMismatch, msg: fmt.Sprintf(
-			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d",
-			p.path, theirs, MinProtocolVersion, newest, newest)}
-	case strings.Contains(msg, "exec format error"), strings.Contains(msg, "permission denied"):
+			"plugin %s speaks plugin protocol version %s, but this Tributary speaks versions %d to %d: rebuild the plugin with a github.com/tributary-io/tributary module whose plugins.ProtocolVersion is %d%s",
+			p.path, theirs, MinProtocolVersion, newest, newest, fix)}
+	case errors.Is(err, fs.ErrPermission) || strings.Contains(msg, "permission denied"):
+		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s could not be started: %s%s", p.path, firstLine(msg),
+			permissionHint(fs.ErrPermission, p.path, "run it: chmod a+x"))}
+	case strings.Contains(msg, "exec format error"):
 		return &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a program this machine can run: %s", p.path, firstLine(msg))}
 	}
 	detail := firstLine(msg)
-	if strings.TrimSpace(detail) == "Unrecognized remote plugin message:" {
+	switch {
+	case strings.TrimSpace(detail) == "Unrecognized remote plugin message:":
 		detail = "it wrote no handshake line to its standard output"
+	case strings.Contains(detail, "timeout while waiting for plugin to start"):
+		detail = fmt.Sprintf("it wrote no handshake line within %s, and was killed", startTimeout)
 	}
 	e := &Error{kind: ErrNotPlugin, msg: fmt.Sprintf("%s is not a Tributary plugin (it did not complete the plugin handshake: %s)", p.path, detail)}
 	if lines := p.tail.last(); len(lines) > 0 {
@@ -203,17 +222,24 @@ func (p *process) fail(op string, timeout time.Duration, err error) error {
 }
 
 // end ends the process, once: gracefully (go-plugin asks it to shut down,
-// then kills it after a grace period), or with SIGKILL at once. It returns
-// when the process is gone and its output read.
+// then kills it after a grace period), or with SIGKILL at once. Either way
+// what the process started dies with it (its process group). It returns
+// when the process is gone and its output read, or, when something outside
+// the group still holds its output open, exitWait after the kill.
 func (p *process) end(graceful bool) {
 	p.endOnce.Do(func() {
 		killNow := func() {
-			if p.cmd.Process != nil && !p.client.Exited() {
+			if p.cmd.Process == nil {
+				return
+			}
+			if !p.client.Exited() {
 				p.mu.Lock()
 				p.killed = true
 				p.mu.Unlock()
 				_ = p.cmd.Process.Kill()
 			}
+			// Its children too, even once it is gone: they hold its output.
+			killProcessGroup(p.cmd.Process.Pid)
 		}
 		if !graceful {
 			killNow()
@@ -227,7 +253,12 @@ func (p *process) end(graceful bool) {
 		case <-done:
 		case <-time.After(stopGrace):
 			killNow()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(exitWait):
+				// The goroutine ends when the output is closed at last.
+				p.logger.Warn("a plugin process was killed, but something it started still holds its output open", "path", p.path)
+			}
 		}
 		for _, w := range p.writers {
 			w.flush()

@@ -34,8 +34,10 @@ import (
 // with status 1 too. Serve makes a JSON log handler on the process's
 // standard error the slog default, so that slog (and log) lines reach the
 // worker's log with their level; anything else written to os.Stdout or
-// os.Stderr reaches it as plain lines. The process exits when the worker
-// that started it is gone.
+// os.Stderr reaches it as plain lines (os.Stderr's in order with the slog
+// lines, to the last one before the process exits; os.Stdout's over a
+// stream of their own, which an abrupt exit may cut short). The process
+// exits when the worker that started it is gone.
 func Serve(c connect.Connector) {
 	if code := serve(c, os.Stderr); code != 0 {
 		os.Exit(code)
@@ -60,7 +62,9 @@ func serve(c connect.Connector, stderr *os.File) int {
 		HandshakeConfig:  handshake(ProtocolVersion),
 		VersionedPlugins: versionedPlugins(&grpcPlugin{server: newServer(c)}, ProtocolVersion),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
+			r := &stderrRestorer{stderr: stderr}
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+				grpc.ChainUnaryInterceptor(r.unary), grpc.ChainStreamInterceptor(r.stream))...)
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: c.Name, Output: stderr, JSONFormat: true, Level: hclog.Info}),
 	})
@@ -81,6 +85,35 @@ func watchParent() {
 			}
 		}
 	}()
+}
+
+// stderrRestorer points os.Stderr back at the process's standard error
+// before the first call is served. goplugin.Serve points it at a pipe
+// that a goroutine of the plugin streams to the host over gRPC, so what a
+// plugin prints right before its process ends (the reason, then os.Exit)
+// died with the process, and "it wrote nothing to stderr" was all the
+// host could say; its lines also arrived out of order with the slog lines
+// and panic traces, which go to the standard error directly. The host
+// reads the standard error itself, to the last byte after an exit.
+//
+// goplugin.Serve sets os.Stderr before it starts serving, and calls reach
+// the interceptors only after that; the connector's code runs in calls,
+// after the Once.
+type stderrRestorer struct {
+	stderr *os.File
+	once   sync.Once
+}
+
+func (r *stderrRestorer) restore() { r.once.Do(func() { os.Stderr = r.stderr }) }
+
+func (r *stderrRestorer) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	r.restore()
+	return h(ctx, req)
+}
+
+func (r *stderrRestorer) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	r.restore()
+	return h(srv, ss)
 }
 
 // newPluginLogHandler returns a slog handler writing JSON lines in hclog's

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,5 +192,32 @@ func TestReadLockFile(t *testing.T) {
 		if _, err := readLockFile(dir); err == nil || !strings.Contains(err.Error(), LockFile+":") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// TestPermissionErrorsSayHowToFix: a plugin directory or file the worker's
+// user may not list, read or run gets an error that says so and names the
+// chmod that fixes it. (The tests run as root, which may do all three, so
+// the errors are made up; as another user the same come from the OS.)
+func TestPermissionErrorsSayHowToFix(t *testing.T) {
+	denied := &fs.PathError{Op: "open", Path: "/srv/plugins", Err: syscall.EACCES}
+	if got, want := permissionHint(denied, "/srv/plugins", "list it: chmod a+rx"), "may not list it: chmod a+rx /srv/plugins"; !strings.Contains(got, want) {
+		t.Errorf("hint %q does not say %q", got, want)
+	}
+	if got := permissionHint(fs.ErrNotExist, "/srv/plugins", "list it: chmod a+rx"); got != "" {
+		t.Errorf("hint for a missing directory: %q, want none", got)
+	}
+	p := &process{path: "/srv/plugins/jsonl", tail: &tail{}}
+	err := p.startError(&fs.PathError{Op: "fork/exec", Path: p.path, Err: syscall.EACCES}, nil, ProtocolVersion, time.Second)
+	if !errors.Is(err, ErrNotPlugin) {
+		t.Errorf("start error %v is not ErrNotPlugin", err)
+	}
+	for _, want := range []string{"/srv/plugins/jsonl could not be started: fork/exec /srv/plugins/jsonl: permission denied", "may not run it: chmod a+x /srv/plugins/jsonl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "not a program this machine can run") {
+		t.Errorf("start error %q calls a program the user may not run a program the machine cannot run", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,5 +98,57 @@ func TestDeadLetter_AttemptsHeaderCountsTheTries(t *testing.T) {
 				t.Errorf("message %q does not name the status %d", msg, tt.status)
 			}
 		})
+	}
+}
+
+// TestWorker_RejectedRecordWithoutTolerance_StaysFailed: with the default
+// errors.tolerance none, a record the receiver rejects with a 4xx fails the
+// task, which stays FAILED with the receiver's answer as its trace, as
+// Kafka Connect leaves it, instead of restarting and sending the same
+// rejected request again after every backoff.
+func TestWorker_RejectedRecordWithoutTolerance_StaysFailed(t *testing.T) {
+	var mu sync.Mutex
+	tries := 0
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprint(w, `{"message":"email is not valid"}`)
+	})
+	h := newStopHarness(t, 1)
+	w := h.worker()
+	if err := w.Start(t.Context(), h.spec(rc.srv.URL), ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := w.Status("wh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Tasks) == 1 && st.Tasks[0].State == engine.StateFailed {
+			if !strings.Contains(st.Tasks[0].Trace, "email is not valid") {
+				t.Errorf("trace %q does not hold the receiver's answer", st.Tasks[0].Trace)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not fail within 10s: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The harness restarts failed tasks after 10 to 50 ms: a task that
+	// restarts would have sent the request again many times by now.
+	time.Sleep(500 * time.Millisecond)
+	st, _ := w.Status("wh")
+	mu.Lock()
+	n := tries
+	mu.Unlock()
+	if n != 1 || st.Tasks[0].State != engine.StateFailed {
+		t.Errorf("the receiver was sent the rejected record %d times, and the task is %s; want once, and FAILED", n, st.Tasks[0].State)
+	}
+	if got := h.committed(w); got != 0 {
+		t.Errorf("committed offset %d, want none: the record was not delivered", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -75,7 +74,7 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 			taken, ready = s.take(ready)
 			req, err := s.newRequest(taken)
 			if err != nil {
-				s.finish(result{req: &request{items: taken}, err: s.mask.Error(err)}, out, &ready)
+				s.finish(result{req: &request{items: taken}, err: connect.Permanent(s.mask.Error(err))}, out, &ready)
 				continue
 			}
 			inFlight++
@@ -162,9 +161,10 @@ func (s *Sink) take(ready []*lane) ([]*item, []*lane) {
 
 // send delivers one request, retrying as the settings say. The first
 // attempt to a receiver that is not failing runs under ctx, which ends
-// only when the worker gives up on the task; retries, their waits, and
-// every attempt while the receiver is failing run under stop, which also
-// ends when the worker asks the task to stop (connect.Stopping).
+// only when the worker gives up on the task; retries, their waits, a
+// hold a receiver asked for with Retry-After, and every attempt while the
+// receiver is failing run under stop, which also ends when the worker asks
+// the task to stop (connect.Stopping).
 func (s *Sink) send(ctx, stop context.Context, req *request) result {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -172,7 +172,7 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		if attempt > 1 || s.failing.Load() {
 			actx = stop
 		}
-		if err := s.lim.wait(actx); err != nil {
+		if err := s.lim.wait(actx, stop); err != nil {
 			return result{req: req, canceled: true}
 		}
 		a := s.attempt(actx, req, attempt)
@@ -185,9 +185,12 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		case classFatal:
 			return result{req: req, fatal: s.mask.Error(fmt.Errorf("webhook sink: %w", a.err))}
 		case classPermanent:
-			// The tries are counted outside the masker: it returns a new
-			// error that no longer unwraps to a marker.
-			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(a.err))}
+			// The markers go outside the masker: it returns a new error
+			// that no longer unwraps to one. Permanent: sending the
+			// records again gets the same answer, so without error
+			// tolerance the task stays FAILED rather than restarting to
+			// send them again and again.
+			return result{req: req, err: connect.Permanent(connect.WithAttempts(attempt, s.mask.Error(a.err)))}
 		}
 		if s.set.maxAttempts > 0 && attempt >= s.set.maxAttempts {
 			return result{req: req, err: connect.WithAttempts(attempt, s.mask.Error(fmt.Errorf("gave up after %d attempts in %s (max.attempts): %w", attempt, since(start), a.err)))}
@@ -201,7 +204,7 @@ func (s *Sink) send(ctx, stop context.Context, req *request) result {
 		}
 		s.failing.Store(true)
 		s.stats.retries.Add(1)
-		slog.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
+		s.log.Debug("webhook delivery failed; retrying", "id", req.id, "attempt", attempt, "wait", wait, "error", s.mask.String(a.err.Error()))
 		if err := sleep(stop, wait); err != nil {
 			return result{req: req, canceled: true}
 		}
@@ -253,6 +256,10 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 		// The transport may still hold the header of the previous attempt.
 		hreq.Header = req.header.Clone()
 	}
+	if host := req.header.Get("Host"); host != "" {
+		// net/http sends Request.Host, and ignores a Host header.
+		hreq.Host = host
+	}
 	if len(s.set.signingKeys) > 0 {
 		ts := time.Now().Unix()
 		hreq.Header.Set(headerWebhookID, req.id)
@@ -291,6 +298,10 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 	switch {
 	case code == http.StatusGone:
 		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver says the endpoint is gone: fix url, or remove the sink", msg)}
+	case code == http.StatusUnauthorized && !s.set.templatedHeaders:
+		// The credentials are the same for every request: none would get
+		// through, and failing each record would dead-letter the stream.
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url); until then the task fails and restarts with backoff, and no record is dead-lettered", msg)}
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500, s.set.retryStatuses[code]:
 		after := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if after > 0 && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {

@@ -33,17 +33,21 @@
 // retried with exponential backoff and full jitter, waiting at least what a
 // Retry-After says; a 429 or 503 with Retry-After holds back every request
 // of the sink until then. Any other answer (3xx, which is not followed, and
-// 4xx) fails the record at once. After max.attempts attempts or max.elapsed
-// time the record fails with the last error. A failed record's error says
+// 4xx) fails the record at once, with an error marked connect.Permanent
+// (as a template that fails on the record does): sent again, it would get
+// the same answer, so without error tolerance the task stays FAILED. After
+// max.attempts attempts or max.elapsed time the record fails with the last
+// error, not marked: the receiver may recover. A failed record's error says
 // how many requests were made for it (connect.WithAttempts), so that the
 // __connect.errors.attempts header of its dead letter counts them. A 410
-// Gone, or a TLS certificate the sink does not trust, fails the task
+// Gone, a 401 while the headers are static (the same credentials on every
+// request), or a TLS certificate the sink does not trust, fails the task
 // instead: nothing would get through.
 //
 // A stop (stop, delete, restart, or a worker's shutdown) lets requests to a
 // receiver that answers finish, but does not wait for one that fails:
-// retries, their waits, and every request while the receiver is failing
-// end at once (connect.Stopping). The batch is then not committed, and is
+// retries, their waits, a Retry-After hold, and every request while the
+// receiver is failing end at once (connect.Stopping). The batch is then not committed, and is
 // delivered again when the connector runs again.
 //
 // # Failed records and the ack contract

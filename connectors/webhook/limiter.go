@@ -13,7 +13,8 @@ type limiter struct {
 	interval time.Duration // 0: no rate limit
 
 	mu   sync.Mutex
-	next time.Time // the earliest start of the next request
+	next time.Time // the earliest start of the next request by the rate
+	hold time.Time // no request starts before it: the receiver asked so
 }
 
 func newLimiter(rate float64) *limiter {
@@ -25,10 +26,17 @@ func newLimiter(rate float64) *limiter {
 }
 
 // wait blocks until the caller may send a request, and takes its slot.
-func (l *limiter) wait(ctx context.Context) error {
+// The wait for the rate ends with pace; a wait for a hold the receiver
+// asked for (a Retry-After on a 429 or 503) is a wait for a failing
+// receiver, and ends with stop too.
+func (l *limiter) wait(pace, stop context.Context) error {
 	l.mu.Lock()
 	now := time.Now()
 	at := now
+	held := l.hold.After(at)
+	if held {
+		at = l.hold
+	}
 	if l.next.After(at) {
 		at = l.next
 	}
@@ -36,14 +44,17 @@ func (l *limiter) wait(ctx context.Context) error {
 		l.next = at.Add(l.interval)
 	}
 	l.mu.Unlock()
-	return sleep(ctx, at.Sub(now))
+	if held {
+		return sleep(stop, at.Sub(now))
+	}
+	return sleep(pace, at.Sub(now))
 }
 
 // holdUntil makes every request wait until t.
 func (l *limiter) holdUntil(t time.Time) {
 	l.mu.Lock()
-	if t.After(l.next) {
-		l.next = t
+	if t.After(l.hold) {
+		l.hold = t
 	}
 	l.mu.Unlock()
 }

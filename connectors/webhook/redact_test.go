@@ -1,8 +1,16 @@
 package webhook
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tributary-io/tributary/connect"
@@ -55,4 +63,51 @@ func TestSink_ErrorsMaskURLCredentials(t *testing.T) {
 	if !strings.Contains(err.Error(), "hapikey="+connect.Masked) {
 		t.Errorf("error %q does not show where the key was masked", err)
 	}
+}
+
+// TestRetryLog_NamesTheSinkAndMasks: the debug line of a retry says which
+// sink of which pipeline retries, and masks the credentials it quotes.
+func TestRetryLog_NamesTheSinkAndMasks(t *testing.T) {
+	var tries atomic.Int32
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if tries.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, "down; your token was "+r.Header.Get("Authorization"))
+		}
+	})
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	s := Connector().NewSink().(*Sink)
+	s.logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	values := fast(map[string]string{"url": rc.srv.URL, "headers": "Authorization: Bearer sekret-token-1234"})
+	cfg := connect.Config{Pipeline: "shop", Connector: "crm", Values: spec().WithDefaults(values), Spec: spec()}
+	if err := s.Open(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if err := s.Write(t.Context(), events([]string{"a"}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"webhook delivery failed; retrying", "connector=webhook", "pipeline=shop", "sink=crm", "Bearer ********"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sekret-token-1234") {
+		t.Errorf("the log shows the token:\n%s", out)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ type Sink struct {
 	transport *http.Transport
 	lim       *limiter
 	mask      *masker
+	logger    *slog.Logger // where to log; nil is slog.Default(); tests set it
+	log       *slog.Logger // logger with the sink's attributes, from Open
 
 	// After a Write that returned an error, prev holds its records' ids
 	// and prevOut their outcomes. The worker then writes the batch again,
@@ -106,7 +109,9 @@ type request struct {
 // has failed. It returns nil when all were delivered; otherwise
 // connect.BadRecordAt for the first failed record, every record before it
 // being delivered (see the package doc for why the order of delivery
-// allows that). It returns ctx.Err() when ctx ends first, an error wrapping
+// allows that); its error is marked connect.Permanent when sending the
+// record again would get the same answer (a 4xx or 3xx, a template that
+// fails on it), not when it gave up after retries. It returns ctx.Err() when ctx ends first, an error wrapping
 // connect.ErrStopping when the worker asked the task to stop while the
 // receiver fails (retries are not waited for), and a plain error (which
 // fails the task) when the receiver is gone or not trusted.
@@ -183,8 +188,9 @@ func (s *Sink) prepare(records []connect.Record, out []outcome) []*item {
 		}
 		it, err := s.render(i, rec)
 		if err != nil {
+			// Permanent: the record renders the same the next time.
 			s.stats.failed.Add(1)
-			out[i] = outcome{state: failed, err: s.mask.Error(err)}
+			out[i] = outcome{state: failed, err: connect.Permanent(s.mask.Error(err))}
 			continue
 		}
 		// Records of one key keep their order; records without a key have

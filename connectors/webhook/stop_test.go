@@ -301,3 +301,28 @@ func TestWorker_ShutdownLetsAHealthyWriteFinish(t *testing.T) {
 		t.Errorf("committed %d, want %d: the healthy batch finished and is committed", got, n)
 	}
 }
+
+// TestWrite_StopCutsARetryAfterHoldShort: a 429 whose Retry-After reaches
+// past max.elapsed fails its record at once, but still holds the sink's
+// other requests back for as long as the receiver asked; a stop request
+// ends that wait at once, as it ends any wait the receiver asked for.
+func TestWrite_StopCutsARetryAfterHoldShort(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	s := open(t, map[string]string{"url": rc.srv.URL, "concurrency": "1", "max.elapsed": "1m"})
+	stop, requestStop := context.WithCancel(context.Background())
+	defer requestStop()
+	ctx, cancel := context.WithTimeout(connect.WithStop(t.Context(), stop), 10*time.Second)
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, requestStop)
+	start := time.Now()
+	err := s.Write(ctx, events(keys(2), 1))
+	if !connect.IsStopping(err) {
+		t.Fatalf("Write = %v, want an error wrapping connect.ErrStopping", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Write returned %s after the stop request", d-300*time.Millisecond)
+	}
+}

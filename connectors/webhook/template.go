@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -58,14 +59,42 @@ func (t *textTemplate) renderString(data any) (string, error) {
 }
 
 // trimTemplateError drops text/template's "template: name:" prefix, which
-// repeats what the caller says.
+// repeats what the caller says, and says in JSON's words what its message
+// about a field of a null value (.Value.after of a delete) says in Go's.
 func trimTemplateError(err error) error {
 	msg := err.Error()
-	if rest, ok := strings.CutPrefix(msg, "template: "); ok {
+	rest, trimmed := strings.CutPrefix(msg, "template: ")
+	if m := fieldOfNullRE.FindStringSubmatchIndex(rest); m != nil {
+		var field string
+		if m[2] >= 0 {
+			field = rest[m[2]:m[3]]
+		} else {
+			field = rest[m[4]:m[5]]
+		}
+		hint := "read fields that may be null with get, which gives null"
+		if e := exprRE.FindStringSubmatch(rest[:m[0]]); e != nil && strings.HasSuffix(e[1], "."+field) {
+			if root, path, ok := strings.Cut(strings.TrimPrefix(e[1], "."), "."); ok {
+				hint += fmt.Sprintf(": {{ get .%s %q }}", root, path)
+			}
+		}
+		rest = rest[:m[0]] + "a field of a null value; " + hint
+		trimmed = true
+	}
+	if trimmed {
 		return errors.New(rest)
 	}
 	return err
 }
+
+var (
+	// fieldOfNullRE matches text/template's message about a field of a
+	// JSON null, which the templates see as a nil interface or a nil
+	// *null; it ends the message.
+	fieldOfNullRE = regexp.MustCompile(`(?:can't evaluate field (\w+) in type (?:interface \{\}|\*webhook\.null)|nil pointer evaluating \*webhook\.null\.(\w+))$`)
+	// exprRE matches the field chain text/template names in its message:
+	// at <.Value.after.id>.
+	exprRE = regexp.MustCompile(`at <(\.\w+(?:\.\w+)+)>: $`)
+)
 
 // checkURL checks a rendered URL: absolute, http or https, with a host.
 func checkURL(raw string) error {

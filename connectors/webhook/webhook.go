@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -270,6 +271,11 @@ func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
 		// A 3xx is an answer, not a detour: the record fails with it.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	base := s.logger
+	if base == nil {
+		base = slog.Default()
+	}
+	s.log = base.With("connector", Name, "pipeline", cfg.Pipeline, "sink", cfg.Connector)
 	s.lim = newLimiter(set.rateLimit)
 	s.mask = newMasker(set.secrets)
 	s.prev, s.prevOut = nil, nil

@@ -794,3 +794,91 @@ func TestBatch_RejectedBatchFailsAllItsRecords(t *testing.T) {
 		t.Errorf("delivered %d requests, want the second batch", len(got))
 	}
 }
+
+// TestHostHeader_Sent: a Host line in headers (a receiver behind a load
+// balancer reached by address, a virtual host) is the request's Host, as
+// curl -H 'Host: …' sends it; net/http would otherwise drop it silently.
+func TestHostHeader_Sent(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+	})
+	for _, headers := range []string{"Host: crm.internal.example", "Host: {{ .Topic }}.internal.example"} {
+		hosts = nil
+		s := open(t, fast(map[string]string{"url": rc.srv.URL, "headers": headers}))
+		recs := events([]string{"a"}, 1)
+		recs[0].Topic = "crm"
+		if err := s.Write(t.Context(), recs); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(hosts)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != "crm.internal.example" {
+			t.Errorf("headers %q: the receiver saw Host %q, want crm.internal.example", headers, got)
+		}
+	}
+}
+
+// TestTemplate_FieldOfNull_SaysSo: a field of a null value (.Value.after of
+// a Debezium delete) fails the record with an error that says the value is
+// null and how to read the field, not text/template's "can't evaluate
+// field id in type interface {}".
+func TestTemplate_FieldOfNull_SaysSo(t *testing.T) {
+	rc := newReceiver(t, nil)
+	s := open(t, fast(map[string]string{"url": rc.srv.URL + "/customers/{{ .Value.after.id }}"}))
+	recs := []connect.Record{{Topic: "cdc.public.customers", Key: []byte(`{"id":1}`), Value: []byte(`{"before":{"id":1},"after":null,"op":"d"}`)}}
+	dead := writeLikeWorker(t, s, recs, nil)
+	msg := dead[0]
+	for _, want := range []string{"render url", "<.Value.after.id>: a field of a null value", `{{ get .Value "after.id" }}`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "interface {}") {
+		t.Errorf("error %q speaks of Go types", msg)
+	}
+}
+
+// TestTrimTemplateError_FieldOfNull covers every form of text/template's
+// message about a field of a null value.
+func TestTrimTemplateError_FieldOfNull(t *testing.T) {
+	for in, want := range map[string]string{
+		`template: url:1:2: executing "url" at <.Value.after.id>: can't evaluate field id in type interface {}`: `url:1:2: executing "url" at <.Value.after.id>: a field of a null value; read fields that may be null with get, which gives null: {{ get .Value "after.id" }}`,
+		`template: x:1:2: executing "x" at <.Key.a.b>: nil pointer evaluating *webhook.null.b`:                  `x:1:2: executing "x" at <.Key.a.b>: a field of a null value; read fields that may be null with get, which gives null: {{ get .Key "a.b" }}`,
+		`template: x:1:2: executing "x" at <.Value.after>: can't evaluate field id in type *webhook.null`:       `x:1:2: executing "x" at <.Value.after>: a field of a null value; read fields that may be null with get, which gives null`,
+		`template: x:1:2: executing "x" at <.Value.id>: map has no entry for key "id"`:                          `x:1:2: executing "x" at <.Value.id>: map has no entry for key "id"`,
+	} {
+		if got := trimTemplateError(errors.New(in)).Error(); got != want {
+			t.Errorf("trimTemplateError(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// TestUnauthorized_FailsTheTask: a 401 to a sink whose credentials are the
+// same for every request (static headers) fails the task, like a 410:
+// nothing would get through, and dead-lettering every record until the
+// token is fixed would empty the stream into the dead-letter topic. With a
+// templated header (credentials per record), it fails only its record.
+func TestUnauthorized_FailsTheTask(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `[{"errorCode":"INVALID_SESSION_ID","message":"Session expired or invalid"}]`)
+	})
+	s := open(t, fast(map[string]string{"url": rc.srv.URL, "headers": "Authorization: Bearer expired-token-123"}))
+	err := s.Write(t.Context(), events(keys(3), 2))
+	if err == nil || connect.IsBadRecord(err) || !strings.Contains(err.Error(), "401 Unauthorized") ||
+		!strings.Contains(err.Error(), "INVALID_SESSION_ID") || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("Write = %v, want a plain error naming the 401 and the credentials", err)
+	}
+	if strings.Contains(err.Error(), "expired-token-123") {
+		t.Errorf("the error shows the token: %v", err)
+	}
+	s = open(t, fast(map[string]string{"url": rc.srv.URL, "headers": "Authorization: Bearer {{ .Value.key }}"}))
+	if err := s.Write(t.Context(), events([]string{"a"}, 1)); !connect.IsBadRecord(err) {
+		t.Errorf("Write with a templated Authorization = %v, want a bad record", err)
+	}
+}

@@ -40,8 +40,8 @@ func main() {
 		Name: "misbehave", Kind: connect.KindSink, Version: "0.0.1",
 		Description: "A sink that hangs or crashes on demand.",
 		Spec: connect.Spec{Params: []connect.Param{
-			{Name: "mode", Type: connect.TypeString, Enum: []string{"ok", "hang", "crash", "permanent", "gaveup", "stubborn"}, Default: "ok",
-				Description: "What Write does: permanent fails with an error marked Permanent (and Retryable, which Permanent overrides) after 2 tries; gaveup fails the first record after 4 tries; stubborn appends each record's value to out, and retries a record whose value is poison until the task is asked to stop (connect.Stopping)."},
+			{Name: "mode", Type: connect.TypeString, Enum: []string{"ok", "hang", "crash", "exit", "permanent", "gaveup", "stubborn"}, Default: "ok",
+				Description: "What Write does: exit prints a line to os.Stderr and exits with status 3; permanent fails with an error marked Permanent (and Retryable, which Permanent overrides) after 2 tries; gaveup fails the first record after 4 tries; stubborn appends each record's value to out, and retries a record whose value is poison until the task is asked to stop (connect.Stopping)."},
 			{Name: "url", Type: connect.TypeString, Description: "A URL, used for nothing; the password of its user info is secret."},
 			{Name: "out", Type: connect.TypeString, Exclusive: true, Description: "The file stubborn appends to, one line per record, and a line \"try N\" per retry."},
 			{Name: "retry.wait", Type: connect.TypeDuration, Min: "1ms", Max: "1s", Default: "10ms", Description: "The wait between stubborn's tries."},
@@ -109,6 +109,9 @@ func (s *sink) Write(ctx context.Context, recs []connect.Record) error {
 		select {}
 	case "crash":
 		panic(fmt.Sprintf("boom after %d records", len(recs)))
+	case "exit":
+		fmt.Fprintln(os.Stderr, "cannot reach the backend: giving up")
+		os.Exit(3)
 	case "permanent":
 		return connect.Permanent(connect.WithAttempts(2, connect.Retryable(errors.New("role tributary lacks the grant"))))
 	case "gaveup":
