@@ -118,6 +118,19 @@ func TestLease_TwoWorkersProduceOnce(t *testing.T) {
 		if s, _ := taskState(t, active, "src"); s != engine.StateRunning {
 			t.Fatalf("the holder's task is %s, want RUNNING", s)
 		}
+		// The standby's offsets GET shows the position the holder stored,
+		// not its own store's (empty: it never ran the task).
+		var got, want []engine.OffsetEntry
+		waitFor(t, "the standby's offsets to show the holder's position", 10*time.Second, func() bool {
+			var err error
+			if want, err = active.w.Offsets(ctx, "src"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = standby.w.Offsets(ctx, "src"); err != nil {
+				t.Fatal(err)
+			}
+			return len(want) == 1 && fmt.Sprint(got) == fmt.Sprint(want)
+		})
 	})
 }
 
