@@ -97,6 +97,12 @@ type SourceLeaser interface {
 	// workerID. The lease is not held yet: Acquire waits for it. Close the
 	// lease when the task is done with it.
 	LeaseSource(ctx context.Context, pipeline, connector, workerID string) (SourceLease, error)
+	// LeaseMembers names the workers in a source's lease, the one holding
+	// it first, without joining it: a worker that stopped the source asks
+	// before changing the source's offsets, which needs every worker to
+	// have stopped it (as Kafka alters a group's offsets only when the
+	// group is empty).
+	LeaseMembers(ctx context.Context, pipeline, connector string) ([]string, error)
 }
 
 // SourceLease is one worker's part in the lease of a source's task. The

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/tributary-io/tributary/connect"
 	tlog "github.com/tributary-io/tributary/log"
@@ -58,6 +59,9 @@ func (r *runner) offsets(ctx context.Context) ([]OffsetEntry, error) {
 func (r *runner) alterOffsets(ctx context.Context, entries []OffsetEntry) error {
 	switch r.spec.Kind {
 	case connect.KindSource:
+		if err := r.checkNoOtherWorker(ctx); err != nil {
+			return err
+		}
 		for _, e := range entries {
 			if e.Offset == nil {
 				if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, nil); err != nil {
@@ -189,9 +193,32 @@ func (r *runner) sinkOffsets(ctx context.Context, entries []OffsetEntry) (set []
 
 func (r *runner) resetOffsets(ctx context.Context) error {
 	if r.spec.Kind == connect.KindSource {
+		if err := r.checkNoOtherWorker(ctx); err != nil {
+			return err
+		}
 		return r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, nil)
 	}
 	return r.w.opts.Backend.DeleteGroup(ctx, r.spec.Group)
+}
+
+// checkNoOtherWorker refuses to change a source's offsets while other workers
+// run it or stand by for it: on a backend that leases sources (kafka),
+// stopping the source here stops this worker's task only, and the worker
+// holding the lease would go on from its own position, overwriting the one
+// changed here.
+func (r *runner) checkNoOtherWorker(ctx context.Context) error {
+	l, ok := r.w.opts.Backend.(SourceLeaser)
+	if !ok {
+		return nil
+	}
+	members, err := l.LeaseMembers(ctx, r.spec.Pipeline, r.spec.Name)
+	if err != nil {
+		return fmt.Errorf("find out whether another worker runs source %s: %w", r.spec.Name, err)
+	}
+	if len(members) > 0 {
+		return fmt.Errorf("%w: source %s still runs on (or stands by in) worker %s: stop it on every worker that runs the pipeline (PUT /connectors/%s/stop on each) before changing its offsets", ErrBadRequest, r.spec.Name, strings.Join(members, ", worker "), r.spec.Name)
+	}
+	return nil
 }
 
 func asInt(v any) (int64, bool) {

@@ -188,29 +188,50 @@ func (l *lease) Holder(ctx context.Context) (string, error) {
 	if groupErr != nil {
 		return "", fmt.Errorf("join group %s: %w", l.group, groupErr)
 	}
-	gs, err := l.b.adm.DescribeGroups(ctx, l.group)
+	holder, _, err := l.b.leaseMembers(ctx, l.group)
+	return holder, err
+}
+
+// LeaseMembers implements engine.SourceLeaser: the workers in a source's
+// lease group, asked without joining it.
+func (b *Backend) LeaseMembers(ctx context.Context, pipeline, connector string) ([]string, error) {
+	_, members, err := b.leaseMembers(ctx, LeaseGroup(pipeline, connector))
+	return members, err
+}
+
+// leaseMembers describes group (DescribeGroups): the member assigned the
+// lease, and every member (the holder first), each as its client id (the
+// worker id) and host. While the group rebalances no member is assigned
+// anything: holder is then "" though members are not.
+func (b *Backend) leaseMembers(ctx context.Context, group string) (holder string, members []string, err error) {
+	gs, err := b.adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return "", fmt.Errorf("describe group %s: %w", l.group, err)
+		return "", nil, fmt.Errorf("describe group %s: %w", group, err)
 	}
-	g, err := gs.On(l.group, nil)
+	g, err := gs.On(group, nil)
 	if err == nil {
 		err = g.Err
 	}
 	if err != nil {
-		return "", fmt.Errorf("describe group %s: %w", l.group, err)
+		return "", nil, fmt.Errorf("describe group %s: %w", group, err)
 	}
 	for _, m := range g.Members {
+		name := fmt.Sprintf("%s (%s)", m.ClientID, m.ClientHost)
 		a, ok := m.Assigned.AsConsumer()
-		if !ok {
-			continue
-		}
-		for _, t := range a.Topics {
-			if t.Topic == LeasesTopic && slices.Contains(t.Partitions, 0) {
-				return fmt.Sprintf("%s (%s)", m.ClientID, m.ClientHost), nil
+		held := false
+		if ok {
+			for _, t := range a.Topics {
+				held = held || t.Topic == LeasesTopic && slices.Contains(t.Partitions, 0)
 			}
 		}
+		if held && holder == "" {
+			holder = name
+			members = append([]string{name}, members...)
+			continue
+		}
+		members = append(members, name)
 	}
-	return "", nil
+	return holder, members, nil
 }
 
 // Name implements engine.SourceLease.
