@@ -82,8 +82,8 @@ func newPluginsCmd(a *app) *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 1, ' ', 0)
 			for _, row := range [][2]string{
 				{"Name", p.Name}, {"Kind", string(p.Kind)}, {"Version", p.Version}, {"Description", p.Description},
-				{"Path", p.Path}, {"SHA256", p.SHA256}, {"Pinned", orNo(p.Pinned)}, {"Protocol", fmt.Sprint(p.Protocol)},
-				{"Interfaces", orNo(strings.Join(p.Interfaces(), ", "))},
+				{"Path", p.Path}, {"SHA256", p.SHA256}, {"Pinned", orNo(p.Pinned)},
+				{"Implements", strings.Join(implements(p), ", ")}, {"Protocol", protocolNote(p)},
 			} {
 				fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 			}
@@ -101,6 +101,46 @@ func newPluginsCmd(a *app) *cobra.Command {
 	inspect.Flags().BoolVar(&markdown, "markdown", false, "print the spec as a Markdown table, for docs")
 	cmd.AddCommand(list, inspect)
 	return cmd
+}
+
+// implements names what the plugin's connector implements, as its author
+// wrote it: the connect interface of its kind, the optional connect
+// interfaces the worker calls across the boundary, and Spec.Redact when
+// the worker asks the plugin to mask settings.
+func implements(p *plugins.Plugin) []string {
+	var out []string
+	switch p.Kind {
+	case connect.KindSource:
+		out = append(out, "connect.Source")
+	case connect.KindSink:
+		out = append(out, "connect.Sink")
+	}
+	out = append(out, p.Interfaces()...)
+	if p.Spec.Redact != nil {
+		out = append(out, "connect.Spec.Redact")
+	}
+	return out
+}
+
+// protocolNote is the plugin's protocol version and, when it is older
+// than the host's, what an author gains by rebuilding: what the plugin may
+// implement but the worker cannot ask about or call at that version.
+func protocolNote(p *plugins.Plugin) string {
+	if p.Protocol >= plugins.ProtocolVersion {
+		return fmt.Sprint(p.Protocol)
+	}
+	var unused []string
+	if p.Protocol < 2 && p.Kind == connect.KindSource {
+		unused = append(unused, "connect.DurableNotifier", "connect.TailRecoverer")
+	}
+	if p.Protocol < 3 {
+		unused = append(unused, "connect.Spec.Redact")
+		if p.Kind == connect.KindSink {
+			unused = append(unused, "connect.Stopping in Write (a stop waits for the Write)")
+		}
+	}
+	return fmt.Sprintf("%d (this Tributary speaks %d to %d; at version %d the worker does not use %s, even when the plugin implements it: rebuild it with a newer github.com/tributary-io/tributary module)",
+		p.Protocol, plugins.MinProtocolVersion, plugins.ProtocolVersion, p.Protocol, strings.Join(unused, ", "))
 }
 
 // findPlugin returns the usable plugin called name in the directories, or

@@ -170,3 +170,37 @@ func TestPlugins_ListSkipsSourceFiles(t *testing.T) {
 		t.Errorf("plugins list of a plugin directory:\nstdout:\n%s\nstderr:\n%s", out, errOut)
 	}
 }
+
+// TestPlugins_InspectSaysWhatThePluginImplements: inspect names what the
+// plugin's connector implements in the words of its Go code (the connect
+// interfaces, Spec.Redact), and for a plugin of an older protocol, what the
+// worker does not use at that version.
+func TestPlugins_InspectSaysWhatThePluginImplements(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds three plugin binaries")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for _, name := range []string{"misbehave", "recorder", "oldproto"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./plugins/testdata/"+name)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build plugin %s: %v\n%s", name, err, out)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"misbehave", []string{"Implements:  connect.Sink, connect.Spec.Redact\n", "Protocol:    3\n"}},
+		{"recorder", []string{"Implements:  connect.Source, connect.DurableNotifier, connect.TailRecoverer\n", "Protocol:    3\n"}},
+		{"oldcounter", []string{"Implements:  connect.Source\n",
+			"Protocol:    1 (this Tributary speaks 1 to 3; at version 1 the worker does not use connect.DurableNotifier, connect.TailRecoverer, connect.Spec.Redact, even when the plugin implements it: rebuild it with a newer github.com/tributary-io/tributary module)\n"}},
+	} {
+		out, _ := mustRun(t, dir, "", "plugins", "inspect", tc.name, "--plugins-dir", bin)
+		wantContains(t, "plugins inspect "+tc.name, out, tc.want...)
+		if strings.Contains(out, "Interfaces:") {
+			t.Errorf("plugins inspect %s still prints the old Interfaces row:\n%s", tc.name, out)
+		}
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -276,6 +278,12 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 			return attemptResult{class: classRetry, err: fmt.Errorf("%s %s: no answer within %s (timeout)", req.method, req.url, s.set.timeout)}
 		case untrusted(err):
 			return attemptResult{class: classFatal, err: fmt.Errorf("%w; if the receiver's certificate is signed by a private CA, set tls.ca to its PEM file", err)}
+		case refusedCertificate(err):
+			hint := "the receiver asks for a client certificate (mutual TLS): set tls.cert and tls.key to its PEM files"
+			if s.set.clientCert != nil {
+				hint = "the receiver refuses the client certificate of tls.cert: give one it trusts (signed by its CA, not expired)"
+			}
+			return attemptResult{class: classFatal, err: fmt.Errorf("%w; %s", err, hint)}
 		}
 		return attemptResult{class: classRetry, err: err}
 	}
@@ -295,13 +303,10 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 	if excerpt != "" {
 		msg += ": " + excerpt
 	}
+	// A status the user listed in retry.statuses is retried, whatever
+	// the built-in rule for it (410 and 401 fail the task, other 4xx and
+	// 3xx fail the records): the user knows the receiver.
 	switch {
-	case code == http.StatusGone:
-		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver says the endpoint is gone: fix url, or remove the sink", msg)}
-	case code == http.StatusUnauthorized && !s.set.templatedHeaders:
-		// The credentials are the same for every request: none would get
-		// through, and failing each record would dead-letter the stream.
-		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url); until then the task fails and restarts with backoff, and no record is dead-lettered", msg)}
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500, s.set.retryStatuses[code]:
 		after := retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if after > 0 && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
@@ -310,12 +315,32 @@ func (s *Sink) attempt(ctx context.Context, req *request, n int) attemptResult {
 			s.lim.holdUntil(time.Now().Add(after))
 		}
 		return attemptResult{class: classRetry, err: errors.New(msg), retryAfter: after}
+	case code == http.StatusGone:
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver says the endpoint is gone: fix url, or remove the sink", msg)}
+	case code == http.StatusUnauthorized && !s.set.templatedHeaders:
+		// The credentials are the same for every request: none would get
+		// through, and failing each record would dead-letter the stream.
+		return attemptResult{class: classFatal, err: fmt.Errorf("%s; the receiver refuses the sink's credentials: fix the token or key in headers (or url); until then the task fails and restarts with backoff, and no record is dead-lettered", msg)}
 	case code >= 300 && code < 400:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			msg += fmt.Sprintf(" (redirects are not followed; point url at %s)", loc)
+			msg += fmt.Sprintf(" (redirects are not followed; point url at %s)", redirectTarget(hreq.URL, loc))
 		}
 	}
 	return attemptResult{class: classPermanent, err: errors.New(msg)}
+}
+
+// redirectTarget returns the absolute URL a Location header points at,
+// resolved against the request's URL. A relative Location (/hooks/T1/B2/
+// for a trailing slash, ?page=2) is a part of the request's URL; resolved,
+// it holds the whole URL again, which the sink's masker masks when the URL
+// is a secret (a ${VAR}). A Location that does not parse is returned as
+// it is.
+func redirectTarget(base *url.URL, loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || base == nil {
+		return loc
+	}
+	return base.ResolveReference(u).String()
 }
 
 // readExcerpt returns the start of an answer's body as one line of text.
@@ -358,4 +383,21 @@ func untrusted(err error) bool {
 	var he x509.HostnameError
 	var cie x509.CertificateInvalidError
 	return errors.As(err, &cve) || errors.As(err, &uae) || errors.As(err, &he) || errors.As(err, &cie)
+}
+
+// refusedCertificate reports whether err is the receiver's TLS alert that
+// it wants a client certificate, or does not accept the one it was given,
+// which no retry can fix. Over TCP, crypto/tls reports a received alert
+// as a *net.OpError with Op "remote error" around an unexported type.
+func refusedCertificate(err error) bool {
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
+		return false
+	}
+	switch oe.Err.Error() {
+	case "tls: certificate required", "tls: bad certificate", "tls: unknown certificate authority",
+		"tls: expired certificate", "tls: revoked certificate", "tls: unsupported certificate":
+		return true
+	}
+	return false
 }

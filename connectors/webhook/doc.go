@@ -41,13 +41,17 @@
 // how many requests were made for it (connect.WithAttempts), so that the
 // __connect.errors.attempts header of its dead letter counts them. A 410
 // Gone, a 401 while the headers are static (the same credentials on every
-// request), or a TLS certificate the sink does not trust, fails the task
-// instead: nothing would get through.
+// request), a TLS certificate the sink does not trust, or a receiver that
+// wants a client certificate (tls.cert, tls.key) or refuses the one given,
+// fails the task instead: nothing would get through. A status listed in
+// retry.statuses is retried whatever these rules say of it: the user knows
+// the receiver.
 //
 // A stop (stop, delete, restart, or a worker's shutdown) lets requests to a
 // receiver that answers finish, but does not wait for one that fails:
-// retries, their waits, a Retry-After hold, and every request while the
-// receiver is failing end at once (connect.Stopping). The batch is then not committed, and is
+// retries, their waits, a Retry-After hold, a wait for a rate.limit slot,
+// and every request while the receiver is failing end at once
+// (connect.Stopping). The batch is then not committed, and is
 // delivered again when the connector runs again.
 //
 // # Failed records and the ack contract

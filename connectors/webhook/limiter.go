@@ -26,15 +26,17 @@ func newLimiter(rate float64) *limiter {
 }
 
 // wait blocks until the caller may send a request, and takes its slot.
-// The wait for the rate ends with pace; a wait for a hold the receiver
-// asked for (a Retry-After on a 429 or 503) is a wait for a failing
-// receiver, and ends with stop too.
+// A request whose slot has come goes at once, unless pace has ended: so a
+// stop lets the requests to a healthy receiver that need not wait go on.
+// Any wait, for the rate or for a hold the receiver asked for (a
+// Retry-After on a 429 or 503), ends with stop: a batch that rate.limit
+// spreads over minutes would otherwise run on after a stop request until
+// the drain's deadline. The slot stays taken when the wait is cut short.
 func (l *limiter) wait(pace, stop context.Context) error {
 	l.mu.Lock()
 	now := time.Now()
 	at := now
-	held := l.hold.After(at)
-	if held {
+	if l.hold.After(at) {
 		at = l.hold
 	}
 	if l.next.After(at) {
@@ -44,10 +46,10 @@ func (l *limiter) wait(pace, stop context.Context) error {
 		l.next = at.Add(l.interval)
 	}
 	l.mu.Unlock()
-	if held {
-		return sleep(stop, at.Sub(now))
+	if !at.After(now) {
+		return pace.Err()
 	}
-	return sleep(pace, at.Sub(now))
+	return sleep(stop, at.Sub(now))
 }
 
 // holdUntil makes every request wait until t.

@@ -45,11 +45,30 @@ func secretValues(values map[string]string, headers []headerTemplate) []string {
 		for _, s := range settings {
 			if strings.Contains(s, v) {
 				out = append(out, v)
+				if p := urlPath(v); len(p) >= minEnvSecret {
+					out = append(out, p)
+				}
 				break
 			}
 		}
 	}
 	return out
+}
+
+// urlPath returns the path, query and fragment of an absolute http or
+// https URL ("" for anything else). When a URL is a secret as a whole (a
+// Slack, Zapier or Discord webhook URL in a ${VAR}), its path is the
+// secret part, and it is masked on its own too: a redirect's Location on
+// another scheme or host (http to https) holds it without the rest.
+func urlPath(v string) string {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok || (!strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https")) {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return rest[i:]
+	}
+	return ""
 }
 
 // headerCredential returns the credential in a sensitive header's value:

@@ -326,3 +326,28 @@ func TestWrite_StopCutsARetryAfterHoldShort(t *testing.T) {
 		t.Errorf("Write returned %s after the stop request", d-300*time.Millisecond)
 	}
 }
+
+// TestWrite_StopCutsARateLimitWaitShort: a batch that rate.limit spreads
+// over seconds ends at a stop request, as a Retry-After hold does, instead
+// of running on to the drain's deadline; nothing of it is committed (the
+// error wraps connect.ErrStopping), so it is delivered again later.
+func TestWrite_StopCutsARateLimitWaitShort(t *testing.T) {
+	rc := newReceiver(t, nil)
+	s := open(t, map[string]string{"url": rc.srv.URL, "rate.limit": "2", "concurrency": "4"})
+	stop, requestStop := context.WithCancel(context.Background())
+	defer requestStop()
+	ctx, cancel := context.WithTimeout(connect.WithStop(t.Context(), stop), 20*time.Second)
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, requestStop)
+	start := time.Now()
+	err := s.Write(ctx, events(keys(20), 1)) // 10 s at 2 requests/s
+	if !connect.IsStopping(err) {
+		t.Fatalf("Write = %v after %s, want an error wrapping connect.ErrStopping", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Write returned %s after the stop request", d-300*time.Millisecond)
+	}
+	if n := len(rc.requests()); n >= 20 {
+		t.Errorf("%d requests sent, want the stop to cut the batch short", n)
+	}
+}

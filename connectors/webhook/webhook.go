@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -71,9 +73,13 @@ func spec() connect.Spec {
 		{Name: "backoff.max", Type: connect.TypeDuration, Default: "30s", Min: "0s",
 			Description: "Largest backoff between attempts (a Retry-After may ask for longer, and is honoured)."},
 		{Name: "retry.statuses", Type: connect.TypeList,
-			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED."},
+			Description: "More HTTP statuses to retry besides 408, 429 and 5xx, e.g. 403 for Salesforce's REQUEST_LIMIT_EXCEEDED. A status listed here is retried even where the sink would otherwise fail the task (410, 401) or the record (other 4xx, 3xx)."},
 		{Name: "tls.ca", Type: connect.TypeString,
 			Description: "PEM file of the certificate authorities to trust for https, instead of the system's roots."},
+		{Name: "tls.cert", Type: connect.TypeString,
+			Description: "PEM file of the client certificate (and its chain) the sink presents to a receiver that asks for one (mutual TLS); with tls.key."},
+		{Name: "tls.key", Type: connect.TypeString,
+			Description: "PEM file of the private key of tls.cert (unencrypted); with tls.cert."},
 	}, Check: checkSettings, Redact: redact}
 }
 
@@ -103,8 +109,9 @@ type settings struct {
 	maxElapsed                   time.Duration
 	backoffInitial, backoffMax   time.Duration
 	retryStatuses                map[int]bool
-	tlsCA                        string
-	secrets                      []string // values to mask
+	rootCAs                      *x509.CertPool   // tls.ca; nil: the system's roots
+	clientCert                   *tls.Certificate // tls.cert and tls.key; nil: none
+	secrets                      []string         // values to mask
 }
 
 func parseSettings(cfg connect.Config) (settings, error) {
@@ -223,7 +230,9 @@ func parseSettings(cfg connect.Config) (settings, error) {
 		}
 		s.retryStatuses[code] = true
 	}
-	s.tlsCA = str("tls.ca")
+	var tlsErrs []error
+	s.rootCAs, s.clientCert, tlsErrs = loadTLSFiles(str("tls.ca"), str("tls.cert"), str("tls.key"))
+	errs = append(errs, tlsErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return settings{}, err
 	}
@@ -231,26 +240,101 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	return s, nil
 }
 
+// loadTLSFiles reads the PEM files of tls.ca, tls.cert and tls.key (each
+// "" when unset). It runs in the spec's Check as in Open, so that
+// `tributary validate` and the REST validate endpoint report a file that is
+// missing, unreadable or not PEM, naming the setting and the path. The
+// files are read again at each Open: a renewed certificate is picked up
+// when the task restarts.
+func loadTLSFiles(caPath, certPath, keyPath string) (*x509.CertPool, *tls.Certificate, []error) {
+	var errs []error
+	field := func(name, format string, args ...any) {
+		errs = append(errs, connect.FieldError{Param: name, Message: fmt.Sprintf(format, args...)})
+	}
+	read := func(name, path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			field(name, "cannot read %s: %v; give the path of a PEM file the worker's user may read", path, unwrapPath(err))
+			return nil
+		}
+		return b
+	}
+	var pool *x509.CertPool
+	if caPath != "" {
+		if b := read("tls.ca", caPath); b != nil {
+			pool = x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(b) {
+				field("tls.ca", "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", caPath)
+				pool = nil
+			}
+		}
+	}
+	switch {
+	case certPath != "" && keyPath == "":
+		field("tls.key", "missing: tls.cert is set, and a client certificate needs its private key; set both tls.cert and tls.key, or neither")
+	case certPath == "" && keyPath != "":
+		field("tls.cert", "missing: tls.key is set, and a private key needs its client certificate; set both tls.cert and tls.key, or neither")
+	}
+	if certPath == "" || keyPath == "" {
+		return pool, nil, errs
+	}
+	certPEM, keyPEM := read("tls.cert", certPath), read("tls.key", keyPath)
+	if certPEM == nil || keyPEM == nil {
+		return pool, nil, errs
+	}
+	if !hasPEMBlock(certPEM, func(t string) bool { return t == "CERTIFICATE" }) {
+		field("tls.cert", "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", certPath)
+		return pool, nil, errs
+	}
+	if !hasPEMBlock(keyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
+		field("tls.key", "%s holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA or EC PRIVATE KEY)", keyPath)
+		return pool, nil, errs
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		field("tls.key", "%s does not go with the certificate of tls.cert (%s): %v", keyPath, certPath, err)
+		return pool, nil, errs
+	}
+	return pool, &cert, errs
+}
+
+// hasPEMBlock reports whether data holds a PEM block whose type is ok.
+func hasPEMBlock(data []byte, ok func(typ string) bool) bool {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return false
+		}
+		if ok(b.Type) {
+			return true
+		}
+	}
+}
+
+// unwrapPath returns the error under a *fs.PathError, whose message
+// repeats the path the caller already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // newTransport returns the HTTP transport of a sink: the default one's
-// proxy and dial settings, enough idle connections for concurrency, and
-// the roots of tls.ca when set.
-func newTransport(s settings) (*http.Transport, error) {
+// proxy and dial settings, enough idle connections for concurrency, the
+// roots of tls.ca when set, and the client certificate of tls.cert and
+// tls.key when set.
+func newTransport(s settings) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = max(100, 2*s.concurrency)
 	t.MaxIdleConnsPerHost = s.concurrency
-	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.tlsCA != "" {
-		pem, err := os.ReadFile(s.tlsCA)
-		if err != nil {
-			return nil, fmt.Errorf("webhook sink tls.ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("webhook sink tls.ca: %s holds no PEM certificate", s.tlsCA)
-		}
-		t.TLSClientConfig.RootCAs = pool
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.rootCAs}
+	if s.clientCert != nil {
+		t.TLSClientConfig.Certificates = []tls.Certificate{*s.clientCert}
 	}
-	return t, nil
+	return t
 }
 
 // Open checks the configuration, compiles the templates and prepares the
@@ -260,10 +344,7 @@ func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
 	if err != nil {
 		return fmt.Errorf("webhook sink config: %w", err)
 	}
-	transport, err := newTransport(set)
-	if err != nil {
-		return err
-	}
+	transport := newTransport(set)
 	s.set = set
 	s.transport = transport
 	s.client = &http.Client{

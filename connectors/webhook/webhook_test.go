@@ -444,6 +444,59 @@ func TestGone_FailsTheTask(t *testing.T) {
 	}
 }
 
+// TestRetryStatuses_ListedGoneIsRetried: a status listed in retry.statuses
+// is retried even when the built-in rule fails the task for it (410).
+func TestRetryStatuses_ListedGoneIsRetried(t *testing.T) {
+	var attempts atomic.Int32
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if attempts.Add(1) <= 2 {
+			w.WriteHeader(http.StatusGone)
+		}
+	})
+	s := open(t, fast(map[string]string{"url": rc.srv.URL, "retry.statuses": "410"}))
+	if err := s.Write(t.Context(), events([]string{"a"}, 1)); err != nil {
+		t.Fatalf("Write = %v, want nil: 410 is in retry.statuses, and the third attempt is answered 200", err)
+	}
+	if attempts.Load() != 3 || len(rc.requests()) != 1 {
+		t.Errorf("%d attempts, %d delivered; want 3 and 1", attempts.Load(), len(rc.requests()))
+	}
+}
+
+// TestRedirect_RelativeLocationOfASecretURLIsMasked: the URL of a Slack
+// style webhook is a secret as a whole (a ${VAR}); a redirect whose
+// Location is relative (a trailing slash) or on another scheme holds its
+// secret path, which the error must not show.
+func TestRedirect_RelativeLocationOfASecretURLIsMasked(t *testing.T) {
+	const secretPath = "/services/T0001/B0002/XyZsEcReT123"
+	for name, location := range map[string]func(base string) string{
+		"relative":     func(string) string { return secretPath + "/" },
+		"other scheme": func(base string) string { return "https" + strings.TrimPrefix(base, "http") + secretPath },
+		"query only":   func(string) string { return "?v=2" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var base string
+			rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+				w.Header().Set("Location", location(base))
+				w.WriteHeader(http.StatusPermanentRedirect)
+			})
+			base = rc.srv.URL
+			secretURL := rc.srv.URL + secretPath
+			t.Setenv("TRIBUTARY_TEST_HOOK_URL", secretURL)
+			s := open(t, fast(map[string]string{"url": secretURL}))
+			err := s.Write(t.Context(), events([]string{"a"}, 1))
+			if !connect.IsBadRecord(err) || !strings.Contains(err.Error(), "308") {
+				t.Fatalf("Write = %v, want a bad record naming the redirect", err)
+			}
+			if strings.Contains(err.Error(), "XyZsEcReT123") {
+				t.Errorf("the error shows the secret URL's path: %v", err)
+			}
+			if !strings.Contains(err.Error(), "point url at "+connect.Masked) && !strings.Contains(err.Error(), "point url at https://") {
+				t.Errorf("the error does not say where the redirect points: %v", err)
+			}
+		})
+	}
+}
+
 func TestRedirect_NotFollowed(t *testing.T) {
 	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if r.URL.Path == "/old" {
@@ -452,7 +505,7 @@ func TestRedirect_NotFollowed(t *testing.T) {
 	})
 	s := open(t, fast(map[string]string{"url": rc.srv.URL + "/old"}))
 	err := s.Write(t.Context(), events([]string{"a"}, 1))
-	if !connect.IsBadRecord(err) || !strings.Contains(err.Error(), "301") || !strings.Contains(err.Error(), "point url at /new") {
+	if !connect.IsBadRecord(err) || !strings.Contains(err.Error(), "301") || !strings.Contains(err.Error(), "point url at "+rc.srv.URL+"/new") {
 		t.Errorf("Write = %v, want a bad record naming the redirect", err)
 	}
 	if n := len(rc.requests()); n != 0 {
