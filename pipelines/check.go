@@ -77,6 +77,18 @@ func crossCheck(files []*file) ErrorList {
 		}
 	}
 
+	var timeout *ref // the first plugins.call_timeout
+	for _, f := range files {
+		switch r := f.callTimeout; {
+		case r == nil:
+		case timeout == nil:
+			timeout = r
+		case r.name != timeout.name:
+			add(*r, "the pipelines loaded together share their plugins: set one call_timeout, or leave it out of all but one file",
+				"plugins.call_timeout %s differs from %s %s", r.name, timeout.name, where(timeout.pos, r.pos))
+		}
+	}
+
 	known := make(map[string]bool)
 	anyTopic := false
 	for _, f := range files {

@@ -25,7 +25,7 @@ var (
 	errorsKeys     = []string{"tolerance", "retries", "backoff", "deadletter"}
 	backoffKeys    = []string{"initial", "max"}
 	deadletterKeys = []string{"topic"}
-	pluginsKeys    = []string{"dirs", "sha256"}
+	pluginsKeys    = []string{"dirs", "sha256", "call_timeout"}
 )
 
 var (
@@ -55,7 +55,9 @@ type file struct {
 	anyTopic bool  // a source writes to a topic template, which can be any topic
 	reads    []ref // topics that sinks read
 	pins     []pinRef
-	claims   []claimRef // what a connector holds alone (connect.Param.Exclusive)
+	// callTimeout is plugins.call_timeout, its name the duration written.
+	callTimeout *ref
+	claims      []claimRef // what a connector holds alone (connect.Param.Exclusive)
 }
 
 // claimRef is a Claim written at a place in a file.
@@ -127,6 +129,16 @@ func (d *fileDecoder) plugins(n *yaml.Node, p *Plugins) {
 	}
 	if e, ok := f["sha256"]; ok {
 		p.SHA256 = d.pluginPins(e.value)
+	}
+	if e, ok := f["call_timeout"]; ok {
+		if v, ok := d.duration(e.value, "plugins.call_timeout"); ok {
+			if v < time.Second {
+				d.errorf(e.value, "plugins.call_timeout", "e.g. 30s (the default) or 2m", "plugins.call_timeout %s is under a second", v)
+			} else {
+				p.CallTimeout = v
+				d.f.callTimeout = &ref{name: v.String(), pos: d.pos(e.value), path: "plugins.call_timeout"}
+			}
+		}
 	}
 }
 

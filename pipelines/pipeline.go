@@ -205,6 +205,11 @@ type Plugins struct {
 	// sum differs is not started. The pins of the files loaded together
 	// agree: a file pinned twice is pinned to the same sum.
 	SHA256 map[string]string
+	// CallTimeout is the deadline of every call to a plugin (plugins.
+	// call_timeout): a plugin that has not answered by then is deemed
+	// hung and killed. 0: the host's default (30 s). The files loaded
+	// together agree on it.
+	CallTimeout time.Duration
 }
 
 // Masked returns a deep copy of p in which every secret connector and

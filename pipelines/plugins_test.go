@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse_PluginPins(t *testing.T) {
@@ -102,6 +103,43 @@ func TestLoadDir_PluginPins(t *testing.T) {
 	want := filepath.Join(dir, "c.yaml") + `:2:27: plugins.sha256.jsonl: plugin file "jsonl" is pinned to another sha256 in ` +
 		filepath.Join(dir, "a.yaml") + `:2:102; the pipelines loaded together share their plugins: pin each file to one sum`
 	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+// plugins.call_timeout: a duration of a second or more; the files loaded
+// together agree on it (one host runs their plugins).
+func TestPlugins_CallTimeout(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nplugins: {call_timeout: 2m}\n"), testOpts)
+	if err != nil || p.Plugins.CallTimeout != 2*time.Minute {
+		t.Fatalf("Parse = %+v, %v; want call_timeout 2m", p.Plugins, err)
+	}
+	for bad, want := range map[string]string{
+		"version: 1\nplugins: {call_timeout: 500ms}\n": "p.yaml:2:25: plugins.call_timeout: plugins.call_timeout 500ms is under a second",
+		"version: 1\nplugins: {call_timeout: soon}\n":  "p.yaml:2:25: plugins.call_timeout: expected a duration",
+	} {
+		if _, err := Parse("p.yaml", []byte(bad), testOpts); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want %q", bad, err, want)
+		}
+	}
+
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", "version: 1\nname: a\nplugins: {call_timeout: 1m}\n")
+	write("b.yaml", "version: 1\nname: b\nplugins: {call_timeout: 60s}\n")
+	write("c.yaml", "version: 1\nname: c\n")
+	if _, err := LoadDir(dir, testOpts); err != nil {
+		t.Fatalf("the same call_timeout twice: %v", err)
+	}
+	write("d.yaml", "version: 1\nname: d\nplugins: {call_timeout: 2m}\n")
+	_, err = LoadDir(dir, testOpts)
+	want := filepath.Join(dir, "d.yaml") + ":3:25: plugins.call_timeout: plugins.call_timeout 2m0s differs from 1m0s in " + filepath.Join(dir, "a.yaml") + ":3:25"
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }

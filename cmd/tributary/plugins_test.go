@@ -204,3 +204,54 @@ func TestPlugins_InspectSaysWhatThePluginImplements(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_PluginCallTimeout: plugins.call_timeout reaches the plugin host: a
+// plugin sink whose Write hangs is deemed hung after that deadline (not the
+// default 30 s), and its task's trace says so.
+func TestRun_PluginCallTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "misbehave"), "./plugins/testdata/misbehave")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build plugin: %v\n%s", err, out)
+	}
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, `version: 1
+name: hang
+log: {dir: `+filepath.Join(dir, "data")+`}
+plugins: {dirs: [`+bin+`], call_timeout: 1s}
+sources:
+  - {name: events, connector: generator, topic: events, config: {rate: 10}}
+sinks:
+  - {name: stuck, connector: misbehave, topics: [events], config: {mode: hang}}
+`)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	var stderr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--drain-timeout", "5s"}, strings.NewReader(""), &syncBuffer{}, &stderr)
+	}()
+	start := time.Now()
+	deadline := start.Add(20 * time.Second)
+	for {
+		o, _, _ := tributary(t, dir, "", "connectors", "status", "stuck", "--server", addr)
+		if strings.Contains(o, "no answer within 1s") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hanging plugin sink's status never said it hung after 1s; last status:\n%s\nworker stderr:\n%s", o, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the hang was noticed after %s; call_timeout is 1s", took)
+	}
+	cancel()
+	<-done
+}

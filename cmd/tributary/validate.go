@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +72,7 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	_ = err
 	var all []string
 	pins := make(map[string]string) // the files agree on them: LoadDir checks
+	var callTimeout time.Duration   // plugins.call_timeout, alike in every file
 	for _, d := range dirs {
 		// The default directory need not exist; one a user named must.
 		if _, err := os.Stat(d); d == defaultPluginsDir && errors.Is(err, fs.ErrNotExist) {
@@ -81,10 +83,11 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	for _, p := range shapes {
 		all = append(all, p.Plugins.Dirs...)
 		maps.Copy(pins, p.Plugins.SHA256)
+		callTimeout = max(callTimeout, p.Plugins.CallTimeout)
 	}
 	var found []*plugins.Plugin
 	if len(all) > 0 {
-		cat.plugins = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins})
+		cat.plugins = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins, CallTimeout: callTimeout})
 		found, err = cat.plugins.Discover(ctx, all...)
 		if err != nil {
 			return nil, cat, fmt.Errorf("%w (check --plugins-dir and plugins.dirs)", err)
