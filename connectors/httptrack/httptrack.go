@@ -90,7 +90,7 @@ func spec() connect.Spec {
 			Description: "Most bytes of events accepted but not yet read by the worker; beyond it requests are answered 503 with Retry-After (backpressure)."},
 		{Name: "read.batch.events", Type: connect.TypeInt, Default: "10000", Min: "1", Max: "10000000",
 			Description: "Most events returned by one read; whole requests are never split, so a larger request is returned alone."},
-	}}
+	}, Check: checkSpec}
 }
 
 // writeKey is one accepted write key.
@@ -116,6 +116,24 @@ type settings struct {
 	ackTimeout      time.Duration
 	maxPending      int64
 	readBatch       int
+}
+
+// checkSpec checks a configuration as Open would, without listening: the
+// settings, and the tls.cert and tls.key files (missing, unreadable, not
+// PEM, not a pair), so that `tributary validate` and the REST validate
+// endpoint report them. Open reads the files again: a renewed certificate
+// is picked up when the task restarts.
+func checkSpec(cfg connect.Config) error {
+	set, err := parseSettings(cfg)
+	if err != nil {
+		return err
+	}
+	if set.tlsCert != "" {
+		if _, err := tls.LoadX509KeyPair(set.tlsCert, set.tlsKey); err != nil {
+			return connect.FieldError{Param: "tls.cert", Message: fmt.Sprintf("load %s and %s: %v; give a PEM certificate and its private key that the worker's user may read", set.tlsCert, set.tlsKey, err)}
+		}
+	}
+	return nil
 }
 
 func parseSettings(cfg connect.Config) (settings, error) {

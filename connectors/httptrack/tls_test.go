@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 func TestTLS(t *testing.T) {
@@ -51,5 +54,28 @@ func TestTLS(t *testing.T) {
 	wantStatus(t, h.post("/v1/track", `{"userId":"u","event":"Secure"}`, auth), 200)
 	if n := len(h.records()); n != 1 {
 		t.Errorf("%d records, want 1", n)
+	}
+}
+
+// TestTLS_FilesCheckedAtValidate: a tls.cert or tls.key that is missing or
+// not PEM is found by the spec's check (tributary validate, the REST
+// validate endpoint), not only when the source opens.
+func TestTLS_FilesCheckedAtValidate(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "cert.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, files := range map[string][2]string{
+		"missing": {filepath.Join(dir, "nope.pem"), filepath.Join(dir, "nope.key")},
+		"not PEM": {notPEM, notPEM},
+	} {
+		cfg := connect.Config{Pipeline: "p", Connector: "web", Spec: Connector().Spec,
+			Values: map[string]string{"write.keys": "k", "tls.cert": files[0], "tls.key": files[1]}}
+		err := cfg.Validate()
+		var fe connect.FieldError
+		if !errors.As(err, &fe) || fe.Param != "tls.cert" || !strings.Contains(err.Error(), files[0]) {
+			t.Errorf("%s: validate = %v; want a tls.cert error naming %s", name, err, files[0])
+		}
 	}
 }
