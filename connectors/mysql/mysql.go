@@ -104,18 +104,19 @@ func spec() connect.Spec {
 	}, Check: checkSpec}
 }
 
-// checkSpec checks what each parameter's own checks cannot, without
-// touching the server: that none is not combined with operations in
-// skipped.operations.
+// checkSpec checks the configuration as Open does, without touching the
+// server: the settings as a whole (none combined with operations in
+// skipped.operations, the DSN, tls.mode with tls.ca) and the tls.ca file
+// (missing, unreadable, not PEM), so that `tributary validate` and the
+// REST validate endpoint report them. Open reads the file again.
 func checkSpec(cfg connect.Config) error {
-	ops, err := cfg.List("skipped.operations")
-	if err != nil {
-		return err
+	// Check is given the values alone, not the source's name, which is
+	// topic.prefix's default: stand one in.
+	if cfg.Connector == "" {
+		cfg.Connector = "source"
 	}
-	if _, err := cdc.ParseSkippedOps(ops); err != nil {
-		return connect.FieldError{Param: "skipped.operations", Message: err.Error()}
-	}
-	return nil
+	_, err := parseSettings(cfg)
+	return err
 }
 
 // settings are the parsed configuration of a Source.

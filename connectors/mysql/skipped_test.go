@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -301,6 +303,24 @@ func TestTruncate_EmptiesOpenChunk(t *testing.T) {
 		}
 		if len(st.pending) != 0 {
 			t.Errorf("%s: a truncate event although t is skipped", tc.query)
+		}
+	}
+}
+
+// TestConfig_TLSCAFileCheckedAtValidate: a tls.ca file that is missing or
+// holds no certificate is found by validate, not only at Open.
+func TestConfig_TLSCAFileCheckedAtValidate(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range []string{filepath.Join(t.TempDir(), "missing.pem"), notPEM} {
+		cfg := connect.Config{Pipeline: "p", Connector: "src", Spec: spec(),
+			Values: map[string]string{"dsn": "mysql://u:p@127.0.0.1:1", "tls.mode": "verify-ca", "tls.ca": ca}}
+		err := cfg.Validate()
+		var fe connect.FieldError
+		if !errors.As(err, &fe) || fe.Param != "tls.ca" || !strings.Contains(err.Error(), ca) {
+			t.Errorf("tls.ca %s: validate = %v; want a tls.ca error naming the file", ca, err)
 		}
 	}
 }

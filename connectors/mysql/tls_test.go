@@ -140,8 +140,12 @@ func TestTLS(t *testing.T) {
 	if _, err := open("disabled", ""); err == nil {
 		t.Fatal("tls.mode=disabled for a user that requires TLS: opened")
 	}
-	_, err = tryOpen(t, dsn, map[string]string{"tls.mode": "required", "tls.ca": filepath.Join(certs, "good-ca.pem")}, nil)
-	wantErr(t, err, "tls.ca", "verify-ca")
+	// tls.ca with a mode that checks no certificate: refused at validate
+	// (and by Open, for a caller that skips it).
+	bad := connect.Config{Pipeline: "p", Connector: "src", Spec: spec(),
+		Values: map[string]string{"dsn": dsn, "tls.mode": "required", "tls.ca": filepath.Join(certs, "good-ca.pem")}}
+	wantErr(t, bad.Validate(), "tls.ca", "verify-ca")
+	wantErr(t, Connector().NewSource().Open(t.Context(), bad), "tls.ca", "verify-ca")
 }
 
 // TestApplyTLS checks what each tls.mode gives the driver, without a
