@@ -47,7 +47,7 @@ func newIcebergCmd(a *app) *cobra.Command {
 		}
 	}
 	cmd.AddCommand(
-		upkeep("compact", "Rewrite small data files into larger ones (stop the sink first, or a concurrent commit may make one of them retry)",
+		upkeep("compact", "Rewrite small data files into larger ones, in partitions with at least compact.min.files of them (stop the sink first, or a concurrent commit may make one of them retry)",
 			func(c *cobra.Command, cfg connect.Config, t string) (iceberg.UpkeepResult, error) {
 				return iceberg.Compact(c.Context(), cfg, t)
 			}),

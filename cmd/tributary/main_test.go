@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
 )
 
@@ -209,4 +211,22 @@ func TestRun_UnknownSubcommandIsUsageError(t *testing.T) {
 	wantContains(t, "topics crate", err.Error(), "Did you mean this?\n\tcreate")
 	out, _ := mustRun(t, dir, "", "topics", "help", "create")
 	wantContains(t, "topics help create", out, "tributary topics create NAME [flags]")
+}
+
+// No flag's usage string holds a back-quoted word: pflag takes the first one
+// as the name of the flag's value, so `--help` would print
+// "--config tributary topics --help" instead of "--config stringArray".
+func TestHelp_FlagUsageHasNoBackquotes(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: usage %q holds a back quote, which pflag shows as the value's name", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{}))
 }

@@ -62,8 +62,9 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:   "tributary",
 		Short: "Change data capture and connectors on a built-in Kafka-model partition log",
 		Long: `Tributary captures changes and events into its own partition log and delivers
-them to sinks. These commands work on the log's data directory directly: only
-one process may have it open at a time.`,
+them to sinks. The log commands work on the data directory directly (only one
+process may have it open at a time), or, with --server, through the REST API of
+the worker that holds it.`,
 		Version:           versionString(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,

@@ -30,9 +30,10 @@ func newRunCmd(a *app) *cobra.Command {
 		Use:   "run FILE|DIR",
 		Short: "Run pipelines in an embedded worker, with the REST API",
 		Long: `Run the pipelines of a file, or of every *.yaml/*.yml file of a directory, in
-one worker on the embedded log, and serve the REST API (Kafka Connect's shape)
-with /metrics. SIGINT or SIGTERM drains: tasks finish their batch, commit and
-close, within --drain-timeout.`,
+one worker on the pipelines' log (embedded, or a Kafka cluster with backend:
+kafka), and serve the REST API (Kafka Connect's shape) with /metrics.
+--data-dir, when given, replaces the embedded log's log.dir. SIGINT or SIGTERM
+drains: tasks finish their batch, commit and close, within --drain-timeout.`,
 		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], a.pluginDirsToScan(pluginDirs))

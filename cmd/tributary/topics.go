@@ -94,7 +94,7 @@ partition directory behind.`, tlog.DefaultMaxPartitions, envMaxPartitions),
 	}
 	f := cmd.Flags()
 	f.IntVar(&partitions, "partitions", 1, fmt.Sprintf("number of partitions (1 to %d, or $%s)", tlog.DefaultMaxPartitions, envMaxPartitions))
-	f.StringArrayVar(&configs, "config", nil, "topic config override name=value (repeatable; see `tributary topics --help` for the names)")
+	f.StringArrayVar(&configs, "config", nil, "topic config override name=value (repeatable; tributary topics --help lists the names)")
 	f.IntVar(&replication, "replication-factor", 1, "replicas per partition (only 1 on a single node)")
 	f.BoolVar(&ifNotExists, "if-not-exists", false, "succeed quietly when the topic already exists")
 	return cmd
