@@ -40,8 +40,11 @@ func newIcebergCmd(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "%s: %d data files compacted into %d; %d snapshots expired\n",
-					args[0], res.CompactedFiles, res.CompactionOutputFiles, res.ExpiredSnapshots)
+				if use == "compact" {
+					fmt.Fprintf(a.stdout, "%s: %d data files compacted into %d\n", args[0], res.CompactedFiles, res.CompactionOutputFiles)
+				} else {
+					fmt.Fprintf(a.stdout, "%s: %d snapshots expired\n", args[0], res.ExpiredSnapshots)
+				}
 				return nil
 			},
 		}

@@ -53,8 +53,14 @@ sinks:
 	if strings.HasPrefix(out, "lake.events: 0 data files") {
 		t.Errorf("compact found nothing to do after several small commits: %s", out)
 	}
+	if strings.Contains(out, "expired") {
+		t.Errorf("compact reports expired snapshots, which it does not expire: %s", out)
+	}
 	out, _ = mustRun(t, dir, "", "iceberg", "expire", "lake.events", "--pipeline", file)
 	wantContains(t, "expire", out, "snapshots expired")
+	if strings.Contains(out, "compacted") {
+		t.Errorf("expire reports compacted files, which it does not compact: %s", out)
+	}
 
 	// An orphan: a data file no snapshot references, as a crash before a
 	// commit leaves. Old enough to go; a young one stays.

@@ -230,3 +230,13 @@ func TestHelp_FlagUsageHasNoBackquotes(t *testing.T) {
 	}
 	walk(newRootCmd(&app{}))
 }
+
+// TestVersion_FlagAndCommandAgree: --version prints what `version` prints.
+func TestVersion_FlagAndCommandAgree(t *testing.T) {
+	dir := t.TempDir()
+	cmd, _ := mustRun(t, dir, "", "version")
+	flag, _ := mustRun(t, dir, "", "--version")
+	if cmd != flag || !strings.HasPrefix(cmd, "tributary ") {
+		t.Errorf("version printed %q, --version %q; want the same line", cmd, flag)
+	}
+}

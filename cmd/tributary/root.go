@@ -94,6 +94,9 @@ the worker that holds it.`,
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}
+	// --version prints what `tributary version` prints (cobra's default
+	// adds the word "version").
+	root.SetVersionTemplate("tributary {{.Version}}\n")
 	return root
 }
 

@@ -220,8 +220,12 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 			case err != nil || n < 1:
 				invalid(k, v, "must be a positive integer")
 			case n > 1:
-				bad(k, fmt.Sprintf("connector %s asks for %d tasks (%s=%s); this worker runs one task per connector (set %s=1, or run several workers on the kafka backend)",
-					name, n, keyTasksMax, v, keyTasksMax))
+				who := "the connector"
+				if name != "" {
+					who = "connector " + name
+				}
+				bad(k, fmt.Sprintf("%s asks for %d tasks (%s=%s); this worker runs one task per connector (set %s=1, or run several workers on the kafka backend)",
+					who, n, keyTasksMax, v, keyTasksMax))
 			}
 		case keyTopic:
 			spec.Topic = v
