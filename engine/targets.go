@@ -93,9 +93,21 @@ func (w *Worker) openTargets(ctx context.Context) error {
 	if err := b.EnsureTopic(ctx, TargetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
 		return fmt.Errorf("create %s: %w (create it with one partition and cleanup.policy=compact, or allow the worker to create topics)", TargetsTopic, err)
 	}
-	bounds, err := b.EndOffsets(ctx, TargetsTopic)
-	if err != nil {
-		return fmt.Errorf("load the connectors' target states: %w", err)
+	// A topic just created may not be known to every broker yet: its end
+	// offsets are asked for a few times before the worker gives up.
+	var bounds []PartitionBounds
+	bo := backoff{initial: 100 * time.Millisecond, max: 2 * time.Second}
+	for attempt := 1; ; attempt++ {
+		var err error
+		if bounds, err = b.EndOffsets(ctx, TargetsTopic); err == nil {
+			break
+		}
+		if attempt == 5 {
+			return fmt.Errorf("load the connectors' target states: %w (check that %s exists with one partition)", err, TargetsTopic)
+		}
+		if err := sleep(ctx, bo.next()); err != nil {
+			return fmt.Errorf("load the connectors' target states: %w", err)
+		}
 	}
 	var end int64
 	for _, pb := range bounds {
@@ -104,7 +116,7 @@ func (w *Worker) openTargets(ctx context.Context) error {
 		}
 	}
 	w.targets = map[targetID]clusterTarget{}
-	err = b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
+	err := b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
 		if r.Partition == 0 && r.Offset < end {
 			w.applyTargetRecord(r) // the follower starts at end
 		}
