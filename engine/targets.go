@@ -194,7 +194,7 @@ func (w *Worker) applyTargetLocked(id targetID, s State, offset int64) bool {
 	if s == "" {
 		return true
 	}
-	if r, ok := w.connectors[id.connector]; ok && r.spec.Pipeline == id.pipeline {
+	if r, ok := w.connectors[id.connector]; ok && r.spec.Pipeline == id.pipeline && !r.deleting.Load() {
 		r.setTarget(s)
 	}
 	return true

@@ -422,6 +422,9 @@ func (w *Worker) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	r.deleting.Store(true) // under w.mu: no target state read from TargetsTopic reaches it after this
+	w.mu.Unlock()
 	r.setTarget(StateStopped)
 	err = r.waitStopped(ctx)
 	r.shutdown()
