@@ -126,3 +126,21 @@ type SourceLease interface {
 	// leaves it: another worker may then be given it.
 	Close() error
 }
+
+// TargetSharer is an optional Backend capability: a backend that several
+// workers share (kafka) lets them agree on the target state (RUNNING,
+// PAUSED, STOPPED) of the connectors they all load, as Kafka Connect's
+// distributed workers do through their config topic. The worker writes a
+// target change made through it to the compacted topic TargetsTopic with
+// Produce, reads the topic when it starts, and follows it with FollowTopic
+// from one goroutine it owns, applying every change to its connectors. The
+// embedded backend, owned by one worker, does not implement it: target
+// states stay in that worker's memory.
+type TargetSharer interface {
+	// FollowTopic calls fn with the records of partition 0 of topic from
+	// offset from on, in offset order, as they are appended, until ctx
+	// ends (it then returns ctx's error) or fn returns an error (which it
+	// returns). It is called from one goroutine; fn is never called
+	// concurrently with itself.
+	FollowTopic(ctx context.Context, topic string, from int64, fn func([]connect.Record) error) error
+}

@@ -24,6 +24,10 @@ type runner struct {
 	logger *slog.Logger
 	m      *connectorMetrics
 
+	// deleting is set when the worker removes the connector: target
+	// states read from TargetsTopic no longer reach it.
+	deleting atomic.Bool
+
 	// dlqSkipped is set once a sink's topics regex matched its own
 	// dead-letter topic and the warning was logged.
 	dlqSkipped atomic.Bool
@@ -150,14 +154,19 @@ func (r *runner) setTaskState(s State, trace string) {
 	r.notifyLocked()
 }
 
-// waitStopped waits until the task has ended after a stop request.
+// waitStopped waits until the task has ended after a stop request. It
+// fails when the target changes from STOPPED meanwhile (a resume through
+// another worker, on a TargetSharer backend).
 func (r *runner) waitStopped(ctx context.Context) error {
 	for {
 		r.mu.Lock()
-		done := !r.taskRunning && r.target == StateStopped
+		target, running := r.target, r.taskRunning
 		ch := r.changed
 		r.mu.Unlock()
-		if done {
+		if target != StateStopped {
+			return fmt.Errorf("stop connector %s: its target state became %s before its task stopped (changed through another worker?); stop it again", r.spec.Name, target)
+		}
+		if !running {
 			return nil
 		}
 		select {

@@ -57,9 +57,18 @@ type Worker struct {
 	offsets *OffsetStore
 	metrics *Metrics
 
-	mu         sync.Mutex // guards connectors and closed
+	mu         sync.Mutex // guards connectors, closed and targets
 	connectors map[string]*runner
 	closed     bool
+	// targets holds the newest target state recorded in TargetsTopic per
+	// connector, on a TargetSharer backend (nil otherwise).
+	targets map[targetID]clusterTarget
+
+	// stopFollow ends the goroutine following TargetsTopic, which closes
+	// followDone; both nil without a TargetSharer backend. Set in
+	// NewWorker, read by Shutdown.
+	stopFollow context.CancelFunc
+	followDone chan struct{}
 
 	// topicMu guards topicWarnings; it is taken alone, never with another
 	// lock held.
@@ -68,7 +77,9 @@ type Worker struct {
 }
 
 // NewWorker opens the offsets store and returns a worker with no
-// connectors.
+// connectors. On a TargetSharer backend it also loads the connectors'
+// target states from TargetsTopic and starts following it (until
+// Shutdown).
 func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -96,6 +107,10 @@ func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
 	if err := opts.Metrics.Registry.Register(reportCollector{w}); err != nil {
 		return nil, fmt.Errorf("register connector report metrics: %w", err)
 	}
+	if err := w.openTargets(ctx); err != nil {
+		opts.Metrics.Registry.Unregister(reportCollector{w})
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -113,6 +128,13 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 
 // Start adds a connector and starts it in state initial (RUNNING, PAUSED or
 // STOPPED; empty means RUNNING).
+//
+// On a TargetSharer backend, a connector whose target state TargetsTopic
+// holds (set through any worker) starts in that state when initial is
+// RUNNING or empty, so that a connector paused or stopped cluster-wide
+// stays so in a worker that starts or restarts; an initial PAUSED or
+// STOPPED (Kafka Connect's initial_state) is a change of the target state
+// like a pause or stop, and is written to TargetsTopic for every worker.
 func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) error {
 	if initial == "" {
 		initial = StateRunning
@@ -131,21 +153,45 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	if spec.Kind == connect.KindSink && spec.Group == "" {
 		spec.Group = spec.Name
 	}
+	r, publish, err := w.add(spec, c, initial)
+	if err != nil || !publish {
+		return err
+	}
+	if err := w.changeTarget(ctx, r, initial); err != nil {
+		// The connector is in its initial state here: only the other
+		// workers do not know it.
+		w.logger.Warn("connector started in its initial state in this worker only", "connector", spec.Name, "state", initial, "error", err,
+			"fix", "set the state again through the REST API (PUT /connectors/"+spec.Name+"/pause or /stop)")
+	}
+	return nil
+}
+
+// add registers a connector's runner and starts it in state initial, or
+// in the target state TargetsTopic holds for it when initial is RUNNING.
+// publish reports whether initial, PAUSED or STOPPED, differs from that
+// recorded state, so that Start writes it there for the other workers.
+func (w *Worker) add(spec ConnectorSpec, c connect.Connector, initial State) (r *runner, publish bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return errors.New("worker is shutting down")
+		return nil, false, errors.New("worker is shutting down")
 	}
 	if _, ok := w.connectors[spec.Name]; ok {
-		return fmt.Errorf("%w: Connector %s already exists", ErrConflict, spec.Name)
+		return nil, false, fmt.Errorf("%w: Connector %s already exists", ErrConflict, spec.Name)
 	}
 	if err := w.checkClaimsLocked(spec, c); err != nil {
-		return err
+		return nil, false, err
 	}
-	r := newRunner(w, spec, c)
+	recorded := w.recordedTargetLocked(spec.Pipeline, spec.Name)
+	_, shared := w.sharer()
+	publish = shared && initial != StateRunning && recorded != initial
+	if recorded != "" && initial == StateRunning {
+		initial = recorded
+	}
+	r = newRunner(w, spec, c)
 	w.connectors[spec.Name] = r
 	r.setTarget(initial)
-	return nil
+	return r, publish, nil
 }
 
 // topicToConfig hands a source's topic to a connector that names its
@@ -301,37 +347,60 @@ func (w *Worker) Status(name string) (ConnectorStatus, error) {
 }
 
 // Pause pauses a connector: its task stops delivering after the current
-// batch and keeps its resources.
+// batch and keeps its resources. It is PauseContext without a deadline.
 func (w *Worker) Pause(name string) error {
+	return w.PauseContext(context.Background(), name)
+}
+
+// PauseContext pauses a connector: its task stops delivering after the
+// current batch and keeps its resources. On a TargetSharer backend the
+// pause is written to TargetsTopic and so reaches every worker that loads
+// the connector (the one running a source's task among them).
+func (w *Worker) PauseContext(ctx context.Context, name string) error {
 	r, err := w.runner(name)
 	if err != nil {
 		return err
 	}
-	r.setTarget(StatePaused)
-	return nil
+	return w.changeTarget(ctx, r, StatePaused)
 }
 
-// Resume resumes a paused or stopped connector.
+// Resume resumes a paused or stopped connector. It is ResumeContext
+// without a deadline.
 func (w *Worker) Resume(name string) error {
+	return w.ResumeContext(context.Background(), name)
+}
+
+// ResumeContext resumes a paused or stopped connector; on a TargetSharer
+// backend in every worker that loads it, as PauseContext.
+func (w *Worker) ResumeContext(ctx context.Context, name string) error {
 	r, err := w.runner(name)
 	if err != nil {
 		return err
 	}
-	r.setTarget(StateRunning)
-	return nil
+	return w.changeTarget(ctx, r, StateRunning)
 }
 
-// Stop stops a connector's task and waits until it has committed and closed.
+// Stop stops a connector's task and waits until it has committed and
+// closed in this worker. On a TargetSharer backend the stop is written to
+// TargetsTopic and every worker that loads the connector stops it too;
+// Stop does not wait for them (a source's lease group empties once they
+// have).
 func (w *Worker) Stop(ctx context.Context, name string) error {
 	r, err := w.runner(name)
 	if err != nil {
 		return err
 	}
-	r.setTarget(StateStopped)
+	if err := w.changeTarget(ctx, r, StateStopped); err != nil {
+		return err
+	}
 	return r.waitStopped(ctx)
 }
 
-// Restart restarts a connector's task (all tasks, or only failed ones).
+// Restart restarts a connector's task (all tasks, or only failed ones) in
+// this worker: unlike pause, resume and stop it is not shared with other
+// workers. On a SourceLeaser backend a source's task runs in the worker
+// holding its lease; restarting it elsewhere restarts that worker's
+// standby (a restart of the holder's task may move the lease).
 func (w *Worker) Restart(ctx context.Context, name string, onlyFailed bool) error {
 	r, err := w.runner(name)
 	if err != nil {
@@ -344,12 +413,18 @@ func (w *Worker) Restart(ctx context.Context, name string, onlyFailed bool) erro
 	return nil
 }
 
-// Delete stops and removes a connector. Its stored offsets stay.
+// Delete stops and removes a connector in this worker. Its stored offsets
+// stay, and so does a target state recorded in TargetsTopic (the other
+// workers may still load the connector): a connector of that pipeline and
+// name started again starts in it.
 func (w *Worker) Delete(ctx context.Context, name string) error {
 	r, err := w.runner(name)
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
+	r.deleting.Store(true) // under w.mu: no target state read from TargetsTopic reaches it after this
+	w.mu.Unlock()
 	r.setTarget(StateStopped)
 	err = r.waitStopped(ctx)
 	r.shutdown()
@@ -409,8 +484,14 @@ func (w *Worker) AlterOffsets(ctx context.Context, name string, entries []Offset
 	if err != nil {
 		return err
 	}
-	if st := r.targetState(); st != StateStopped || r.running() {
+	if r.targetState() != StateStopped {
 		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
+	}
+	if r.running() {
+		return fmt.Errorf("%w: connector %s is stopping: its task has not finished and stored its position yet; retry in a moment", ErrBadRequest, name)
+	}
+	if err := w.checkLeaseLeft(ctx, r); err != nil {
+		return err
 	}
 	return r.alterOffsets(ctx, entries)
 }
@@ -421,19 +502,52 @@ func (w *Worker) ResetOffsets(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if st := r.targetState(); st != StateStopped || r.running() {
+	if r.targetState() != StateStopped {
 		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be reset. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
+	}
+	if r.running() {
+		return fmt.Errorf("%w: connector %s is stopping: its task has not finished and stored its position yet; retry in a moment", ErrBadRequest, name)
+	}
+	if err := w.checkLeaseLeft(ctx, r); err != nil {
+		return err
 	}
 	return r.resetOffsets(ctx)
 }
 
+// checkLeaseLeft refuses to change a stopped source's offsets while a
+// worker is still in its lease group, on a backend that shares target
+// states and leases sources (kafka): the stop has reached every worker
+// through TargetsTopic, but a worker still running the task would store its
+// own position over the new one. Each leaves the group once its task has
+// stopped and stored its position, so the caller only waits and retries.
+func (w *Worker) checkLeaseLeft(ctx context.Context, r *runner) error {
+	l, leased := w.opts.Backend.(SourceLeaser)
+	if _, shared := w.sharer(); !shared || !leased || r.spec.Kind != connect.KindSource {
+		return nil
+	}
+	members, err := l.LeaseMembers(ctx, r.spec.Pipeline, r.spec.Name)
+	if err != nil {
+		return fmt.Errorf("find out whether another worker runs source %s: %w", r.spec.Name, err)
+	}
+	if len(members) > 0 {
+		return fmt.Errorf("%w: source %s is stopped, but worker %s has not left its lease yet (it is finishing its task and storing its position): retry in a moment; a worker that keeps the lease has not seen the stop, so check that it reads %s",
+			ErrBadRequest, r.spec.Name, strings.Join(members, ", worker "), TargetsTopic)
+	}
+	return nil
+}
+
 // Shutdown drains every connector (finish the batch in flight, commit,
-// close) until ctx ends, then stops what is left hard.
+// close) until ctx ends, then stops what is left hard. It stops following
+// TargetsTopic first, and writes nothing there: the other workers keep
+// their connectors' states.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
 	rs := slices.Collect(maps.Values(w.connectors))
 	w.mu.Unlock()
+	// No target change read from TargetsTopic starts a task again: the
+	// stops below are this worker's own, not written there.
+	w.stopFollowing()
 	sort.Slice(rs, func(i, j int) bool { return rs[i].spec.Name < rs[j].spec.Name })
 	for _, r := range rs {
 		r.setTarget(StateStopped)

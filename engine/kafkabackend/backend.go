@@ -10,6 +10,9 @@
 // each commits offsets explicitly, only after its sink confirmed the write.
 // Sources run in one worker at a time: the backend is an
 // engine.SourceLeaser whose leases are consumer groups (lease.go).
+// Workers share the connectors' target states (pause, resume, stop): the
+// backend is an engine.TargetSharer, following the engine's compacted topic
+// of target states with a client outside any group (targets.go).
 // Source offsets go, as with the embedded backend, to the compacted topic
 // the engine keeps them in. A topic a source writes to is created on its
 // first produce when missing, with the cluster's default partitions, as the

@@ -322,42 +322,49 @@ func TestLease_FailoverOnLostSession(t *testing.T) {
 	t.Logf("%d of %d records came twice", twice, acked)
 }
 
-// A source stopped on one worker while another holds its lease: changing
-// its offsets there is refused (the holder would overwrite them), naming
-// the holder; once it is stopped everywhere the change goes through.
+// A source stopped (cluster-wide) while another worker is still in its
+// lease group (here one that joined it directly, as a worker that has not
+// yet stopped its task): changing its offsets is refused, naming that
+// worker, as Kafka alters a group's offsets only when the group is empty;
+// once it has left, the change goes through.
 func TestLease_OffsetsChangeWaitsForEveryWorker(t *testing.T) {
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		ctx := t.Context()
 		w1 := newWorker(t, c.backend(t), "w1")
-		w2 := newWorker(t, c.backend(t), "w2")
-		for _, w := range []*workerUnderTest{w1, w2} {
-			if err := w.w.Start(ctx, leaseSpec(1000000, 5), ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		active, standby := activeOf(t, w1, w2)
-		if err := standby.w.Stop(ctx, "src"); err != nil {
+		if err := w1.w.Start(ctx, leaseSpec(1000000, 5), ""); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, "w1 running the source", 15*time.Second, func() bool {
+			s, _ := taskState(t, w1, "src")
+			return s == engine.StateRunning
+		})
+		other, err := c.backend(t).LeaseSource(ctx, "p", "src", "w9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if err := w1.w.Stop(ctx, "src"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "w9 alone in the lease group", 15*time.Second, func() bool {
+			members, err := w1.b.(*Backend).LeaseMembers(ctx, "p", "src")
+			return err == nil && len(members) == 1 && strings.HasPrefix(members[0], "w9 ")
+		})
 		patch := []engine.OffsetEntry{{Partition: map[string]any{"pipeline": "p"}, Offset: map[string]any{"n": 7}}}
-		waitFor(t, "the standby's task to stop", 10*time.Second, func() bool {
-			s, _ := taskState(t, standby, "src")
-			return s == engine.StateUnassigned || s == engine.StateStopped
-		})
-		err := standby.w.AlterOffsets(ctx, "src", patch)
-		if !errors.Is(err, engine.ErrBadRequest) || !strings.Contains(err.Error(), "worker "+active.w.ID()) {
-			t.Fatalf("PATCH offsets on the stopped standby while %s holds the lease: %v; want a bad request naming the holder", active.w.ID(), err)
+		err = w1.w.AlterOffsets(ctx, "src", patch)
+		if !errors.Is(err, engine.ErrBadRequest) || !strings.Contains(err.Error(), "worker w9 ") {
+			t.Fatalf("PATCH offsets while w9 is in the lease group: %v; want a bad request naming w9", err)
 		}
-		if err := standby.w.ResetOffsets(ctx, "src"); !errors.Is(err, engine.ErrBadRequest) {
-			t.Fatalf("DELETE offsets on the stopped standby while %s holds the lease: %v; want a bad request", active.w.ID(), err)
+		if err := w1.w.ResetOffsets(ctx, "src"); !errors.Is(err, engine.ErrBadRequest) {
+			t.Fatalf("DELETE offsets while w9 is in the lease group: %v; want a bad request", err)
 		}
-		if err := active.w.Stop(ctx, "src"); err != nil {
+		if err := other.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the PATCH to go through once no worker holds the lease", 15*time.Second, func() bool {
-			return standby.w.AlterOffsets(ctx, "src", patch) == nil
+		waitFor(t, "the PATCH to go through once no worker is in the lease group", 15*time.Second, func() bool {
+			return w1.w.AlterOffsets(ctx, "src", patch) == nil
 		})
-		got, err := active.w.Offsets(ctx, "src")
+		got, err := w1.w.Offsets(ctx, "src")
 		if err != nil || len(got) != 1 || fmt.Sprint(got[0].Offset) != fmt.Sprint(map[string]any{"n": float64(7)}) {
 			t.Fatalf("offsets after the PATCH = %v, %v; want n 7", got, err)
 		}

@@ -121,6 +121,9 @@ func (s *countSource) Read(ctx context.Context) ([]connect.Record, error) {
 		out = append(out, connect.Record{Key: []byte(strconv.Itoa(s.next % 7)), Value: []byte(v), Position: connect.Position(v)})
 		s.next++
 	}
+	s.wt.mu.Lock()
+	s.wt.read = max(s.wt.read, s.next-1)
+	s.wt.mu.Unlock()
 	return out, nil
 }
 
@@ -204,6 +207,7 @@ type workerUnderTest struct {
 	got     []connect.Record
 	pending []connect.Record
 	acked   int
+	read    int // the highest n countSource's Read returned
 	fail    int
 	// recovered holds what tailSource's RecoverTail was handed.
 	recovered []connect.Record
@@ -214,6 +218,13 @@ func (wt *workerUnderTest) received() []connect.Record {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	return append([]connect.Record(nil), wt.got...)
+}
+
+// lastRead returns the highest n a count source of the worker read.
+func (wt *workerUnderTest) lastRead() int {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.read
 }
 
 func (wt *workerUnderTest) lastAcked() int {

@@ -522,7 +522,7 @@ func (s *Server) restartTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
-	if err := s.worker.Pause(r.PathValue("name")); err != nil {
+	if err := s.worker.PauseContext(r.Context(), r.PathValue("name")); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -530,7 +530,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	if err := s.worker.Resume(r.PathValue("name")); err != nil {
+	if err := s.worker.ResumeContext(r.Context(), r.PathValue("name")); err != nil {
 		s.fail(w, err)
 		return
 	}
