@@ -38,12 +38,7 @@ func (b *Backend) Consumer(ctx context.Context, group string, topics []string) (
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.revoked),
 	)
-	if b.opts.SessionTimeout > 0 {
-		opts = append(opts, kgo.SessionTimeout(b.opts.SessionTimeout))
-	}
-	if b.opts.HeartbeatInterval > 0 {
-		opts = append(opts, kgo.HeartbeatInterval(b.opts.HeartbeatInterval))
-	}
+	opts = append(opts, b.groupTiming()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", group, err)
@@ -165,4 +160,18 @@ func (c *consumer) Commit(ctx context.Context, offsets []engine.PartitionOffset)
 func (c *consumer) Close() error {
 	c.client.Close()
 	return nil
+}
+
+// groupTiming returns the group session options of Options (session
+// timeout, heartbeat interval) that are set, for the sinks' consumer
+// groups and the sources' leases alike.
+func (b *Backend) groupTiming() []kgo.Opt {
+	var opts []kgo.Opt
+	if b.opts.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(b.opts.SessionTimeout))
+	}
+	if b.opts.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(b.opts.HeartbeatInterval))
+	}
+	return opts
 }

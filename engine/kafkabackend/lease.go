@@ -60,12 +60,7 @@ func (b *Backend) LeaseSource(ctx context.Context, pipeline, connector, workerID
 		kgo.OnPartitionsLost(l.revoked),
 		kgo.WithHooks(l),
 	)
-	if b.opts.SessionTimeout > 0 {
-		opts = append(opts, kgo.SessionTimeout(b.opts.SessionTimeout))
-	}
-	if b.opts.HeartbeatInterval > 0 {
-		opts = append(opts, kgo.HeartbeatInterval(b.opts.HeartbeatInterval))
-	}
+	opts = append(opts, b.groupTiming()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("source lease %s: %w", l.group, err)
