@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,13 +35,14 @@ type generator struct {
 	next    [genPartitions]int64
 	topic   [genPartitions][]int64 // offset → seq
 	seqs    []int32                // seq → copies in the topic (index seq)
+	gaps    map[int64]int          // seq missing below the highest → round first seen
 	filePos int64                  // bytes of the file checked
 	fileTop [genPartitions]int64   // offsets in the file: 0..fileTop-1, each at least once
 	fileN   int
 }
 
 func newGenerator(s *soak) scenario {
-	return &generator{s: s, rate: 4000, out: filepath.Join(s.dir, "out", "gen.jsonl")}
+	return &generator{s: s, rate: 4000, gaps: map[int64]int{}, out: filepath.Join(s.dir, "out", "gen.jsonl")}
 }
 
 func (g *generator) pipeline() string {
@@ -104,29 +106,43 @@ func (g *generator) check(ctx context.Context, round int) int {
 			g.s.violate(round, "(c) read %s [%d] from offset %d: %v", genTopic, p, g.next[p], err)
 		}
 	}
-	// No seq skipped: 1..max all in the topic.
+	// No seq skipped: 1..max all in the topic. A kill can cut a batch
+	// spread over partitions (a later seq in one, an earlier one missing
+	// in another); the generator makes the seqs after its stored position
+	// again, so a gap above the stored position must be filled later (by
+	// the final check), one below it is lost.
 	maxSeq := int64(len(g.seqs) - 1)
-	var gaps []string
+	stored, haveStored := g.storedSeq(ctx, round)
+	if haveStored && stored > maxSeq {
+		g.s.violate(round, "(b) the stored position of source gen is seq %d, but the topic ends at seq %d: seqs %d..%d were never stored and will never be made again",
+			stored, maxSeq, maxSeq+1, stored)
+	}
 	dups := 0
 	for seq := int64(1); seq <= maxSeq; seq++ {
 		switch n := g.seqs[seq]; {
-		case n == 0 && len(gaps) < 10:
-			gaps = append(gaps, strconv.FormatInt(seq, 10))
+		case n == 0:
+			if _, ok := g.gaps[seq]; !ok {
+				g.gaps[seq] = round
+			}
 		case n > 1:
 			dups += int(n) - 1
 		}
 	}
-	if len(gaps) > 0 {
-		g.s.violate(round, "(b) the generator skipped seqs (not in the topic, though seq %d is): %s", maxSeq, strings.Join(gaps, ", "))
-		for _, s := range gaps {
-			n, _ := strconv.ParseInt(s, 10, 64)
-			g.seqs[n] = -1 << 20
+	var lost []string
+	for seq, r := range g.gaps {
+		switch {
+		case g.seqs[seq] > 0:
+			delete(g.gaps, seq)
+		case haveStored && seq <= stored || round == 0:
+			lost = append(lost, fmt.Sprintf("%d (missing since round %d)", seq, r))
+			g.seqs[seq] = -1 << 20 // report once
+			delete(g.gaps, seq)
 		}
 	}
-	// The stored source position.
-	if stored, ok := g.storedSeq(ctx, round); ok && stored > maxSeq {
-		g.s.violate(round, "(b) the stored position of source gen is seq %d, but the topic ends at seq %d: seqs %d..%d were never stored and will never be made again",
-			stored, maxSeq, maxSeq+1, stored)
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		g.s.violate(round, "(b) %d seqs are not in the topic though the stored position (seq %d) or the final run is past them: %s",
+			len(lost), stored, strings.Join(lost[:min(10, len(lost))], ", "))
 	}
 	// The file: new complete lines since the last check.
 	g.readFile(round)
@@ -146,8 +162,8 @@ func (g *generator) check(ctx context.Context, round int) int {
 			g.fileTop[p] = c // report once
 		}
 	}
-	fmt.Printf("    generator: topic seqs 1..%d (%d duplicates), committed %v, file %d lines, file offsets below %v\n",
-		maxSeq, dups, committed, g.fileN, g.fileTop)
+	fmt.Printf("    generator: topic seqs 1..%d (%d duplicates, %d missing for now), stored seq %d, committed %v, file %d lines, file offsets below %v\n",
+		maxSeq, dups, len(g.gaps), stored, committed, g.fileN, g.fileTop)
 	return int(maxSeq) + g.fileN
 }
 

@@ -9,14 +9,19 @@
 //	httptrack  Segment API clients with unique messageIds, retries and
 //	           resends: every event answered 200 is in the topic exactly
 //	           once, and no messageId is there twice
-//	generator  generator → file sink: no seq skipped in the topic, the stored
-//	           source position never ahead of the topic, every record below
-//	           the sink group's committed offset in the file, the file without
-//	           gaps
+//	generator  generator → file sink: no seq at or below the stored source
+//	           position missing from the topic (nor any after the final
+//	           clean run), the position never ahead of the topic, every
+//	           record below the sink group's committed offset in the file,
+//	           the file without gaps
 //	produce    `tributary produce` through the worker's REST API (killed with
 //	           the worker) and straight on the data directory (killed
 //	           itself): every line it counted as acknowledged is readable
 //	           with `tributary consume`, in order, none skipped
+//	postgres   (not in the default set) a throwaway PostgreSQL server with
+//	           logical replication and a client inserting rows in id order
+//	           all along: every committed row is in the topic after the
+//	           final clean run (gaps after a round are listed and must close)
 //
 // In every scenario each start must come up (REST /health) and run its
 // connectors without a FAILED task, and the CLI must open the data directory
@@ -74,7 +79,7 @@ func main() {
 	o.scenarios = strings.Split(scen, ",")
 	for _, s := range o.scenarios {
 		if _, ok := scenarios[s]; !ok {
-			fmt.Fprintf(os.Stderr, "crashsoak: unknown scenario %q: choose from httptrack, generator, produce\n", s)
+			fmt.Fprintf(os.Stderr, "crashsoak: unknown scenario %q: choose from httptrack, generator, produce, postgres\n", s)
 			os.Exit(2)
 		}
 	}
@@ -88,6 +93,7 @@ var scenarios = map[string]func(s *soak) scenario{
 	"httptrack": newHTTPTrack,
 	"generator": newGenerator,
 	"produce":   newProduce,
+	"postgres":  newPostgres,
 }
 
 func run(ctx context.Context, o options) int {

@@ -122,8 +122,17 @@ func (s *soak) note(what string) {
 	s.sum.notes[what]++
 }
 
+// closer is a scenario with something to stop at the end (a database).
+type closer interface{ close() }
+
 func (s *soak) run(ctx context.Context, sc scenario) *summary {
 	fmt.Printf("\n== %s (seed %d)\n", s.name, s.seed)
+	if c, ok := sc.(closer); ok {
+		defer c.close()
+	}
+	if s.sum.err != nil {
+		return s.sum
+	}
 	if err := s.setup(sc); err != nil {
 		s.sum.err = err
 		return s.sum
