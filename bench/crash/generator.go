@@ -50,7 +50,7 @@ func (g *generator) pipeline() string {
 name: soak-generator
 log: {backend: embedded, dir: %s}
 topics:
-  - {name: %s, partitions: %d, config: {segment.bytes: 32768}}
+  - {name: %s, partitions: %d, config: {segment.bytes: 262144}}
 sources:
   - name: gen
     connector: generator

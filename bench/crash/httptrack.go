@@ -78,7 +78,7 @@ func (h *httpTrack) pipeline() string {
 name: soak-httptrack
 log: {backend: embedded, dir: %s}
 topics:
-  - {name: %s, partitions: %d, config: {segment.bytes: 65536}}
+  - {name: %s, partitions: %d, config: {segment.bytes: 1048576}}
 sources:
   - name: track
     connector: httptrack

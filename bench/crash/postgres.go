@@ -76,7 +76,7 @@ func (p *pgScen) pipeline() string {
 name: soak-postgres
 log: {backend: embedded, dir: %s}
 topics:
-  - {name: %s, partitions: %d, config: {segment.bytes: 32768}}
+  - {name: %s, partitions: %d, config: {segment.bytes: 262144}}
 sources:
   - name: soakpg
     connector: postgres
