@@ -74,6 +74,10 @@ func newHTTPTrack(s *soak) scenario {
 }
 
 func (h *httpTrack) pipeline() string {
+	dedup := ""
+	if h.s.o.noDedup {
+		dedup = "      dedup.window: 0s\n"
+	}
 	return fmt.Sprintf(`version: 1
 name: soak-httptrack
 log: {backend: embedded, dir: %s}
@@ -88,7 +92,7 @@ sources:
       write.keys: %s
       state.dir: %s/httptrack
       ack.timeout: 3s
-`, h.s.dataDir, trackTopic, trackPartitions, trackTopic, h.listen, trackKey, h.s.dir)
+`, h.s.dataDir, trackTopic, trackPartitions, trackTopic, h.listen, trackKey, h.s.dir) + dedup
 }
 
 func (h *httpTrack) startLoad(ctx context.Context, round int) {

@@ -54,6 +54,7 @@ type options struct {
 	keep      bool
 	longEvery float64
 	verbose   bool
+	noDedup   bool
 }
 
 func main() {
@@ -68,6 +69,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	flag.Float64Var(&o.longEvery, "long", 0.08, "share of rounds that last 16–20 s, so that the log's cleaner (every 15 s) runs before the kill")
 	flag.BoolVar(&o.verbose, "v", false, "print the worker's ERROR lines as they are found")
+	flag.BoolVar(&o.noDedup, "control-no-dedup", false, "control run: httptrack with dedup.window 0, so retries of durable requests are stored twice and the soak must report duplicates")
 	flag.Parse()
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "crashsoak: -bin is required: the tributary binary to soak (bench/crash/run.sh builds one)")

@@ -9,11 +9,14 @@
 #   DURATION=5m bench/crash/run.sh -scenarios httptrack
 #   bench/crash/run.sh -seed 12345 -rounds 20           # replay a seed's choices
 #   bench/crash/run.sh -keep -v                         # keep the data; print worker ERROR lines
+#   bench/crash/run.sh -scenarios httptrack -control-no-dedup
+#                                  # control: dedup off, so the soak must report duplicates
 #
 # Environment (defaults in brackets):
 #   DURATION [1m]   length of each scenario's kill loop
 #   NICE [19]       niceness of the soak and everything it starts (the machine is shared)
-# Extra arguments go to the program (-scenarios, -seed, -rounds, -long, -work, -keep, -v).
+# Extra arguments go to the program (-scenarios httptrack,generator,produce,postgres,
+# -seed, -rounds, -long, -work, -keep, -v, -control-no-dedup).
 # Exit status 1 when an invariant was broken; the work dir is then kept, with
 # each scenario's worker.log.
 set -euo pipefail
