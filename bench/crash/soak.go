@@ -193,7 +193,6 @@ func (s *soak) round(ctx context.Context, sc scenario, round int) error {
 	p := s.plan()
 	t0 := time.Now()
 	var desc []string
-	starts := 1
 	if p.double > 0 {
 		// First a kill during the start (recovery of the previous kill),
 		// then the ordinary one.
@@ -205,7 +204,6 @@ func (s *soak) round(ctx context.Context, sc scenario, round int) error {
 		h := w.runFor(ctx, s, round, p.double)
 		sc.stopLoad()
 		desc = append(desc, fmt.Sprintf("kill at %v (%s)", p.double.Round(time.Millisecond), h))
-		starts++
 	}
 	w, err := s.start(round)
 	if err != nil {
