@@ -104,7 +104,12 @@ func runProduce(cmd *cobra.Command, a *app, topic string, o produceOptions) erro
 	ctx := cmd.Context()
 	p, err := newProducer(ctx, c, topic, o, headers)
 	if err != nil {
-		return err
+		// Nothing was appended: say so, as after any other error, so
+		// that a script reading the count knows where to resume.
+		if !o.quiet {
+			fmt.Fprintf(a.stderr, "%% 0 records acknowledged to %s\n", topic)
+		}
+		return withHint(err, topic)
 	}
 	err = p.run(a.stdin)
 	if !o.quiet {

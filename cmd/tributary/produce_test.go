@@ -142,4 +142,12 @@ func TestProduce_ErrorsSayWhatToDo(t *testing.T) {
 	if !strings.Contains(errOut, "% 1 records acknowledged") && !strings.Contains(errOut, "% 0 records acknowledged") {
 		t.Errorf("stderr = %q, want the count acknowledged before the error", errOut)
 	}
+
+	// An error before the first append (here a partition the topic does
+	// not have) still prints the count, as the help promises.
+	_, errOut, err = tributary(t, dir, "ok\n", "produce", "small", "-p", "7")
+	if err == nil {
+		t.Fatal("produce to partition 7 of a 1-partition topic succeeded")
+	}
+	wantContains(t, "stderr", errOut, "% 0 records acknowledged to small")
 }
