@@ -406,7 +406,7 @@ sinks:
 			`p.yaml:4:84: sinks[0].errors.deadletter: missing required key "topic" in errors.deadletter`,
 		}},
 		{"plugins", "version: 1\nplugins: {dir: [a]}\n", []string{
-			`p.yaml:2:11: plugins.dir: unknown key "dir" in plugins; did you mean "dirs"? valid keys: dirs, sha256`,
+			`p.yaml:2:11: plugins.dir: unknown key "dir" in plugins; did you mean "dirs"? valid keys: dirs, sha256, call_timeout`,
 		}},
 		{"unused merge key cycle", "version: 1\nx-a: &a {<<: *a}\n", nil},
 		{"merge key cycle", "version: 1\nlog: &l {<<: *l}\n", []string{
