@@ -953,11 +953,19 @@ func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition in
 	if reason != "" {
 		return 0, nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 	}
-	nilKey, err := checkRecords(&kb)
-	if err != nil {
+	cfg := p.cfg()
+	// The size limit first: decompressing (checkRecords) is the expensive
+	// part, and its own bound is derived from this one.
+	if cfg.MaxMessageBytes > 0 && int64(len(b)) > cfg.MaxMessageBytes {
+		return 0, nil, fmt.Errorf("%w: %d bytes, max.message.bytes of %s is %d", ErrRecordTooLarge, len(b), topicName, cfg.MaxMessageBytes)
+	}
+	nilKey, err := checkRecords(&kb, uncompressedLimit(cfg.MaxMessageBytes))
+	if errors.Is(err, ErrRecordTooLarge) {
+		return 0, nil, fmt.Errorf("append to %s-%d: %w", topicName, partition, err)
+	} else if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
 	}
-	if nilKey && p.cfg().Compact {
+	if nilKey && cfg.Compact {
 		return 0, nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
 	}
 	bases, end, err := p.write([][]byte{b}, writeChecked)
