@@ -175,3 +175,104 @@ func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProdu
 	resp.ProducerID, resp.ProducerEpoch = id, epoch
 	return resp
 }
+
+// maxProduceEntries bounds the topic and partition entries of one Produce
+// request. A producer sends one entry per partition it has a batch for;
+// the log holds at most DefaultMaxPartitions per topic by default.
+const maxProduceEntries = 1 << 17
+
+// checkProduceShape walks the body of a Produce request (v3 and later; the
+// compact encodings when flexible) and checks that every topic and
+// partition entry it declares is there and that there are at most
+// maxProduceEntries of them, before kmsg allocates them: a count field
+// alone would otherwise make it allocate ~32 bytes of memory per byte of
+// the request. The rest (the records, the tags) is checked as it is
+// decoded.
+func checkProduceShape(body []byte, flexible bool) error {
+	b := body
+	bad := func(what string) error {
+		return fmt.Errorf("%w: Produce: %s at byte %d of %d", errMalformed, what, len(body)-len(b), len(body))
+	}
+	// length reads an array count, or a string or bytes length: -1 is
+	// null. Compact encodings store it plus one.
+	length := func(int16Len bool) (int64, bool) {
+		if flexible {
+			n, sz := binary.Uvarint(b)
+			if sz <= 0 || n > 1<<31 {
+				return 0, false
+			}
+			b = b[sz:]
+			return int64(n) - 1, true
+		}
+		if int16Len {
+			if len(b) < 2 {
+				return 0, false
+			}
+			n := int16(binary.BigEndian.Uint16(b))
+			b = b[2:]
+			return int64(n), true
+		}
+		if len(b) < 4 {
+			return 0, false
+		}
+		n := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		return int64(n), true
+	}
+	skip := func(int16Len bool) bool { // a nullable string or bytes
+		n, ok := length(int16Len)
+		if !ok || n < -1 || n > int64(len(b)) {
+			return false
+		}
+		b = b[max(n, 0):]
+		return true
+	}
+	tags := func() bool {
+		if !flexible {
+			return true
+		}
+		rest, err := skipTags(b)
+		b = rest
+		return err == nil
+	}
+	if !skip(true) { // transactional id
+		return bad("bad transactional id")
+	}
+	if len(b) < 6 { // acks, timeout
+		return bad("truncated header")
+	}
+	b = b[6:]
+	topics, ok := length(false)
+	if !ok || topics > int64(len(b)) {
+		return bad("bad topic count")
+	}
+	entries := max(topics, 0)
+	for range topics {
+		if !skip(true) {
+			return bad("bad topic name")
+		}
+		parts, ok := length(false)
+		if !ok || parts > int64(len(b)) {
+			return bad("bad partition count")
+		}
+		if entries += max(parts, 0); entries > maxProduceEntries {
+			return fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+		}
+		for range parts {
+			if len(b) < 4 {
+				return bad("truncated partition")
+			}
+			b = b[4:]
+			if !skip(false) || !tags() {
+				return bad("bad records")
+			}
+		}
+		if !tags() {
+			return bad("bad topic tags")
+		}
+	}
+	if entries > maxProduceEntries {
+		return fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+	}
+	return nil
+}

@@ -44,7 +44,9 @@ type Options struct {
 	// (Produce requests follow the log's own auto-create setting.)
 	DisableAutoCreate bool
 	// MaxRequestBytes bounds one request frame (Kafka's
-	// socket.request.max.bytes). Default 100 MiB.
+	// socket.request.max.bytes). Default 100 MiB. Only Produce requests
+	// may use all of it: the others are bounded at maxOtherRequestBytes
+	// (8 MiB), as decoding one allocates several times its size.
 	MaxRequestBytes int
 	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms: how
 	// long the first rebalance of an empty group waits for more members.
@@ -58,6 +60,14 @@ type Options struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
+
+// maxOtherRequestBytes bounds the frames of requests other than Produce.
+// Decoding a request allocates up to ~32 times its size (kmsg allocates
+// the entries an array declares before it reads them, each bigger in
+// memory than its smallest encoding), and only Produce requests carry
+// bulk data. 8 MiB is the largest record of __consumer_offsets, so no
+// group or commit request a client may legitimately send is refused.
+const maxOtherRequestBytes = 8 << 20
 
 // nodeID is the one broker's id in Metadata and FindCoordinator answers.
 const nodeID = 0
@@ -444,9 +454,20 @@ func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 	if !ok || h.version < v.min || h.version > v.max {
 		return reply{out: cc.unsupported(h, req)}, nil
 	}
+	if h.key != 0 && len(frame) > maxOtherRequestBytes {
+		return reply{}, fmt.Errorf("%s request of %d bytes exceeds the limit of %d for requests other than Produce", kmsg.NameForKey(h.key), len(frame), maxOtherRequestBytes)
+	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
+			return reply{}, err
+		}
+	}
+	if h.key == 0 {
+		// kmsg allocates every topic and partition entry a Produce
+		// request declares before it reads them: check their number
+		// against the bytes first.
+		if err := checkProduceShape(body, req.IsFlexible()); err != nil {
 			return reply{}, err
 		}
 	}
