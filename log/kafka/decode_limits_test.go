@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -152,4 +153,35 @@ func FuzzProduceShape(f *testing.F) {
 			t.Fatalf("v%d: kmsg decodes %d topics, %d entries, but the shape check refuses: %v", v, len(req.Topics), entries, shapeErr)
 		}
 	})
+}
+
+// TestFetch_AnswerBoundedByBrokerMax: a Fetch asking for 2 GiB gets at
+// most fetch.max.bytes (55 MiB, plus the batch that crosses it), as from
+// a Kafka broker; before, the answer was built in memory up to what the
+// request asked for.
+func TestFetch_AnswerBoundedByBrokerMax(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("big", 1, map[string]string{"max.message.bytes": "2000000"}); err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 1<<20)
+	for range brokerFetchMaxBytes/len(value) + 8 {
+		if _, err := ts.log.Append(t.Context(), "big", 0, []tlog.Record{{Value: value}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.MaxBytes = 1<<31 - 1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "big"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1<<31 - 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := ts.srv.fetch(t.Context(), req, nil)
+	got := len(resp.Topics[0].Partitions[0].RecordBatches)
+	if got == 0 || got > brokerFetchMaxBytes+len(value)+1024 {
+		t.Fatalf("Fetch of MaxBytes 2 GiB answered %d record bytes; want (0, %d]", got, brokerFetchMaxBytes+len(value)+1024)
+	}
 }
