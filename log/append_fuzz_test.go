@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -247,10 +248,17 @@ func TestAppendRaw_DecompressionBomb(t *testing.T) {
 			}
 		})
 	}
-	// Just under the limit goes in.
-	b := encodeBatch([]Record{{Value: value[:limit-100]}}, time.Now(), "zstd", noProducer)
-	if _, err := l.AppendRaw(t.Context(), "bomb", 0, b); err != nil {
-		t.Fatalf("AppendRaw of a batch under the limit: %v", err)
+	// Just under the limit goes in, in every codec.
+	for _, comp := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		b := encodeBatch([]Record{{Value: value[:limit-100]}, {Value: []byte(comp)}}, time.Now(), comp, noProducer)
+		base, err := l.AppendRaw(t.Context(), "bomb", 0, b)
+		if err != nil {
+			t.Fatalf("AppendRaw of a %s batch under the limit: %v", comp, err)
+		}
+		res, err := l.Read(t.Context(), "bomb", 0, base, ReadOptions{MaxBytes: 1})
+		if err != nil || len(res.Records) != 2 || len(res.Records[0].Value) != limit-100 || string(res.Records[1].Value) != comp {
+			t.Fatalf("read back %d records, %v", len(res.Records), err)
+		}
 	}
 }
 
@@ -287,5 +295,37 @@ func TestUncompressedLimit(t *testing.T) {
 		if got := uncompressedLimit(tc.mmb); int64(got) != tc.want {
 			t.Errorf("uncompressedLimit(%d) = %d, want %d", tc.mmb, got, tc.want)
 		}
+	}
+}
+
+// TestAppendRaw_XerialSnappy: the Java producer frames snappy in xerial
+// chunks; the bound reads their lengths and the batch goes in whole.
+func TestAppendRaw_XerialSnappy(t *testing.T) {
+	recs := []Record{{Value: bytes.Repeat([]byte("xerial "), 20000)}, {Value: []byte("tail")}}
+	plain := encodeBatch(recs, time.Now(), "none", noProducer)
+	raw := plain[batchHeaderSize:]
+	stream := append([]byte{}, xerialPrefix...)
+	stream = append(stream, 0, 0, 0, 1, 0, 0, 0, 1)
+	for len(raw) > 0 {
+		n := min(len(raw), 32<<10)
+		block := s2.EncodeSnappy(nil, raw[:n])
+		stream = binary.BigEndian.AppendUint32(stream, uint32(len(block)))
+		stream = append(stream, block...)
+		raw = raw[n:]
+	}
+	b := mutateBatch(t, plain, func(kb *kmsg.RecordBatch) {
+		kb.Attributes |= int16(kgo.CodecSnappy)
+		kb.Records = stream
+	})
+	if n, err := snappyDecodedLen(stream); err != nil || n != uint64(len(plain)-batchHeaderSize) {
+		t.Fatalf("snappyDecodedLen = %d, %v; want %d", n, err, len(plain)-batchHeaderSize)
+	}
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if _, err := l.AppendRaw(t.Context(), "x", 0, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, l, "x", 0, 0); len(got) != 2 || !bytes.Equal(got[0].Value, recs[0].Value) || string(got[1].Value) != "tail" {
+		t.Fatalf("read back %d records", len(got))
 	}
 }

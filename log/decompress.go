@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -116,18 +117,29 @@ func decompressBounded(src []byte, codec kgo.CompressionCodecType, limit int) ([
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
-// readLimited reads r to its end, refusing more than limit bytes.
+// readLimited reads r to its end, refusing more than limit bytes. The
+// buffer doubles as it fills, but never past limit+1 bytes.
 func readLimited(r io.Reader, codec kgo.CompressionCodecType, limit, srcLen int) ([]byte, error) {
-	var out bytes.Buffer
-	out.Grow(min(4*srcLen, limit)) // a guess; grows as needed
-	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, min(max(4*srcLen, 4096), limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, errTooLargeUncompressed(codec, limit)
+			}
+			buf = slices.Grow(buf, min(cap(buf), limit+1-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if len(buf) > limit {
+				return nil, errTooLargeUncompressed(codec, limit)
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if n > int64(limit) {
-		return nil, errTooLargeUncompressed(codec, limit)
-	}
-	return out.Bytes(), nil
 }
 
 // xerialPrefix starts the snappy framing of the Java client.
