@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"testing"
+	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -183,5 +184,33 @@ func TestFetch_AnswerBoundedByBrokerMax(t *testing.T) {
 	got := len(resp.Topics[0].Partitions[0].RecordBatches)
 	if got == 0 || got > brokerFetchMaxBytes+len(value)+1024 {
 		t.Fatalf("Fetch of MaxBytes 2 GiB answered %d record bytes; want (0, %d]", got, brokerFetchMaxBytes+len(value)+1024)
+	}
+}
+
+// TestSASL_PreAuthFrameBound: before a client authenticates, a frame over
+// sasl.server.max.receive.size (512 KiB) closes the connection at once,
+// without the server buffering it; before, an unauthenticated client could
+// make the server hold a 100 MiB frame per connection.
+func TestSASL_PreAuthFrameBound(t *testing.T) {
+	ts := startServer(t, func(o *Options) {
+		o.SASLPlain = func(user, pass string) bool { return user == "alice" && pass == "s3cret" }
+	})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hdr := binary.BigEndian.AppendUint32(nil, saslMaxReceiveSize+1)
+	if _, err := c.Write(append(hdr, requestFrame(18, 3, true, nil)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var buf [1]byte
+	_, err = c.Read(buf[:])
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("read after an oversized pre-auth frame: %v; want the connection closed", err)
 	}
 }

@@ -61,6 +61,11 @@ type Options struct {
 	Now func() time.Time
 }
 
+// saslMaxReceiveSize bounds the frames of a connection that has not
+// authenticated yet when SASL is required, as Kafka's
+// sasl.server.max.receive.size (default 512 KiB) does.
+const saslMaxReceiveSize = 512 << 10
+
 // maxOtherRequestBytes bounds the frames of requests other than Produce.
 // Decoding a request allocates up to ~32 times its size (kmsg allocates
 // the entries an array declares before it reads them, each bigger in
@@ -254,7 +259,14 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
-		frame, err := readFrame(r, s.opts.MaxRequestBytes)
+		limit := s.opts.MaxRequestBytes
+		if !cc.authed {
+			// Before authentication, Kafka's sasl.server.max.receive.size:
+			// a client without credentials cannot make the server hold
+			// 100 MiB frames.
+			limit = min(limit, saslMaxReceiveSize)
+		}
+		frame, err := readFrame(r, limit)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				s.logger.Debug("kafka connection closed", "remote", c.RemoteAddr().String(), "error", err)
