@@ -1,8 +1,11 @@
 package kafka
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"runtime"
 	"testing"
@@ -212,5 +215,32 @@ func TestSASL_PreAuthFrameBound(t *testing.T) {
 	var ne net.Error
 	if err == nil || errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("read after an oversized pre-auth frame: %v; want the connection closed", err)
+	}
+}
+
+// TestReadFrame_AllocatesWhatArrives: a frame that announces 64 MiB and
+// brings 2 MiB costs a few MiB, not 64; a whole frame reads back intact.
+func TestReadFrame_AllocatesWhatArrives(t *testing.T) {
+	const announced = 64 << 20
+	data := make([]byte, 4+2<<20)
+	binary.BigEndian.PutUint32(data, announced)
+	var err error
+	got := allocated(func() { _, err = readFrame(bufio.NewReader(bytes.NewReader(data)), 100<<20) })
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("readFrame of a cut frame: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got > 8<<20 {
+		t.Fatalf("a frame announcing %d MiB with 2 MiB sent allocated %d MiB", announced>>20, got>>20)
+	}
+	for _, n := range []int{0, 10, frameGrowStart - 1, frameGrowStart, frameGrowStart + 1, 5*frameGrowStart + 3} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		in := append(binary.BigEndian.AppendUint32(nil, uint32(n)), body...)
+		frame, err := readFrame(bufio.NewReader(bytes.NewReader(in)), 100<<20)
+		if err != nil || !bytes.Equal(frame, body) {
+			t.Fatalf("readFrame of %d bytes: %d bytes back, %v", n, len(frame), err)
+		}
 	}
 }

@@ -363,13 +363,31 @@ func readFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("request of %d bytes exceeds the limit of %d", n, maxBytes)
 	}
-	frame := getFrame(int(n))
+	// The frame grows as its bytes arrive, doubling from frameGrowStart:
+	// a client that announces 100 MiB and sends less costs about what it
+	// sent, not what it announced.
+	frame := getFrame(min(int(n), frameGrowStart))
 	if _, err := io.ReadFull(r, frame); err != nil {
 		putFrame(frame)
 		return nil, err
 	}
+	for len(frame) < int(n) {
+		have := len(frame)
+		next := getFrame(min(2*have, int(n)))
+		copy(next, frame)
+		putFrame(frame)
+		frame = next
+		if _, err := io.ReadFull(r, frame[have:]); err != nil {
+			putFrame(frame)
+			return nil, fmt.Errorf("request of %d bytes cut short after %d: %w", n, have, io.ErrUnexpectedEOF)
+		}
+	}
 	return frame, nil
 }
+
+// frameGrowStart is how much of a frame is allocated before its bytes
+// arrive.
+const frameGrowStart = 1 << 20
 
 // requestHeader is the part of a request before its body.
 type requestHeader struct {
