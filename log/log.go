@@ -938,6 +938,11 @@ func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, 
 // when there is nothing to wait for; on an error it may still be set, for
 // what was written before the error.
 //
+// The batch is refused whole (ErrUnsupportedBatch, ErrRecordTooLarge)
+// unless every record in it would read back: it is checked as Kafka's
+// LogValidator checks a produced batch, and its records may decompress to
+// 16 times the topic's max.message.bytes, at least 64 MiB, at most 1 GiB.
+//
 // Unlike AppendRaw, it does not copy batch: it rewrites it in place (the
 // assigned base offset; the timestamps on a LogAppendTime topic). batch is
 // the caller's again when AppendRawAsync returns.
