@@ -219,9 +219,9 @@ func checkProduceShape(body []byte, flexible bool) error {
 		b = b[4:]
 		return int64(n), true
 	}
-	skip := func(int16Len bool) bool { // a nullable string or bytes
+	skip := func(int16Len bool) bool { // a nullable string or bytes: any negative length is null, as in Kafka
 		n, ok := length(int16Len)
-		if !ok || n < -1 || n > int64(len(b)) {
+		if !ok || n > int64(len(b)) {
 			return false
 		}
 		b = b[max(n, 0):]
