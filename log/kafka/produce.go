@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -193,18 +194,28 @@ func checkProduceShape(body []byte, flexible bool) error {
 	bad := func(what string) error {
 		return fmt.Errorf("%w: Produce: %s at byte %d of %d", errMalformed, what, len(body)-len(b), len(body))
 	}
-	// length reads an array count, or a string or bytes length: -1 is
-	// null. Compact encodings store it plus one.
-	length := func(int16Len bool) (int64, bool) {
+	tooMany := fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+	// length reads a length or count of the given kind as kmsg does (and
+	// Kafka: any negative one is null). Compact encodings store it plus
+	// one in a 32-bit uvarint, where an array count wraps to int32.
+	const (
+		str16   = iota // string: int16 length
+		bytes32        // bytes: int32 length
+		array32        // array: int32 count
+	)
+	length := func(kind int) (int64, bool) {
 		if flexible {
 			n, sz := binary.Uvarint(b)
-			if sz <= 0 || n > 1<<31 {
+			if sz <= 0 || sz > 5 || n > math.MaxUint32 {
 				return 0, false
 			}
 			b = b[sz:]
+			if kind == array32 {
+				return int64(int32(uint32(n))) - 1, true
+			}
 			return int64(n) - 1, true
 		}
-		if int16Len {
+		if kind == str16 {
 			if len(b) < 2 {
 				return 0, false
 			}
@@ -219,8 +230,8 @@ func checkProduceShape(body []byte, flexible bool) error {
 		b = b[4:]
 		return int64(n), true
 	}
-	skip := func(int16Len bool) bool { // a nullable string or bytes: any negative length is null, as in Kafka
-		n, ok := length(int16Len)
+	skip := func(kind int) bool { // a string or bytes; negative: null
+		n, ok := length(kind)
 		if !ok || n > int64(len(b)) {
 			return false
 		}
@@ -235,35 +246,35 @@ func checkProduceShape(body []byte, flexible bool) error {
 		b = rest
 		return err == nil
 	}
-	if !skip(true) { // transactional id
+	if !skip(str16) { // transactional id
 		return bad("bad transactional id")
 	}
 	if len(b) < 6 { // acks, timeout
 		return bad("truncated header")
 	}
 	b = b[6:]
-	topics, ok := length(false)
+	topics, ok := length(array32)
 	if !ok || topics > int64(len(b)) {
 		return bad("bad topic count")
 	}
 	entries := max(topics, 0)
 	for range topics {
-		if !skip(true) {
+		if !skip(str16) {
 			return bad("bad topic name")
 		}
-		parts, ok := length(false)
+		parts, ok := length(array32)
 		if !ok || parts > int64(len(b)) {
 			return bad("bad partition count")
 		}
 		if entries += max(parts, 0); entries > maxProduceEntries {
-			return fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+			return tooMany
 		}
 		for range parts {
 			if len(b) < 4 {
 				return bad("truncated partition")
 			}
 			b = b[4:]
-			if !skip(false) || !tags() {
+			if !skip(bytes32) || !tags() {
 				return bad("bad records")
 			}
 		}
@@ -272,7 +283,7 @@ func checkProduceShape(body []byte, flexible bool) error {
 		}
 	}
 	if entries > maxProduceEntries {
-		return fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+		return tooMany
 	}
 	return nil
 }
