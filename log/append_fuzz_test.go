@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -327,5 +328,40 @@ func TestAppendRaw_XerialSnappy(t *testing.T) {
 	}
 	if got := readAll(t, l, "x", 0, 0); len(got) != 2 || !bytes.Equal(got[0].Value, recs[0].Value) || string(got[1].Value) != "tail" {
 		t.Fatalf("read back %d records", len(got))
+	}
+}
+
+// TestDecompressBounded_StreamedZstd: a zstd frame that does not declare
+// its size (as streaming encoders write them) is bounded while decoding.
+func TestDecompressBounded_StreamedZstd(t *testing.T) {
+	limit := 16 << 20 // more than the encoder's window
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	for range 4 * limit / len(chunk) {
+		if _, err := zw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var fh zstd.Header
+	if err := fh.Decode(buf.Bytes()); err != nil || fh.HasFCS {
+		t.Fatalf("frame header %+v, %v: want one without a content size", fh, err)
+	}
+	if _, err := decompressBounded(buf.Bytes(), kgo.CodecZstd, limit); !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("decompressBounded of %d bytes claiming nothing, decoding to %d: %v; want ErrRecordTooLarge", buf.Len(), 4*limit, err)
+	}
+	out, err := decompressBounded(buf.Bytes(), kgo.CodecZstd, 4*limit)
+	if err != nil || len(out) != 4*limit {
+		t.Fatalf("decompressBounded at a limit it fits: %d bytes, %v", len(out), err)
+	}
+	// A window over the limit is refused as too large too.
+	if _, err := decompressBounded(buf.Bytes(), kgo.CodecZstd, 1<<20); !errors.Is(err, ErrRecordTooLarge) {
+		t.Fatalf("decompressBounded with a window over the limit: %v; want ErrRecordTooLarge", err)
 	}
 }

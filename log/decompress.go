@@ -109,7 +109,8 @@ func decompressBounded(src []byte, codec kgo.CompressionCodecType, limit int) ([
 		}
 		defer pool.Put(d)
 		out, err := d.DecodeAll(src, nil)
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || err == nil && len(out) > limit {
+		// A window larger than the limit would need more memory than it.
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || err == nil && len(out) > limit {
 			return nil, errTooLargeUncompressed(codec, limit)
 		}
 		return out, err
