@@ -244,3 +244,39 @@ func TestReadFrame_AllocatesWhatArrives(t *testing.T) {
 		}
 	}
 }
+
+// TestProduce_MalformedBatchRefusesTheWholeSet: a partition's records with
+// a sound batch followed by bytes that are no batch are refused whole;
+// before, the first batch was stored and then reported failed, so the
+// client's retry stored it twice.
+func TestProduce_MalformedBatchRefusesTheWholeSet(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	cc := &conn{s: ts.srv, c: a, host: "test", authed: true}
+	records := append(testBatch(-1, -1, -1, "a"), make([]byte, 20)...)
+	req := produceReq("t", records)
+	req.SetVersion(9)
+	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)[4:]
+	rep, err := cc.handle(t.Context(), frame)
+	if err != nil || rep.finish == nil {
+		t.Fatalf("handle: %v", err)
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(9)
+	out := rep.finish()
+	if err := resp.ReadFrom(out[9:]); err != nil { // size, correlation id, header tags
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code == 0 {
+		t.Fatalf("produce of a malformed record set answered without an error")
+	}
+	// The next append (durable when it returns) shows what was stored.
+	if base, err := ts.log.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("next")}}); err != nil || base != 0 {
+		t.Fatalf("next append at offset %d, %v after a refused record set; want 0", base, err)
+	}
+}

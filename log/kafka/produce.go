@@ -124,22 +124,30 @@ func (s *Server) appendBatches(ctx context.Context, topic string, partition int3
 	if len(records) == 0 {
 		return -1, nil, kerr.InvalidRecord
 	}
+	// Frame every batch before appending any, so that a malformed one
+	// refuses the whole set (as Kafka validates a partition's records
+	// before it appends them) rather than after some were stored.
+	var sizes []int64
+	for rest := records; len(rest) > 0; {
+		if len(rest) < 17 {
+			return -1, nil, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(rest))
+		}
+		n := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + 12
+		if n < 61 || n > int64(len(rest)) {
+			return -1, nil, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(rest))
+		}
+		if magic := rest[16]; magic != 2 {
+			return -1, nil, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
+		}
+		if attrs := binary.BigEndian.Uint16(rest[21:]); attrs&0x10 != 0 {
+			return -1, nil, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
+		}
+		sizes = append(sizes, n)
+		rest = rest[n:]
+	}
 	first := int64(-1)
 	var wait func(context.Context) error
-	for len(records) > 0 {
-		if len(records) < 17 {
-			return first, wait, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(records))
-		}
-		n := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if n < 61 || n > int64(len(records)) {
-			return first, wait, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(records))
-		}
-		if magic := records[16]; magic != 2 {
-			return first, wait, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
-		}
-		if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x10 != 0 {
-			return first, wait, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
-		}
+	for _, n := range sizes {
 		base, w, err := s.log.AppendRawAsync(ctx, topic, partition, records[:n])
 		if w != nil {
 			wait = w
