@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/bits"
@@ -359,24 +360,43 @@ func decodeRecords(dst []Record, kb *kmsg.RecordBatch, minOffset int64) ([]Recor
 	return dst, nil
 }
 
-// checkRecords checks that the records of a checked batch decode, as
-// decodeRecords does, without keeping them; nilKey reports whether one has
-// a null key.
-func checkRecords(kb *kmsg.RecordBatch) (nilKey bool, err error) {
+// checkRecords checks a produced batch as a Kafka broker validates one
+// before it stores it (LogValidator): it is no control batch (readers skip
+// those); an idempotent producer's batch has a sequence; it holds at least
+// one record; its record count matches its offset range; every record
+// decodes, at offset delta 0, 1, 2, ...; and nothing follows the last
+// record. So every record the producer sent is read back, and no offset is
+// taken without a record. Compressed records may decompress to at most
+// limit bytes. nilKey reports whether a record has a null key.
+func checkRecords(kb *kmsg.RecordBatch, limit int) (nilKey bool, err error) {
+	if kb.NumRecords <= 0 {
+		return false, fmt.Errorf("batch claims %d records; a batch holds at least one", kb.NumRecords)
+	}
+	if int64(kb.LastOffsetDelta)+1 != int64(kb.NumRecords) {
+		return false, fmt.Errorf("batch of %d records claims offset deltas 0..%d; they must match", kb.NumRecords, kb.LastOffsetDelta)
+	}
+	if kb.Attributes&attrControl != 0 {
+		return false, errors.New("clients are not allowed to write control batches")
+	}
+	if kb.ProducerID >= 0 && kb.FirstSequence < 0 {
+		return false, fmt.Errorf("invalid sequence number %d in a batch of producer id %d", kb.FirstSequence, kb.ProducerID)
+	}
 	raw := kb.Records
 	if codec := kgo.CompressionCodecType(kb.Attributes & attrCompressionMask); codec != kgo.CodecNone {
-		out, err := decompressor.Decompress(raw, codec)
+		out, err := decompressBounded(raw, codec, limit)
 		if err != nil {
+			if errors.Is(err, ErrRecordTooLarge) {
+				return false, err
+			}
 			return false, fmt.Errorf("decompress %v batch: %w", codec, err)
 		}
 		raw = out
 	}
-	prevDelta := int32(-1)
 	var kr kmsg.Record
 	for i := int32(0); i < kb.NumRecords; i++ {
 		l, n := binary.Varint(raw)
 		if n <= 0 || l < 0 || int64(len(raw)-n) < l {
-			return false, fmt.Errorf("record %d: bad length", i)
+			return false, fmt.Errorf("record %d of %d: bad length (the batch ends early)", i, kb.NumRecords)
 		}
 		end := n + int(l)
 		kr.Headers = kr.Headers[:0]
@@ -384,11 +404,13 @@ func checkRecords(kb *kmsg.RecordBatch) (nilKey bool, err error) {
 			return false, fmt.Errorf("record %d: %w", i, err)
 		}
 		raw = raw[end:]
-		if kr.OffsetDelta <= prevDelta || kr.OffsetDelta > kb.LastOffsetDelta {
-			return false, fmt.Errorf("record %d: offset delta %d after %d, batch last offset delta %d", i, kr.OffsetDelta, prevDelta, kb.LastOffsetDelta)
+		if kr.OffsetDelta != i {
+			return false, fmt.Errorf("record %d: offset delta %d, want %d", i, kr.OffsetDelta, i)
 		}
-		prevDelta = kr.OffsetDelta
 		nilKey = nilKey || kr.Key == nil
+	}
+	if len(raw) > 0 {
+		return false, fmt.Errorf("%d bytes follow the %d records the batch claims", len(raw), kb.NumRecords)
 	}
 	return nilKey, nil
 }

@@ -938,6 +938,11 @@ func (l *Log) AppendRaw(ctx context.Context, topicName string, partition int32, 
 // when there is nothing to wait for; on an error it may still be set, for
 // what was written before the error.
 //
+// The batch is refused whole (ErrUnsupportedBatch, ErrRecordTooLarge)
+// unless every record in it would read back: it is checked as Kafka's
+// LogValidator checks a produced batch, and its records may decompress to
+// 16 times the topic's max.message.bytes, at least 64 MiB, at most 1 GiB.
+//
 // Unlike AppendRaw, it does not copy batch: it rewrites it in place (the
 // assigned base offset; the timestamps on a LogAppendTime topic). batch is
 // the caller's again when AppendRawAsync returns.
@@ -953,11 +958,19 @@ func (l *Log) AppendRawAsync(ctx context.Context, topicName string, partition in
 	if reason != "" {
 		return 0, nil, fmt.Errorf("%w: %s", ErrUnsupportedBatch, reason)
 	}
-	nilKey, err := checkRecords(&kb)
-	if err != nil {
+	cfg := p.cfg()
+	// The size limit first: decompressing (checkRecords) is the expensive
+	// part, and its own bound is derived from this one.
+	if cfg.MaxMessageBytes > 0 && int64(len(b)) > cfg.MaxMessageBytes {
+		return 0, nil, fmt.Errorf("%w: %d bytes, max.message.bytes of %s is %d", ErrRecordTooLarge, len(b), topicName, cfg.MaxMessageBytes)
+	}
+	nilKey, err := checkRecords(&kb, uncompressedLimit(cfg.MaxMessageBytes))
+	if errors.Is(err, ErrRecordTooLarge) {
+		return 0, nil, fmt.Errorf("append to %s-%d: %w", topicName, partition, err)
+	} else if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrUnsupportedBatch, err)
 	}
-	if nilKey && p.cfg().Compact {
+	if nilKey && cfg.Compact {
 		return 0, nil, fmt.Errorf("append to %s: %w", topicName, ErrCompactedTopicNilKey)
 	}
 	bases, end, err := p.write([][]byte{b}, writeChecked)

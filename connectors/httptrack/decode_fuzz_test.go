@@ -1,7 +1,10 @@
 package httptrack
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +69,108 @@ func FuzzDecodeRequest(f *testing.F) {
 					t.Fatalf("writeKey kept: %s", e.value)
 				}
 			}
+			checkPreserved(t, body, typ, d, es)
 		}
 	})
+}
+
+// checkPreserved checks that every accepted message of a decoded request
+// is stored whole and unchanged: decoded independently with encoding/json,
+// each member the client sent is in the enriched value with the same
+// value, except those the enrichment owns (type, ids, times, writeKey);
+// context and integrations keep every member of the message's own object
+// and, in a batch, those of the batch's object the message does not set.
+// The accepted messages are the indexes no problem names, in order.
+func checkPreserved(t *testing.T, body []byte, typ string, d *decoded, es []enriched) {
+	t.Helper()
+	dec := func(b []byte) (map[string]any, bool) {
+		var m map[string]any
+		jd := json.NewDecoder(bytes.NewReader(b))
+		jd.UseNumber()
+		if err := jd.Decode(&m); err != nil || m == nil {
+			return nil, false
+		}
+		return m, true
+	}
+	top, ok := dec(body)
+	if !ok {
+		t.Fatalf("accepted a request encoding/json does not decode as an object: %q", body)
+	}
+	var items []any
+	var batchCtx, batchInteg map[string]any
+	if typ != "" {
+		items = []any{top}
+	} else {
+		items, _ = top["batch"].([]any)
+		batchCtx, _ = top["context"].(map[string]any)
+		batchInteg, _ = top["integrations"].(map[string]any)
+	}
+	if len(items) != d.total {
+		t.Fatalf("decoder counts %d messages, encoding/json %d", d.total, len(items))
+	}
+	rejected := map[int]bool{}
+	for _, p := range d.problems {
+		rejected[p.Index] = true
+	}
+	j := 0
+	for i, item := range items {
+		if rejected[i] {
+			continue
+		}
+		if j >= len(es) {
+			t.Fatalf("message %d was neither accepted nor rejected", i)
+		}
+		in, ok := item.(map[string]any)
+		if !ok {
+			t.Fatalf("accepted message %d is not an object: %v", i, item)
+		}
+		out, ok := dec(es[j].value)
+		if !ok {
+			t.Fatalf("enriched message %d does not decode: %s", i, es[j].value)
+		}
+		j++
+		for k, want := range in {
+			switch k {
+			case "type", "writeKey", "timestamp", "originalTimestamp", "sentAt", "receivedAt":
+				continue
+			case "messageId":
+				if want != nil && out[k] != want {
+					t.Fatalf("message %d: messageId %v stored as %v", i, want, out[k])
+				}
+				continue
+			case "userId", "anonymousId":
+				if want != nil && fmt.Sprint(out[k]) != fmt.Sprint(want) {
+					t.Fatalf("message %d: %s %v stored as %v", i, k, want, out[k])
+				}
+				continue
+			case "context", "integrations":
+				continue // below
+			}
+			if got, ok := out[k]; !ok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("message %d: member %q = %v stored as %v (present %v)\nin:  %s\nout: %s", i, k, want, got, ok, body, es[j-1].value)
+			}
+		}
+		for _, f := range []struct {
+			name  string
+			batch map[string]any
+		}{{"context", batchCtx}, {"integrations", batchInteg}} {
+			own, _ := in[f.name].(map[string]any)
+			got, _ := out[f.name].(map[string]any)
+			for k, want := range f.batch {
+				if _, ok := own[k]; !ok && !reflect.DeepEqual(got[k], want) {
+					t.Fatalf("message %d: batch %s.%s = %v stored as %v", i, f.name, k, want, got[k])
+				}
+			}
+			for k, want := range own {
+				if !reflect.DeepEqual(got[k], want) {
+					t.Fatalf("message %d: %s.%s = %v stored as %v", i, f.name, k, want, got[k])
+				}
+			}
+		}
+	}
+	if j != len(es) {
+		t.Fatalf("%d messages accepted, %d enriched", j, len(es))
+	}
 }
 
 // FuzzScanMembers checks the scanners against encoding/json: on valid JSON

@@ -58,6 +58,23 @@
 // response kind carrying UNSUPPORTED_VERSION. A frame that does not decode
 // closes the connection (as Kafka does); it never panics the process.
 //
+// # Limits on what a client may send
+//
+// Requests are untrusted input, bounded before they cost memory:
+//
+//   - a frame up to Options.MaxRequestBytes (socket.request.max.bytes,
+//     100 MiB), allocated as its bytes arrive; before SASL authentication,
+//     512 KiB (sasl.server.max.receive.size);
+//   - requests other than Produce up to 8 MiB (decoding one allocates up
+//     to ~32 times its size); a Produce request's topic and partition
+//     entries are counted before they are decoded, at most 131072;
+//   - a Fetch answer holds at most 55 MiB of records (fetch.max.bytes),
+//     whatever the request asks for;
+//   - a produced batch is checked as Kafka's LogValidator checks it, and
+//     its records may decompress to 16 times max.message.bytes (at least
+//     64 MiB); past that it is refused with MESSAGE_TOO_LARGE (see
+//     Log.AppendRawAsync).
+//
 // # Differences from Apache Kafka
 //
 //   - One node: replication factor 1, leader epoch -1, no follower fetching.

@@ -42,6 +42,11 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, ra *readAhea
 	}
 }
 
+// brokerFetchMaxBytes bounds the record bytes of one Fetch answer, whatever
+// the request asks for, as the broker setting fetch.max.bytes (default
+// 55 MiB) does in Kafka: an answer is built in memory before it is sent.
+const brokerFetchMaxBytes = 57671680
+
 // fetchPos names a partition at the offset a fetch waits at.
 type fetchPos struct {
 	topic     string
@@ -54,7 +59,7 @@ type fetchPos struct {
 // and whether any partition failed (which answers at once, as Kafka does).
 func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, ra *readAhead) (*kmsg.FetchResponse, int, []fetchPos, bool, []aheadKey) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	budget := int(req.MaxBytes)
+	budget := min(int(req.MaxBytes), brokerFetchMaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = 50 << 20
 	}

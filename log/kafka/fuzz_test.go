@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -54,13 +55,48 @@ func FuzzHandle(f *testing.F) {
 		defer cancel()
 		cc := &conn{s: srv, c: a, host: "fuzz", authed: true}
 		start := time.Now()
-		if rep, err := cc.handle(ctx, frame); err == nil && rep.finish != nil {
-			rep.finish()
+		alloc0 := heapAllocs()
+		rep, err := cc.handle(ctx, frame)
+		if err == nil && rep.finish != nil {
+			rep.out = rep.finish()
+		}
+		// No length field makes a request cost memory out of proportion
+		// to its size (the log's own buffers aside).
+		if got := heapAllocs() - alloc0; got > 64*uint64(len(frame))+32<<20 {
+			t.Fatalf("a request of %d bytes allocated %d MiB", len(frame), got>>20)
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("request took %v", d)
 		}
+		if err != nil {
+			return
+		}
+		out := rep.out
+		if rep.bufs != nil {
+			out = bytes.Join(rep.bufs, nil)
+		}
+		if rep.release != nil {
+			rep.release()
+		}
+		if out == nil {
+			return // acks=0
+		}
+		// A well-formed answer: its size, then the request's correlation id.
+		if len(out) < 8 || int(binary.BigEndian.Uint32(out)) != len(out)-4 {
+			t.Fatalf("answer of %d bytes with size prefix %x", len(out), out[:min(4, len(out))])
+		}
+		if h, _, _ := parseHeader(frame); binary.BigEndian.Uint32(out[4:]) != uint32(h.corr) {
+			t.Fatalf("answer carries correlation id %d, the request %d", int32(binary.BigEndian.Uint32(out[4:])), h.corr)
+		}
 	})
+}
+
+// heapAllocs returns the bytes allocated on the heap so far (all
+// goroutines), without stopping the world.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // FuzzConnStream feeds an arbitrary byte stream to a connection of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -123,22 +124,30 @@ func (s *Server) appendBatches(ctx context.Context, topic string, partition int3
 	if len(records) == 0 {
 		return -1, nil, kerr.InvalidRecord
 	}
+	// Frame every batch before appending any, so that a malformed one
+	// refuses the whole set (as Kafka validates a partition's records
+	// before it appends them) rather than after some were stored.
+	var sizes []int64
+	for rest := records; len(rest) > 0; {
+		if len(rest) < 17 {
+			return -1, nil, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(rest))
+		}
+		n := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + 12
+		if n < 61 || n > int64(len(rest)) {
+			return -1, nil, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(rest))
+		}
+		if magic := rest[16]; magic != 2 {
+			return -1, nil, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
+		}
+		if attrs := binary.BigEndian.Uint16(rest[21:]); attrs&0x10 != 0 {
+			return -1, nil, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
+		}
+		sizes = append(sizes, n)
+		rest = rest[n:]
+	}
 	first := int64(-1)
 	var wait func(context.Context) error
-	for len(records) > 0 {
-		if len(records) < 17 {
-			return first, wait, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(records))
-		}
-		n := int64(int32(binary.BigEndian.Uint32(records[8:]))) + 12
-		if n < 61 || n > int64(len(records)) {
-			return first, wait, fmt.Errorf("%w: record batch length %d does not fit the %d bytes sent", kerr.CorruptMessage, n-12, len(records))
-		}
-		if magic := records[16]; magic != 2 {
-			return first, wait, fmt.Errorf("%w: record batch magic %d; this broker stores magic 2 only (upgrade the client)", kerr.UnsupportedForMessageFormat, magic)
-		}
-		if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x10 != 0 {
-			return first, wait, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
-		}
+	for _, n := range sizes {
 		base, w, err := s.log.AppendRawAsync(ctx, topic, partition, records[:n])
 		if w != nil {
 			wait = w
@@ -174,4 +183,115 @@ func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProdu
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, epoch
 	return resp
+}
+
+// maxProduceEntries bounds the topic and partition entries of one Produce
+// request. A producer sends one entry per partition it has a batch for;
+// the log holds at most DefaultMaxPartitions per topic by default.
+const maxProduceEntries = 1 << 17
+
+// checkProduceShape walks the body of a Produce request (v3 and later; the
+// compact encodings when flexible) and checks that every topic and
+// partition entry it declares is there and that there are at most
+// maxProduceEntries of them, before kmsg allocates them: a count field
+// alone would otherwise make it allocate ~32 bytes of memory per byte of
+// the request. The rest (the records, the tags) is checked as it is
+// decoded.
+func checkProduceShape(body []byte, flexible bool) error {
+	b := body
+	bad := func(what string) error {
+		return fmt.Errorf("%w: Produce: %s at byte %d of %d", errMalformed, what, len(body)-len(b), len(body))
+	}
+	tooMany := fmt.Errorf("%w: Produce request with more than %d topic and partition entries (send fewer partitions per request)", errMalformed, maxProduceEntries)
+	// length reads a length or count of the given kind as kmsg does (and
+	// Kafka: any negative one is null). Compact encodings store it plus
+	// one in a 32-bit uvarint, where an array count wraps to int32.
+	const (
+		str16   = iota // string: int16 length
+		bytes32        // bytes: int32 length
+		array32        // array: int32 count
+	)
+	length := func(kind int) (int64, bool) {
+		if flexible {
+			n, sz := binary.Uvarint(b)
+			if sz <= 0 || sz > 5 || n > math.MaxUint32 {
+				return 0, false
+			}
+			b = b[sz:]
+			if kind == array32 {
+				return int64(int32(uint32(n))) - 1, true
+			}
+			return int64(n) - 1, true
+		}
+		if kind == str16 {
+			if len(b) < 2 {
+				return 0, false
+			}
+			n := int16(binary.BigEndian.Uint16(b))
+			b = b[2:]
+			return int64(n), true
+		}
+		if len(b) < 4 {
+			return 0, false
+		}
+		n := int32(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		return int64(n), true
+	}
+	skip := func(kind int) bool { // a string or bytes; negative: null
+		n, ok := length(kind)
+		if !ok || n > int64(len(b)) {
+			return false
+		}
+		b = b[max(n, 0):]
+		return true
+	}
+	tags := func() bool {
+		if !flexible {
+			return true
+		}
+		rest, err := skipTags(b)
+		b = rest
+		return err == nil
+	}
+	if !skip(str16) { // transactional id
+		return bad("bad transactional id")
+	}
+	if len(b) < 6 { // acks, timeout
+		return bad("truncated header")
+	}
+	b = b[6:]
+	topics, ok := length(array32)
+	if !ok || topics > int64(len(b)) {
+		return bad("bad topic count")
+	}
+	entries := max(topics, 0)
+	for range topics {
+		if !skip(str16) {
+			return bad("bad topic name")
+		}
+		parts, ok := length(array32)
+		if !ok || parts > int64(len(b)) {
+			return bad("bad partition count")
+		}
+		if entries += max(parts, 0); entries > maxProduceEntries {
+			return tooMany
+		}
+		for range parts {
+			if len(b) < 4 {
+				return bad("truncated partition")
+			}
+			b = b[4:]
+			if !skip(bytes32) || !tags() {
+				return bad("bad records")
+			}
+		}
+		if !tags() {
+			return bad("bad topic tags")
+		}
+	}
+	if entries > maxProduceEntries {
+		return tooMany
+	}
+	return nil
 }

@@ -44,7 +44,9 @@ type Options struct {
 	// (Produce requests follow the log's own auto-create setting.)
 	DisableAutoCreate bool
 	// MaxRequestBytes bounds one request frame (Kafka's
-	// socket.request.max.bytes). Default 100 MiB.
+	// socket.request.max.bytes). Default 100 MiB. Only Produce requests
+	// may use all of it: the others are bounded at maxOtherRequestBytes
+	// (8 MiB), as decoding one allocates several times its size.
 	MaxRequestBytes int
 	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms: how
 	// long the first rebalance of an empty group waits for more members.
@@ -58,6 +60,19 @@ type Options struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
+
+// saslMaxReceiveSize bounds the frames of a connection that has not
+// authenticated yet when SASL is required, as Kafka's
+// sasl.server.max.receive.size (default 512 KiB) does.
+const saslMaxReceiveSize = 512 << 10
+
+// maxOtherRequestBytes bounds the frames of requests other than Produce.
+// Decoding a request allocates up to ~32 times its size (kmsg allocates
+// the entries an array declares before it reads them, each bigger in
+// memory than its smallest encoding), and only Produce requests carry
+// bulk data. 8 MiB is the largest record of __consumer_offsets, so no
+// group or commit request a client may legitimately send is refused.
+const maxOtherRequestBytes = 8 << 20
 
 // nodeID is the one broker's id in Metadata and FindCoordinator answers.
 const nodeID = 0
@@ -244,7 +259,14 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
-		frame, err := readFrame(r, s.opts.MaxRequestBytes)
+		limit := s.opts.MaxRequestBytes
+		if !cc.authed {
+			// Before authentication, Kafka's sasl.server.max.receive.size:
+			// a client without credentials cannot make the server hold
+			// 100 MiB frames.
+			limit = min(limit, saslMaxReceiveSize)
+		}
+		frame, err := readFrame(r, limit)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				s.logger.Debug("kafka connection closed", "remote", c.RemoteAddr().String(), "error", err)
@@ -341,13 +363,31 @@ func readFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
 	if n < 0 || int(n) > maxBytes {
 		return nil, fmt.Errorf("request of %d bytes exceeds the limit of %d", n, maxBytes)
 	}
-	frame := getFrame(int(n))
+	// The frame grows as its bytes arrive, doubling from frameGrowStart:
+	// a client that announces 100 MiB and sends less costs about what it
+	// sent, not what it announced.
+	frame := getFrame(min(int(n), frameGrowStart))
 	if _, err := io.ReadFull(r, frame); err != nil {
 		putFrame(frame)
 		return nil, err
 	}
+	for len(frame) < int(n) {
+		have := len(frame)
+		next := getFrame(min(2*have, int(n)))
+		copy(next, frame)
+		putFrame(frame)
+		frame = next
+		if _, err := io.ReadFull(r, frame[have:]); err != nil {
+			putFrame(frame)
+			return nil, fmt.Errorf("request of %d bytes cut short after %d: %w", n, have, io.ErrUnexpectedEOF)
+		}
+	}
 	return frame, nil
 }
+
+// frameGrowStart is how much of a frame is allocated before its bytes
+// arrive.
+const frameGrowStart = 1 << 20
 
 // requestHeader is the part of a request before its body.
 type requestHeader struct {
@@ -444,9 +484,20 @@ func (cc *conn) handle(ctx context.Context, frame []byte) (reply, error) {
 	if !ok || h.version < v.min || h.version > v.max {
 		return reply{out: cc.unsupported(h, req)}, nil
 	}
+	if h.key != 0 && len(frame) > maxOtherRequestBytes {
+		return reply{}, fmt.Errorf("%s request of %d bytes exceeds the limit of %d for requests other than Produce", kmsg.NameForKey(h.key), len(frame), maxOtherRequestBytes)
+	}
 	req.SetVersion(h.version)
 	if req.IsFlexible() {
 		if body, err = skipTags(body); err != nil {
+			return reply{}, err
+		}
+	}
+	if h.key == 0 {
+		// kmsg allocates every topic and partition entry a Produce
+		// request declares before it reads them: check their number
+		// against the bytes first.
+		if err := checkProduceShape(body, req.IsFlexible()); err != nil {
 			return reply{}, err
 		}
 	}
