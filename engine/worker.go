@@ -187,6 +187,10 @@ func (w *Worker) add(spec ConnectorSpec, c connect.Connector, initial State) (r 
 	publish = shared && initial != StateRunning && recorded != initial
 	if recorded != "" && initial == StateRunning {
 		initial = recorded
+		if recorded != StateRunning {
+			w.logger.Info("connector starts "+string(recorded)+": its state was set through a worker's REST API and is kept in "+TargetsTopic+" for every worker; resume it with PUT /connectors/"+spec.Name+"/resume",
+				"pipeline", spec.Pipeline, "connector", spec.Name)
+		}
 	}
 	r = newRunner(w, spec, c)
 	w.connectors[spec.Name] = r
