@@ -220,3 +220,105 @@ func TestDurable_WokenByNextRead(t *testing.T) {
 		}
 	}
 }
+
+// TestDurable_WakesOnlyItsWave checks that a Durable closes the wave of
+// the requests it answers and not the open one that queued requests wait
+// on, and that a request left in the queue by a Read that took part of it
+// (read.batch.events) is answered once its own records are durable.
+func TestDurable_WakesOnlyItsWave(t *testing.T) {
+	h := open(t, map[string]string{"read.batch.events": "1"}, nil)
+	ctx := t.Context()
+	msg := func(id string) string { return `{"userId":"u","event":"E","messageId":"` + id + `"}` }
+	answers := make(chan answer, 8)
+	post := func(id string) { go func() { answers <- h.post("/v1/track", msg(id), auth) }() }
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	waveOf := func(seq uint64) <-chan struct{} {
+		h.src.mu.Lock()
+		defer h.src.mu.Unlock()
+		return h.src.waveLocked(seq)
+	}
+	seqOf := func(recs []connect.Record) uint64 {
+		t.Helper()
+		seq, err := parsePosition(lastPosition(t, recs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+
+	post("a") // the first Read opens the source and takes it
+	recsA, err := h.src.Read(ctx)
+	if err != nil || len(recsA) != 1 {
+		t.Fatalf("read a: %d records, %v", len(recsA), err)
+	}
+	seqA := seqOf(recsA)
+	// b and c queue while a is on its way to the disk; one Read takes
+	// one of them (read.batch.events 1).
+	post("b")
+	post("c")
+	waitPending(t, h.src, 2)
+	waveA, waveBC := waveOf(seqA), waveOf(seqA+1)
+	if waveA == waveBC {
+		t.Fatal("a, handed to a Read, shares its wave with the requests queued after it")
+	}
+	if err := h.src.Durable(ctx, lastPosition(t, recsA)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		wantStatus(t, a, 200)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a: no answer within 10s of its Durable")
+	}
+	if !closed(waveA) {
+		t.Error("a's wave is still open after its Durable")
+	}
+	if closed(waveBC) {
+		t.Error("the Durable of a woke the requests queued after it")
+	}
+
+	recsB, err := h.src.Read(ctx)
+	if err != nil || len(recsB) != 1 {
+		t.Fatalf("read b: %d records, %v", len(recsB), err)
+	}
+	recsC, err := h.src.Read(ctx)
+	if err != nil || len(recsC) != 1 {
+		t.Fatalf("read c: %d records, %v", len(recsC), err)
+	}
+	if err := h.src.Durable(ctx, lastPosition(t, recsB)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		wantStatus(t, a, 200)
+	case <-time.After(10 * time.Second):
+		t.Fatal("b: no answer within 10s of its Durable")
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("c answered %d before its records were durable", a.status)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := h.src.Durable(ctx, lastPosition(t, recsC)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		wantStatus(t, a, 200)
+	case <-time.After(10 * time.Second):
+		t.Fatal("c: no answer within 10s of its Durable")
+	}
+	h.src.mu.Lock()
+	waves := len(h.src.waves)
+	h.src.mu.Unlock()
+	if waves != 1 {
+		t.Errorf("%d waves left with every request answered, want the open one", waves)
+	}
+}

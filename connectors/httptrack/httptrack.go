@@ -276,13 +276,9 @@ type Source struct {
 	// recoveredSkipped counts the tail records RecoverTail skipped (not
 	// the source's messages).
 	recoveredSkipped atomic.Int64
-	// answered mirrors answeredLocked(), and ackCh is closed and replaced
-	// whenever it advances (both under mu), so that waiting requests
-	// check and wait without taking mu: a Durable wakes them all at once
-	// and none of them queues on the lock. A waiter loads ackCh before
-	// answered; advance stores answered before it swaps ackCh.
+	// answered mirrors answeredLocked() (stored under mu before any wave
+	// is closed), so that a woken request checks it without taking mu.
 	answered     atomic.Uint64
-	ackCh        atomic.Pointer[chan struct{}]
 	reads        atomic.Int64 // Reads that returned records, for Report
 	readRequests atomic.Int64 // requests those Reads returned, for Report
 
@@ -309,8 +305,19 @@ type Source struct {
 	// durable advances. wakeDue: answered advanced since the waiting
 	// requests were last woken (see advance).
 	takingNext, wakeDue bool
-	dedup               *dedupSet // nil when dedup is off
-	jbuf                []byte    // journal entries not yet written to the file
+	// waves are what requests wait on in awaitDurable, oldest first: a
+	// wave's channel is closed once every request up to its upTo is
+	// answered, so that a Durable wakes the requests it answers and not
+	// those still queued or on their way to the disk with the next Read.
+	// The last wave, upTo maxSeq, is the open one: requests queued since
+	// the last Read wait on it, and takeLocked seals it at the last seq it
+	// takes. A request woken early (a wave sealed below its seq by a Read
+	// that took part of the queue, or wakeAllLocked) fetches its wave
+	// again (waveLocked). Every channel a request holds is in waves or
+	// closed.
+	waves []wave
+	dedup *dedupSet // nil when dedup is off
+	jbuf  []byte    // journal entries not yet written to the file
 }
 
 var (
@@ -368,8 +375,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	for i := range s.handed {
 		s.handed[i] = last
 	}
-	ch := make(chan struct{})
-	s.ackCh.Store(&ch)
+	s.waves = []wave{{upTo: maxSeq, ch: make(chan struct{})}}
 	s.answered.Store(last)
 	s.readable = make(chan struct{}, 1)
 	s.durableCh = make(chan struct{}, 1)
@@ -503,7 +509,7 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 		s.mu.Lock()
 		s.takingNext = false
 		if s.wakeDue {
-			s.wakeLocked()
+			s.wakeAnsweredLocked()
 		}
 		s.mu.Unlock()
 	}()
@@ -511,7 +517,7 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 	// (see advance), after the worker appended that Read's batch.
 	s.mu.Lock()
 	if s.wakeDue {
-		s.wakeLocked()
+		s.wakeAnsweredLocked()
 	}
 	s.mu.Unlock()
 	for {
@@ -532,7 +538,7 @@ func (s *Source) Read(ctx context.Context) ([]connect.Record, error) {
 			return recs, nil
 		}
 		if s.wakeDue { // answered, but this Read waits on
-			s.wakeLocked()
+			s.wakeAnsweredLocked()
 		}
 		s.takingNext = waits && !gathered // a Durable ends the wait: this Read takes the queue
 		s.mu.Unlock()
@@ -598,6 +604,7 @@ func (s *Source) takeLocked() (recs []connect.Record, jbuf []byte, k int) {
 	s.queuedRecs -= n
 	copy(s.handed[:], s.handed[1:])
 	s.handed[gatherDepth-1] = s.queue[k-1].seq
+	s.sealLocked(s.queue[k-1].seq)
 	clear(s.queue[:k])
 	s.queue = s.queue[k:]
 	if len(s.queue) == 0 {
@@ -698,7 +705,7 @@ func (s *Source) advance(call string, pos connect.Position, stored bool) error {
 	// right back under load, and wakeWaiters, Close and every later
 	// advance without such a Read wake them too.
 	if s.wakeDue && !s.takingNext {
-		s.wakeLocked()
+		s.wakeAnsweredLocked()
 	}
 	return nil
 }
@@ -725,7 +732,7 @@ func (s *Source) Close(ctx context.Context) error {
 		}
 		close(s.closing)
 		s.mu.Lock()
-		s.wakeLocked() // waiting requests answer 503
+		s.wakeAllLocked() // waiting requests answer 503
 		s.mu.Unlock()
 		var errs []error
 		if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {

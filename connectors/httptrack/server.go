@@ -182,14 +182,14 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 			return s.reject(w, code, key.label, reason, *p)
 		}
 	}
-	wait, accepted, ok := s.enqueue(recs, hashes, bytes, received)
+	wait, wave, accepted, ok := s.enqueue(recs, hashes, bytes, received)
 	if !ok {
 		w.Header().Set("Retry-After", "1")
 		return s.reject(w, http.StatusServiceUnavailable, key.label, reasonBackpressure, problem{Index: -1, Code: "backpressure", Message: "too many events are waiting to be written to the log: retry later"})
 	}
 	s.metrics.events(key.label, accepted, len(recs)-accepted)
 	if wait > 0 {
-		if code, p := s.awaitDurable(wait); p != nil {
+		if code, p := s.awaitDurable(wait, wave); p != nil {
 			w.Header().Set("Retry-After", "1")
 			reason := reasonTimeout
 			if p.Code == "stopping" {
@@ -209,19 +209,19 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 
 // enqueue drops the messages seen within the dedup window, queues the rest
 // as one request for Read and returns the seq the answer must wait for (0:
-// none), how many messages were new and whether
-// the queue had room. A duplicate of a message whose request is not yet
+// none) with the wave to wait on for it, how many messages were new and
+// whether the queue had room. A duplicate of a message whose request is not yet
 // durable makes this request wait for that one too: answering 200 before
 // would acknowledge an event that may still be lost.
 //
 // hashes holds the hash of each record's messageId, the zero hash for an
 // id the server generated (never a duplicate); nil when dedup is off.
-func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait uint64, accepted int, ok bool) {
+func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, received time.Time) (wait uint64, wave <-chan struct{}, accepted int, ok bool) {
 	now := received.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queuedBytes+bytes > s.set.maxPending && s.queuedBytes > 0 {
-		return 0, 0, false
+		return 0, nil, 0, false
 	}
 	seq := s.nextSeq
 	if s.dedup != nil {
@@ -252,7 +252,10 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		recs, hashes = keep, keepHashes
 	}
 	if len(recs) == 0 {
-		return wait, 0, true
+		if wait == 0 {
+			return 0, nil, 0, true
+		}
+		return wait, s.waveLocked(wait), 0, true
 	}
 	s.nextSeq++
 	recs[len(recs)-1].Position = position(seq)
@@ -270,22 +273,23 @@ func (s *Source) enqueue(recs []connect.Record, hashes []msgHash, bytes int64, r
 		default:
 		}
 	}
-	return max(wait, seq), len(recs), true
+	wait = max(wait, seq)
+	return wait, s.waveLocked(wait), len(recs), true
 }
 
 // awaitDurable waits until the request with seq may be answered 200 (see
 // answeredLocked), or answers 503 once it has waited ack.timeout (checked
-// whenever ackCh is closed: by advance, by the ticker of wakeWaiters, and
-// by Close) and when the source is stopping. It waits on ackCh alone, not
-// on a timer of its own and on closing too: every request waits here, and
-// a select over three channels, two of them shared by all the waiting
-// requests, cost it about as much as its decoding.
-func (s *Source) awaitDurable(seq uint64) (int, *problem) {
+// whenever its wave is closed: by the Durable that answers it, by the
+// ticker of wakeWaiters, and by Close) and when the source is stopping.
+// It waits on its wave alone, not on a timer of its own and on closing
+// too: every request waits here, and a select over three channels, two
+// of them shared by all the waiting requests, cost it about as much as
+// its decoding. Woken without being answered, it fetches its wave again.
+func (s *Source) awaitDurable(seq uint64, wave <-chan struct{}) (int, *problem) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	var since time.Time
 	for {
-		ch := *s.ackCh.Load()
 		if s.answered.Load() >= seq {
 			return http.StatusOK, nil
 		}
@@ -299,11 +303,17 @@ func (s *Source) awaitDurable(seq uint64) (int, *problem) {
 		} else if time.Since(since) >= s.set.ackTimeout {
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
 		}
-		<-ch
+		if wave == nil {
+			s.mu.Lock()
+			wave = s.waveLocked(seq)
+			s.mu.Unlock()
+		}
+		<-wave
+		wave = nil
 	}
 }
 
-// wakeWaiters closes ackCh every ack.timeout/8 (at least every
+// wakeWaiters wakes every waiting request every ack.timeout/8 (at least every
 // maxWakeInterval, at most every minWakeInterval) while requests wait, so
 // that a request whose records do not become durable notices its timeout
 // within about an eighth of ack.timeout after it. It returns once closing
@@ -319,7 +329,7 @@ func (s *Source) wakeWaiters() {
 		case <-t.C:
 			if s.waiting.Load() > 0 {
 				s.mu.Lock()
-				s.wakeLocked()
+				s.wakeAllLocked()
 				s.mu.Unlock()
 			}
 		}
@@ -332,11 +342,57 @@ const (
 	maxWakeInterval = time.Second
 )
 
-// wakeLocked wakes every request waiting in awaitDurable, to check again.
-func (s *Source) wakeLocked() {
+// wave is a channel that requests wait on until every request up to upTo
+// is answered (see Source.waves).
+type wave struct {
+	upTo uint64
+	ch   chan struct{}
+}
+
+// maxSeq is the upTo of the open wave.
+const maxSeq = ^uint64(0)
+
+// waveLocked returns the channel to wait on for seq: that of the first
+// wave that covers it.
+func (s *Source) waveLocked(seq uint64) <-chan struct{} {
+	for i := range s.waves {
+		if s.waves[i].upTo >= seq {
+			return s.waves[i].ch
+		}
+	}
+	panic("httptrack: no open wave") // the last wave covers every seq
+}
+
+// sealLocked closes the open wave to requests after seq, the last one a
+// Read takes, and opens the next.
+func (s *Source) sealLocked(seq uint64) {
+	s.waves[len(s.waves)-1].upTo = seq
+	s.waves = append(s.waves, wave{upTo: maxSeq, ch: make(chan struct{})})
+}
+
+// wakeAnsweredLocked wakes the requests of the waves every request of
+// which is answered.
+func (s *Source) wakeAnsweredLocked() {
 	s.wakeDue = false
-	ch := make(chan struct{})
-	close(*s.ackCh.Swap(&ch))
+	a := s.answered.Load()
+	n := 0
+	for n < len(s.waves)-1 && s.waves[n].upTo <= a {
+		close(s.waves[n].ch)
+		n++
+	}
+	if n > 0 {
+		s.waves = append(s.waves[:0], s.waves[n:]...)
+	}
+}
+
+// wakeAllLocked wakes every request waiting in awaitDurable, to check
+// again (their timeouts, a stop).
+func (s *Source) wakeAllLocked() {
+	s.wakeAnsweredLocked()
+	for i := range s.waves {
+		close(s.waves[i].ch)
+		s.waves[i].ch = make(chan struct{})
+	}
 }
 
 // answerProblems answers 400 listing the rejected messages; accepted says
