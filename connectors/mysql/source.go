@@ -53,6 +53,9 @@ type Source struct {
 	// does those of MySQL's binary JSON columns; tests set it to run that
 	// path on MariaDB.
 	goMySQLRows bool
+	// fileOnly (tests) positions by binlog file and pos even when the
+	// server has GTIDs, as with a MySQL server without gtid_mode.
+	fileOnly bool
 
 	db   *sql.DB // the runner's after Open
 	srv  *server
@@ -73,6 +76,8 @@ type Source struct {
 	// Rows events decoded by the connector, and by go-mysql's parser
 	// (rawevents.go); reported as gauges.
 	rowsDecoded, rowsParsed atomic.Int64
+	// Prepared XA transactions held until their outcome (xa.go).
+	xaHeld atomic.Int64
 
 	signals chan signalReq // ExecuteSnapshot and the like to the streamer
 }
@@ -87,6 +92,8 @@ type plan struct {
 	start    coords    // where streaming starts (file/pos)
 	gtids    *gtidSet  // where streaming starts (GTIDs); nil without GTIDs
 	inc      *incState // the incremental snapshot in progress, nil for none
+	// emitted is the stored position's emitted mark (xa.go), nil for none.
+	emitted *replayMark
 }
 
 // tableRef is a captured table.
@@ -126,6 +133,9 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.db.SetMaxIdleConns(2)
 	if s.srv, err = checkServer(ctx, s.db); err != nil {
 		return err
+	}
+	if s.fileOnly {
+		s.srv.gtidMode = false
 	}
 	if s.plan.tables, err = resolveTables(ctx, s.db, s.set.tables); err != nil {
 		return err
@@ -192,6 +202,16 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 	if pos != nil {
 		p.inc = pos.Incremental
 		p.start = coords{pos.File, pos.Pos}
+		if pos.Emitted != nil && pos.Snapshot == nil {
+			m, err := newReplayMark(s.srv.flavor, pos.Emitted)
+			if err != nil {
+				return err
+			}
+			if !s.srv.gtidMode {
+				m.gtids = nil
+			}
+			p.emitted = m
+		}
 		if pos.GTIDs != "" {
 			g, err := parseGTIDSet(s.srv.flavor, pos.GTIDs)
 			if err != nil {
@@ -204,7 +224,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 				return err
 			}
 			s.log.Warn("mysql: the binlog of the stored position is gone; taking a new snapshot (snapshot.mode=when_needed)", "err", err)
-			p.snapshot, p.resume, p.gtids, p.inc = true, nil, nil, nil
+			p.snapshot, p.resume, p.gtids, p.inc, p.emitted = true, nil, nil, nil, nil
 		}
 	}
 	if pos == nil && !p.snapshot {
@@ -464,6 +484,7 @@ func (s *Source) Report() connect.Report {
 	}
 	r.Gauges["binlog_rows_events_decoded"] = float64(s.rowsDecoded.Load())
 	r.Gauges["binlog_rows_events_parsed_by_go_mysql"] = float64(s.rowsParsed.Load())
+	r.Gauges["xa_prepared_held"] = float64(s.xaHeld.Load())
 	return r
 }
 

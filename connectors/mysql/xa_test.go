@@ -1,0 +1,322 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+)
+
+// xaRun runs statements on a connection of its own to the test database,
+// and closes it: a prepared XA transaction left by it is detached from any
+// session then, and any session may XA COMMIT or XA ROLLBACK it (MariaDB
+// lets no other session see it while its own is connected).
+func xaRun(t *testing.T, d *testDB, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("mysql", testServer.dsn(d.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// prepareXA runs an XA transaction branch up to its prepare, on a session
+// that ends then.
+func prepareXA(t *testing.T, d *testDB, xid string, stmts ...string) {
+	t.Helper()
+	all := append([]string{"XA START " + xid}, stmts...)
+	xaRun(t, d, append(all, "XA END "+xid, "XA PREPARE "+xid)...)
+	t.Cleanup(func() { d.db.Exec("XA ROLLBACK " + xid) }) // when the test did not decide it
+}
+
+// changeIDs renders the change events among recs as op and id: "c1 u1 d2".
+func changeIDs(t *testing.T, recs []connect.Record) string {
+	t.Helper()
+	var out []string
+	for _, e := range decode(t, recs) {
+		if e.Ev == nil {
+			continue // a tombstone
+		}
+		row := e.Ev.After
+		if e.Ev.Op == connect.OpDelete {
+			row = e.Ev.Before
+		}
+		id, _ := row.Get("id")
+		out = append(out, fmt.Sprintf("%s%v", e.Ev.Op, id))
+	}
+	return strings.Join(out, " ")
+}
+
+// readTo reads s until a change event of id shows, and returns the
+// records read.
+func readTo(t *testing.T, s *Source, id int) []connect.Record {
+	t.Helper()
+	return readUntil(t, s, 30*time.Second, func(recs []connect.Record) bool {
+		return slices.ContainsFunc(strings.Fields(changeIDs(t, recs)), func(f string) bool { return f[1:] == fmt.Sprint(id) })
+	})
+}
+
+// TestXA_RolledBackAfterPrepare: the changes of an XA transaction that is
+// prepared and then rolled back are never emitted, though the binlog holds
+// them from the prepare on.
+func TestXA_RolledBackAfterPrepare(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))", "INSERT INTO t VALUES (9, 'old')")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
+	prepareXA(t, d, "'r1'", "INSERT INTO t VALUES (1, 'never')", "UPDATE t SET v = 'never' WHERE id = 9")
+	d.exec(t, "INSERT INTO t VALUES (2, 'after prepare')")
+	got := changeIDs(t, readTo(t, s, 2))
+	xaRun(t, d, "XA ROLLBACK 'r1'")
+	d.exec(t, "INSERT INTO t VALUES (3, 'after rollback')")
+	got += " " + changeIDs(t, readTo(t, s, 3))
+	if want := "c2 c3"; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+}
+
+// TestXA_CommittedAfterPrepare: the changes of a prepared XA transaction
+// are emitted when its XA COMMIT is read, after the transactions committed
+// in between, as one transaction (its prepare's GTID) with the commit's
+// time; while it is undecided, the position resumes at its prepare.
+func TestXA_CommittedAfterPrepare(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))", "INSERT INTO t VALUES (9, 'old')")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "provide.transaction.metadata": "true"}, nil)
+	prepared := time.Now()
+	prepareXA(t, d, "'c1'", "INSERT INTO t VALUES (1, 'xa')", "UPDATE t SET v = 'xa' WHERE id = 9")
+	d.exec(t, "INSERT INTO t VALUES (2, 'between')")
+	recs := readTo(t, s, 2)
+	if got := changeIDs(t, recs); got != "c2" {
+		t.Fatalf("before the XA COMMIT: %q, want c2", got)
+	}
+	p, err := decodePosition(lastPosition(recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Emitted == nil || p.GTIDs == p.Emitted.GTIDs {
+		t.Fatalf("position while prepared: %+v, emitted %+v; want it to resume before the prepare", p, p.Emitted)
+	}
+	time.Sleep(1100 * time.Millisecond) // the commit's second differs from the prepare's
+	xaRun(t, d, "XA COMMIT 'c1'")
+	d.exec(t, "INSERT INTO t VALUES (3, 'after')")
+	recs = readTo(t, s, 3)
+	if got := changeIDs(t, recs); got != "c1 u9 c3" {
+		t.Fatalf("after the XA COMMIT: %q, want c1 u9 c3", got)
+	}
+	evs := decode(t, recs)
+	x, after := evs[0].Ev, evs[2].Ev
+	gtid := func(e *connect.ChangeEvent) string { v, _ := e.Source.Extra.Get("gtid"); s, _ := v.(string); return s }
+	if x.Transaction == nil || x.Transaction.ID != gtid(x) || gtid(x) == "" || evs[1].Ev.Transaction.TotalOrder != 2 {
+		t.Errorf("transaction block %+v, source.gtid %q", x.Transaction, gtid(x))
+	}
+	// ts_ms is the XA COMMIT's time: a second or more after the prepare,
+	// at most the next transaction's.
+	if gtid(x) == gtid(after) || x.Source.TsMs < after.Source.TsMs-1000 || x.Source.TsMs > after.Source.TsMs || x.Source.TsMs < prepared.UnixMilli()/1000*1000+1000 {
+		t.Errorf("XA change: gtid %s ts %d; the next transaction's gtid %s ts %d; prepared at %s", gtid(x), x.Source.TsMs, gtid(after), after.Source.TsMs, prepared)
+	}
+	var ends int
+	for _, r := range recs {
+		if strings.HasSuffix(r.Topic, ".transaction") && strings.Contains(string(r.Value), `"END"`) && strings.Contains(string(r.Value), gtid(x)) {
+			ends++
+			if !strings.Contains(string(r.Value), `"event_count":2`) {
+				t.Errorf("END record %s", r.Value)
+			}
+		}
+	}
+	if ends != 1 {
+		t.Errorf("%d END records of %s:\n%s", ends, gtid(x), dump(recs))
+	}
+	p, _ = decodePosition(lastPosition(recs))
+	if p.Emitted != nil {
+		t.Errorf("position after the XA COMMIT still has an emitted mark: %+v", p)
+	}
+}
+
+// TestXA_OnePhase: XA COMMIT … ONE PHASE is an ordinary commit.
+func TestXA_OnePhase(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
+	xaRun(t, d, "XA START 'o1'", "INSERT INTO t VALUES (1, 'one')", "DELETE FROM t WHERE id = 1", "INSERT INTO t VALUES (2, 'two')",
+		"XA END 'o1'", "XA COMMIT 'o1' ONE PHASE")
+	if got := changeIDs(t, readTo(t, s, 2)); got != "c1 d1 c2" {
+		t.Fatalf("changes %q, want c1 d1 c2", got)
+	}
+}
+
+// TestXA_RestartWhilePrepared stops the source while an XA transaction is
+// prepared, twice, and decides it while the source is stopped: the stored
+// position makes the restart read the prepare again, the transactions
+// emitted before the restart are not emitted again, and the XA
+// transaction's changes come once if committed, never if rolled back;
+// with GTID positions and with file/pos positions.
+func TestXA_RestartWhilePrepared(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fileOnly bool
+		outcome  string
+		want     string
+	}{
+		{"gtid/commit", false, "COMMIT", "c1 c4"},
+		{"gtid/rollback", false, "ROLLBACK", "c4"},
+		{"file/commit", true, "COMMIT", "c1 c4"},
+		{"file/rollback", true, "ROLLBACK", "c4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))")
+			open := func(pos connect.Position) *Source {
+				t.Helper()
+				v := withTables(d, map[string]string{"snapshot.mode": "never", "dsn": d.dsn, "heartbeat.interval": "0"})
+				s := Connector().NewSource().(*Source)
+				s.idle, s.fileOnly = 100*time.Millisecond, tc.fileOnly
+				cfg := connect.Config{Pipeline: "p", Connector: "src", Values: v, Spec: spec(), Position: pos}
+				if err := s.Open(t.Context(), cfg); err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				return s
+			}
+			s := open(nil)
+			prepareXA(t, d, "'p1'", "INSERT INTO t VALUES (1, 'xa')")
+			d.exec(t, "INSERT INTO t VALUES (2, 'between')")
+			recs := readTo(t, s, 2)
+			s.Close(context.Background())
+			if got := changeIDs(t, recs); got != "c2" {
+				t.Fatalf("first run: %q, want c2", got)
+			}
+			pos := lastPosition(recs)
+			p, _ := decodePosition(pos)
+			if p.Emitted == nil || (tc.fileOnly && (p.GTIDs != "" || p.Emitted.Pos <= p.Pos)) {
+				t.Fatalf("position while prepared: %s", pos)
+			}
+
+			// Restarted while still prepared: 2 is not emitted again.
+			s = open(pos)
+			d.exec(t, "INSERT INTO t VALUES (3, 'again')")
+			recs = readTo(t, s, 3)
+			s.Close(context.Background())
+			if got := changeIDs(t, recs); got != "c3" {
+				t.Fatalf("second run: %q, want c3", got)
+			}
+			pos = lastPosition(recs)
+			if p2, _ := decodePosition(pos); p2.Emitted == nil || p2.File != p.File || p2.Pos != p.Pos || p2.GTIDs != p.GTIDs {
+				t.Fatalf("position of the second run %s; the first %s: want the same resume point", pos, lastPosition(recs))
+			}
+
+			// Decided while the source is stopped.
+			xaRun(t, d, "XA "+tc.outcome+" 'p1'")
+			d.exec(t, "INSERT INTO t VALUES (4, 'after')")
+			s = open(pos)
+			defer s.Close(context.Background())
+			recs = readTo(t, s, 4)
+			if got := changeIDs(t, recs); got != tc.want {
+				t.Fatalf("third run: %q, want %q", got, tc.want)
+			}
+			if p, _ := decodePosition(lastPosition(recs)); p.Emitted != nil {
+				t.Errorf("position after the outcome still has an emitted mark: %s", lastPosition(recs))
+			}
+		})
+	}
+}
+
+// TestXA_BufferLimit: a prepared XA transaction whose rows exceed
+// xa.buffer.bytes fails the task permanently, naming the setting; the
+// transactions before it were emitted. The rows count uncompressed (they
+// are held so): MariaDB's log_bin_compress shrinks these to a few bytes.
+func TestXA_BufferLimit(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+	withGlobal(t, d, "log_bin_compress", "ON")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "xa.buffer.bytes": "4096"}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'small')")
+	prepareXA(t, d, "'big'", "INSERT INTO t VALUES (2, REPEAT('x', 3000))", "INSERT INTO t VALUES (3, REPEAT('y', 3000))")
+	var got []connect.Record
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recs, err := s.Read(t.Context())
+		got = append(got, recs...)
+		if err != nil {
+			if !connect.IsPermanent(err) || !strings.Contains(err.Error(), "xa.buffer.bytes") {
+				t.Fatalf("error %v (permanent %v), want a permanent one naming xa.buffer.bytes", err, connect.IsPermanent(err))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error; records:\n%s", dump(got))
+		}
+	}
+	if ids := changeIDs(t, got); ids != "c1" {
+		t.Fatalf("changes %q, want c1", ids)
+	}
+}
+
+func TestXAStatement(t *testing.T) {
+	for _, tc := range []struct{ q, verb, xid string }{
+		{"XA START X'7831',X'',1", "START", "X'7831',X'',1"},
+		{"XA COMMIT X'7834',X'6234',7", "COMMIT", "X'7834',X'6234',7"},
+		{"xa rollback x'ab', x'cd' ,007", "ROLLBACK", "X'AB',X'CD',7"},
+		{"XA COMMIT X'01',X'',1 ONE PHASE", "COMMIT ONE PHASE", "X'01',X'',1"},
+		{"XA END X'01',X'',1", "END", "X'01',X'',1"},
+		{"XA COMMIT 'plain'", "COMMIT", "'plain'"},
+	} {
+		verb, xid := xaStatement(tc.q)
+		if verb != tc.verb || xid != tc.xid {
+			t.Errorf("xaStatement(%q) = %q, %q; want %q, %q", tc.q, verb, xid, tc.verb, tc.xid)
+		}
+	}
+	if got := xidString([]byte("x1"), nil, 1); got != "X'7831',X'',1" {
+		t.Errorf("xidString = %q", got)
+	}
+}
+
+// TestXA_Interleaved holds two prepared XA transactions, decides them in
+// the other order, across a lost binlog connection, with more rows than a
+// batch: each is emitted whole at its XA COMMIT, and the position resumes
+// at the older prepare until both are decided.
+func TestXA_Interleaved(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))")
+	dsn := withReplUser(t, d, "xaint")
+	s, err := tryOpen(t, dsn, withTables(d, map[string]string{"snapshot.mode": "never", "batch.size": "3"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var rows []string
+	var want []string
+	for i := 1; i <= 10; i++ {
+		rows = append(rows, fmt.Sprintf("INSERT INTO t VALUES (%d, 'a')", i))
+		want = append(want, fmt.Sprintf("c%d", i))
+	}
+	prepareXA(t, d, "'a'", rows...)
+	prepareXA(t, d, "'b'", "INSERT INTO t VALUES (20, 'b')")
+	d.exec(t, "INSERT INTO t VALUES (30, 'plain')")
+	xaRun(t, d, "XA COMMIT 'b'")
+	d.exec(t, "INSERT INTO t VALUES (31, 'plain')")
+	recs := readTo(t, s, 31)
+	if got := changeIDs(t, recs); got != "c30 c20 c31" {
+		t.Fatalf("before a's commit: %q, want c30 c20 c31", got)
+	}
+	p, _ := decodePosition(lastPosition(recs))
+	if p.Emitted == nil {
+		t.Fatalf("position with a held: %s", lastPosition(recs))
+	}
+	killDump(t, d, "xaint", 0)
+	xaRun(t, d, "XA COMMIT 'a'")
+	d.exec(t, "INSERT INTO t VALUES (32, 'plain')")
+	recs = readTo(t, s, 32)
+	if got, want := changeIDs(t, recs), strings.Join(append(want, "c32"), " "); got != want {
+		t.Fatalf("after a's commit: %q, want %q", got, want)
+	}
+	if p, _ := decodePosition(lastPosition(recs)); p.Emitted != nil {
+		t.Errorf("position after both commits: %s", lastPosition(recs))
+	}
+	if g := s.Report().Gauges["xa_prepared_held"]; g != 0 {
+		t.Errorf("xa_prepared_held = %v", g)
+	}
+}
