@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -318,5 +321,89 @@ func TestXA_Interleaved(t *testing.T) {
 	}
 	if g := s.Report().Gauges["xa_prepared_held"]; g != 0 {
 		t.Errorf("xa_prepared_held = %v", g)
+	}
+}
+
+// TestXA_MySQLEvents drives the streamer with the event groups MySQL 8
+// writes for XA transactions (no MySQL server can run here): a prepare
+// group opened by an "XA START" query and closed by an XA_PREPARE_LOG_EVENT,
+// its "XA COMMIT" group, and a one-phase group (XA_PREPARE_LOG_EVENT with
+// one_phase set). The groups carry no rows: this checks what is held and
+// the positions, on MySQL's GTID sets.
+func TestXA_MySQLEvents(t *testing.T) {
+	s := &Source{srv: &server{flavor: flavorMySQL, gtidMode: true, serverID: 1}, log: slog.New(slog.DiscardHandler)}
+	s.set.xaBufferBytes = 1 << 20
+	s.plan.start = coords{"binlog.000001", 4}
+	st := newStreamer(s, nil)
+	sid := []byte{0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1, 0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95, 0x62}
+	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	pos := uint32(100)
+	header := func(tp replication.EventType, size uint32) *replication.EventHeader {
+		pos += size
+		return &replication.EventHeader{EventType: tp, LogPos: pos, EventSize: size, ServerID: 1}
+	}
+	send := func(ev *replication.BinlogEvent) {
+		t.Helper()
+		if err := st.handle(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gtid := func(gno int64) {
+		send(&replication.BinlogEvent{Header: header(replication.GTID_EVENT, 65), Event: &replication.GTIDEvent{SID: sid, GNO: gno}})
+	}
+	query := func(q string) {
+		send(&replication.BinlogEvent{Header: header(replication.QUERY_EVENT, uint32(60+len(q))), Event: &replication.QueryEvent{Query: []byte(q)}})
+	}
+	prepare := func(onePhase byte, gtrid string) {
+		t.Helper()
+		body := []byte{onePhase, 1, 0, 0, 0, byte(len(gtrid)), 0, 0, 0, 0, 0, 0, 0}
+		body = append(body, gtrid...)
+		raw := append(make([]byte, replication.EventHeaderSize), body...)
+		if err := st.handleRaw(t.Context(), &replication.BinlogEvent{Header: header(replication.XA_PREPARE_LOG_EVENT, uint32(len(raw))), RawData: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	position := func() position {
+		t.Helper()
+		p, err := decodePosition(st.lastPosition())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	gtid(1)
+	query("COMMIT") // an ordinary transaction (its rows left out)
+	prepareAt := pos
+	gtid(2)
+	query("XA START X'7831',X'',1")
+	query("XA END X'7831',X'',1")
+	prepare(0, "x1")
+	if len(st.xaHeld) != 1 || st.xaHeld[0].xid != "X'7831',X'',1" || st.xaOpen != nil {
+		t.Fatalf("after the prepare: held %+v, open %+v", st.xaHeld, st.xaOpen)
+	}
+	p := position()
+	if p.GTIDs != uuid+":1" || p.Pos != prepareAt || p.Emitted == nil || p.Emitted.GTIDs != uuid+":1-2" || p.Emitted.Pos != pos {
+		t.Fatalf("position while prepared: %+v, emitted %+v", p, p.Emitted)
+	}
+	gtid(3)
+	query("XA COMMIT X'7831',X'',1")
+	if p := position(); len(st.xaHeld) != 0 || p.Emitted != nil || p.GTIDs != uuid+":1-3" || p.Pos != pos {
+		t.Fatalf("after the XA COMMIT: held %d, position %+v", len(st.xaHeld), p)
+	}
+
+	gtid(4)
+	query("XA START X'7832',X'',1")
+	query("XA END X'7832',X'',1")
+	prepare(1, "x2")
+	if p := position(); len(st.xaHeld) != 0 || st.xaOpen != nil || st.inTx || p.Emitted != nil || p.GTIDs != uuid+":1-4" {
+		t.Fatalf("after the one-phase commit: held %d, open %v, position %+v", len(st.xaHeld), st.xaOpen, p)
+	}
+
+	// An XA ROLLBACK of a transaction the stream did not see prepared.
+	gtid(5)
+	query("XA ROLLBACK X'7833',X'',1")
+	if p := position(); p.GTIDs != uuid+":1-5" {
+		t.Fatalf("after the XA ROLLBACK: %+v", p)
 	}
 }
