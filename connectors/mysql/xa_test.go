@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +24,13 @@ import (
 // lets no other session see it while its own is connected).
 func xaRun(t *testing.T, d *testDB, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("mysql", testServer.dsn(d.name))
+	xaRunOn(t, testServer.dsn(d.name), stmts...)
+}
+
+// xaRunOn is xaRun on the server and database of dsn.
+func xaRunOn(t *testing.T, dsn string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,5 +414,79 @@ func TestXA_MySQLEvents(t *testing.T) {
 	query("XA ROLLBACK X'7833',X'',1")
 	if p := position(); p.GTIDs != uuid+":1-5" {
 		t.Fatalf("after the XA ROLLBACK: %+v", p)
+	}
+}
+
+// TestXA_ServerRestartWhilePrepared restarts the server while an XA
+// transaction is prepared and the source streams: the source reconnects,
+// keeps the held changes, and emits them at the XA COMMIT written after
+// the restart (in the next binlog file).
+func TestXA_ServerRestartWhilePrepared(t *testing.T) {
+	if testServer == nil {
+		t.Skipf("no MariaDB server: %v", serverErr)
+	}
+	dir := filepath.Join(root, "xarestart")
+	if out, err := exec.Command("cp", "-a", pristine, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy: %v %s", err, out)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if srv != nil {
+			srv.stop()
+		}
+	}()
+	xaRunOn(t, srv.dsn(""), "CREATE DATABASE shop", "CREATE TABLE shop.t (id int PRIMARY KEY, v text)")
+	s, err := tryOpen(t, srv.dsn(""), map[string]string{"tables": "shop.*", "snapshot.mode": "never"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	xaRunOn(t, srv.dsn("shop"), "XA START 'srv'", "INSERT INTO t VALUES (1, 'xa')", "XA END 'srv'", "XA PREPARE 'srv'")
+	xaRunOn(t, srv.dsn("shop"), "INSERT INTO t VALUES (2, 'between')")
+	if got := changeIDs(t, readTo(t, s, 2)); got != "c2" {
+		t.Fatalf("before the restart: %q, want c2", got)
+	}
+
+	port := srv.port
+	srv.stop()
+	if srv, err = startServer(dir, true, fmt.Sprintf("--port=%d", port)); err != nil {
+		t.Fatal(err)
+	}
+	xaRunOn(t, srv.dsn("shop"), "XA COMMIT 'srv'", "INSERT INTO t VALUES (3, 'after')")
+	recs := readTo(t, s, 3)
+	if got := changeIDs(t, recs); got != "c1 c3" {
+		t.Fatalf("after the restart: %q, want c1 c3", got)
+	}
+	if p, _ := decodePosition(lastPosition(recs)); p.Emitted != nil || p.File == "" {
+		t.Errorf("position after the XA COMMIT: %s", lastPosition(recs))
+	}
+
+	// Stopped with another prepared, the server restarted, the source
+	// restarted from its stored position (in the binlog file before the
+	// server's restart).
+	xaRunOn(t, srv.dsn("shop"), "XA START 'srv2'", "UPDATE t SET v = 'xa2' WHERE id = 1", "XA END 'srv2'", "XA PREPARE 'srv2'")
+	xaRunOn(t, srv.dsn("shop"), "INSERT INTO t VALUES (4, 'between')")
+	recs = readTo(t, s, 4)
+	s.Close(context.Background())
+	if got := changeIDs(t, recs); got != "c4" {
+		t.Fatalf("before the second restart: %q, want c4", got)
+	}
+	pos := lastPosition(recs)
+	srv.stop()
+	if srv, err = startServer(dir, true, fmt.Sprintf("--port=%d", port)); err != nil {
+		t.Fatal(err)
+	}
+	xaRunOn(t, srv.dsn("shop"), "XA COMMIT 'srv2'", "INSERT INTO t VALUES (5, 'after')")
+	s, err = tryOpen(t, srv.dsn(""), map[string]string{"tables": "shop.*", "snapshot.mode": "never"}, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if got := changeIDs(t, readTo(t, s, 5)); got != "u1 c5" {
+		t.Fatalf("after the second restart, from %s: %q, want u1 c5", pos, got)
 	}
 }
