@@ -213,7 +213,7 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		st.begin(h)
 	}
 	if st.xaOpen != nil {
-		if err := st.xaGrow(int64(len(e.rows)), h); err != nil {
+		if err := st.xaGrow(int64(len(e.rows))+int64(len(imgs))*heldChangeSize, h); err != nil {
 			return err
 		}
 	} else if st.replayed() {

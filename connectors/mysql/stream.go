@@ -1003,7 +1003,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 		st.begin(h)
 	}
 	if st.xaOpen != nil {
-		if err := st.xaGrow(int64(h.EventSize), h); err != nil {
+		if err := st.xaGrow(int64(h.EventSize)+int64(len(e.Rows))*heldChangeSize, h); err != nil {
 			return err
 		}
 	} else if st.replayed() {

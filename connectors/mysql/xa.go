@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -45,7 +46,8 @@ import (
 // of the last transaction read (GTID set, or file and pos without GTIDs).
 //
 // Memory. The held rows count against xa.buffer.bytes (the size of their
-// rows events, uncompressed); a prepare group that would exceed it fails the task
+// rows events, uncompressed, plus the change struct of each row); a
+// prepare group that would exceed it fails the task
 // (connect.Permanent: the same binlog would fail again) naming the
 // transaction: raise the setting, or decide the transaction, and restart.
 //
@@ -112,7 +114,7 @@ func (st *streamer) xaBegin() {
 }
 
 // xaGrow counts n bytes of a rows event of the prepare group (its rows,
-// uncompressed) against xa.buffer.bytes.
+// uncompressed, and heldChangeSize per row) against xa.buffer.bytes.
 func (st *streamer) xaGrow(n int64, h *replication.EventHeader) error {
 	x := st.xaOpen
 	x.bytes += n
@@ -123,11 +125,21 @@ func (st *streamer) xaGrow(n int64, h *replication.EventHeader) error {
 	return nil
 }
 
+// heldChangeSize is what xa.buffer.bytes counts for a held change besides
+// its row images.
+const heldChangeSize = int64(unsafe.Sizeof(change{}))
+
 // queue queues a change of the current transaction: held with the XA
-// prepare group it belongs to, or handed to change.
+// prepare group it belongs to, or handed to change. A held change is
+// copied out of its slab, which would otherwise stay pinned, 64 changes'
+// worth, until the XA transaction is decided.
 func (st *streamer) queue(c *change) {
 	if x := st.xaOpen; x != nil {
-		x.changes = append(x.changes, c)
+		held := new(change)
+		*held = *c
+		held.slab = nil
+		st.encoded(c) // never encoded: its slab may go back to newChange
+		x.changes = append(x.changes, held)
 		return
 	}
 	st.change(c)
