@@ -39,7 +39,7 @@ import (
 // Positions. A stored position must let a restart read the rows of every
 // prepared transaction still undecided, so while any is held the position
 // resumes (file, pos, gtids) at the start of the oldest one's prepare
-// group, and its "emitted" mark says how far transactions were emitted:
+// group (of those with changes to emit), and its "emitted" mark says how far transactions were emitted:
 // after a restart, transactions up to the mark are read again but not
 // emitted (replayed), except the prepare groups, which are held again; an
 // XA COMMIT up to the mark drops what it would emit. The mark is the end
@@ -201,7 +201,7 @@ func (st *streamer) xaCommit(ctx context.Context, h *replication.EventHeader, xi
 	i := st.xaIndex(xid)
 	if i < 0 {
 		if !st.replayed() {
-			st.src.log.Warn("mysql: XA COMMIT of a transaction whose prepare this source did not read (prepared before the position streaming started from): its changes are not emitted", "xid", xid, "at", coords{st.file, h.LogPos}.String(), "gtid", st.txGTID)
+			st.src.log.Warn("mysql: XA COMMIT of a transaction whose prepare this source did not read (prepared before the position streaming started from): its changes to captured tables, if any, are not emitted", "xid", xid, "at", coords{st.file, h.LogPos}.String(), "gtid", st.txGTID)
 		}
 		return st.commit(ctx, h)
 	}
@@ -436,16 +436,29 @@ func (st *streamer) passedMark() {
 // position to store while prepared XA transactions are held or the stream
 // is still behind the emitted mark it started with: resume at the oldest
 // held prepare, with the mark of what was emitted.
+//
+// A held transaction without changes (of tables not captured, or of
+// operations skipped) has nothing to emit: it does not hold the position
+// back. It is held only to tell its XA COMMIT from that of a prepare
+// never read (which warns); after a restart past its prepare, its XA
+// COMMIT warns too.
 func (st *streamer) xaPosition(p *position) {
-	if len(st.xaHeld) == 0 && st.emitted == nil {
+	var oldest *xaTx
+	for _, x := range st.xaHeld {
+		if len(x.changes) > 0 {
+			oldest = x
+			break
+		}
+	}
+	if oldest == nil && st.emitted == nil {
 		return
 	}
 	mark := emittedMark{File: p.File, Pos: p.Pos, GTIDs: p.GTIDs}
 	if st.emitted != nil {
 		mark = st.emitted.stored
 	}
-	if len(st.xaHeld) > 0 {
-		from := st.xaHeld[0].from
+	if oldest != nil {
+		from := oldest.from
 		p.File, p.Pos, p.GTIDs = from.File, from.Pos, from.GTIDs
 	}
 	p.Emitted = &mark

@@ -391,10 +391,15 @@ func TestXA_MySQLEvents(t *testing.T) {
 	if len(st.xaHeld) != 1 || st.xaHeld[0].xid != "X'7831',X'',1" || st.xaOpen != nil {
 		t.Fatalf("after the prepare: held %+v, open %+v", st.xaHeld, st.xaOpen)
 	}
+	if p := position(); p.Emitted != nil || p.GTIDs != uuid+":1-2" {
+		t.Fatalf("position while prepared without changes: %+v, emitted %+v", p, p.Emitted)
+	}
+	st.xaHeld[0].changes = []*change{{}} // as if it had rows of a captured table
 	p := position()
 	if p.GTIDs != uuid+":1" || p.Pos != prepareAt || p.Emitted == nil || p.Emitted.GTIDs != uuid+":1-2" || p.Emitted.Pos != pos {
 		t.Fatalf("position while prepared: %+v, emitted %+v", p, p.Emitted)
 	}
+	st.xaHeld[0].changes = nil // nothing to encode at the commit
 	gtid(3)
 	query("XA COMMIT X'7831',X'',1")
 	if p := position(); len(st.xaHeld) != 0 || p.Emitted != nil || p.GTIDs != uuid+":1-3" || p.Pos != pos {
@@ -502,5 +507,22 @@ func TestXA_PreparedBeforeStart(t *testing.T) {
 	xaRun(t, d, "XA COMMIT 'early'", "INSERT INTO t VALUES (2, 'after')")
 	if got := changeIDs(t, readTo(t, s, 2)); got != "c2" {
 		t.Fatalf("changes %q, want c2", got)
+	}
+}
+
+// TestXA_OtherTables: a prepared XA transaction that changes no captured
+// table holds nothing and does not hold the position back.
+func TestXA_OtherTables(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)", "CREATE TABLE other (id int PRIMARY KEY)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "tables": d.name + ".t"}, nil)
+	prepareXA(t, d, "'o'", "INSERT INTO other VALUES (1)")
+	d.exec(t, "INSERT INTO t VALUES (2)")
+	recs := readTo(t, s, 2)
+	if p, _ := decodePosition(lastPosition(recs)); p.Emitted != nil {
+		t.Fatalf("position %s, want no emitted mark", lastPosition(recs))
+	}
+	xaRun(t, d, "XA COMMIT 'o'", "INSERT INTO t VALUES (3)")
+	if got := changeIDs(t, append(recs, readTo(t, s, 3)...)); got != "c2 c3" {
+		t.Fatalf("changes %q, want c2 c3", got)
 	}
 }
