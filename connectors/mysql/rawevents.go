@@ -212,14 +212,17 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 	if !st.inTx {
 		st.begin(h)
 	}
+	// Emitted before the restart (xa.go); a prepare group is held again,
+	// but its signals acted before.
+	replay := st.replayed()
 	if st.xaOpen != nil {
 		if err := st.xaGrow(int64(len(e.rows))+int64(len(imgs))*heldChangeSize, h); err != nil {
 			return err
 		}
-	} else if st.replayed() {
-		return nil // emitted before the restart (xa.go)
+	} else if replay {
+		return nil
 	}
-	if t.signal && e.kind == rowsInsert {
+	if t.signal && !replay && e.kind == rowsInsert {
 		for _, img := range imgs {
 			vals, err := m.spec.values(nil, img)
 			if err != nil {

@@ -1002,14 +1002,17 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if !st.inTx {
 		st.begin(h)
 	}
+	// Emitted before the restart (xa.go); a prepare group is held again,
+	// but its signals acted before.
+	replay := st.replayed()
 	if st.xaOpen != nil {
 		if err := st.xaGrow(int64(h.EventSize)+int64(len(e.Rows))*heldChangeSize, h); err != nil {
 			return err
 		}
-	} else if st.replayed() {
-		return nil // emitted before the restart (xa.go)
+	} else if replay {
+		return nil
 	}
-	if t.signal && e.Type() == replication.EnumRowsEventTypeInsert {
+	if t.signal && !replay && e.Type() == replication.EnumRowsEventTypeInsert {
 		for _, r := range e.Rows {
 			st.signalRow(t, r)
 		}

@@ -55,7 +55,8 @@ import (
 // started from (a fresh start, or a snapshot taken while it was prepared)
 // has no held rows when its XA COMMIT comes: that is logged as a warning
 // and its changes are lost to this source. Signal-table rows of a prepared
-// transaction act at the prepare.
+// transaction act at the prepare, once: not again when a restart reads the
+// prepare again before the emitted mark.
 
 // mariaFlPreparedXA flags the GTID event of an XA prepare group
 // (MariaDB's log_event.h).

@@ -526,3 +526,37 @@ func TestXA_OtherTables(t *testing.T) {
 		t.Fatalf("changes %q, want c2 c3", got)
 	}
 }
+
+// TestXA_ReplayedSignals: a signal row written by a prepared XA
+// transaction acts once, at the prepare: a restart that reads the prepare
+// again (before the stored emitted mark) does not act on it again.
+func TestXA_ReplayedSignals(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))", signalDDL, "INSERT INTO t VALUES (9, 'old')")
+	values := map[string]string{"snapshot.mode": "never", "tables": d.name + ".t", "signal.data.collection": d.name + ".debezium_signal"}
+	s := openSource(t, d, values, nil)
+	prepareXA(t, d, "'sig'", "INSERT INTO t VALUES (1, 'xa')",
+		`INSERT INTO debezium_signal VALUES ('s1', 'execute-snapshot', '{"data-collections":["`+d.name+`.t"],"type":"incremental"}')`)
+	d.exec(t, "INSERT INTO t VALUES (2, 'between')")
+	recs := readUntil(t, s, 30*time.Second, func(recs []connect.Record) bool {
+		return incDone(t, recs) && strings.Contains(" "+changeIDs(t, recs)+" ", " c2 ")
+	})
+	s.Close(context.Background())
+	pos := lastPosition(recs)
+	if p, _ := decodePosition(pos); p.Emitted == nil {
+		t.Fatalf("position while prepared: %s", pos)
+	}
+
+	s = openSource(t, d, values, pos)
+	d.exec(t, "INSERT INTO t VALUES (3, 'after')")
+	recs = readTo(t, s, 3)
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		more, err := s.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, more...)
+	}
+	if got := changeIDs(t, recs); got != "c3" {
+		t.Fatalf("after the restart: %q, want c3 (the snapshot signal of the prepared transaction acted again)", got)
+	}
+}
