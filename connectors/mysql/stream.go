@@ -663,6 +663,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 	case *replication.MariadbGTIDEvent:
 		st.mariaGTID(h, e.GTID, e.Flags)
 	case *replication.GTIDEvent:
+		st.xaUnfinished(h)
 		st.begin(h)
 		if !bytes.Equal(e.SID, make([]byte, len(e.SID))) && e.GNO > 0 {
 			st.txSID, st.txGNO = e.SID, e.GNO
@@ -723,6 +724,7 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 
 // mariaGTID starts the transaction of a MariaDB GTID event with flags.
 func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID, flags byte) {
+	st.xaUnfinished(h)
 	st.begin(h)
 	st.txMaria, st.hasMaria = id, true
 	st.txGTID = mariaGTIDString(id)

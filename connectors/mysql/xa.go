@@ -114,6 +114,20 @@ func (st *streamer) xaBegin() {
 	st.xaOpen = &xaTx{id: st.txID(), from: from}
 }
 
+// xaUnfinished drops the prepare group being received when the next
+// transaction starts (its GTID event) before the group's XA_PREPARE event
+// (a binlog cut short): otherwise the changes of every transaction after
+// it would be held with it.
+func (st *streamer) xaUnfinished(h *replication.EventHeader) {
+	x := st.xaOpen
+	if x == nil {
+		return
+	}
+	st.src.log.Warn("mysql: XA prepare group without its XA PREPARE before the next transaction: its changes are dropped", "transaction", x.id, "at", coords{st.file, h.LogPos - h.EventSize}.String())
+	st.xaBytes -= x.bytes
+	st.xaOpen = nil
+}
+
 // xaGrow counts n bytes of a rows event of the prepare group (its rows,
 // uncompressed, and heldChangeSize per row) against xa.buffer.bytes.
 func (st *streamer) xaGrow(n int64, h *replication.EventHeader) error {

@@ -560,3 +560,33 @@ func TestXA_ReplayedSignals(t *testing.T) {
 		t.Fatalf("after the restart: %q, want c3 (the snapshot signal of the prepared transaction acted again)", got)
 	}
 }
+
+// TestXA_UnfinishedPrepareGroup: a prepare group that a new transaction
+// follows without its XA_PREPARE event (a binlog cut short) holds nothing
+// of the transactions after it.
+func TestXA_UnfinishedPrepareGroup(t *testing.T) {
+	s := &Source{srv: &server{flavor: flavorMySQL, gtidMode: true, serverID: 1}, log: slog.New(slog.DiscardHandler)}
+	s.set.xaBufferBytes = 1 << 20
+	s.plan.start = coords{"binlog.000001", 4}
+	st := newStreamer(s, nil)
+	sid := []byte{0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1, 0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95, 0x62}
+	pos := uint32(100)
+	send := func(tp replication.EventType, size uint32, e replication.Event) {
+		t.Helper()
+		pos += size
+		h := &replication.EventHeader{EventType: tp, LogPos: pos, EventSize: size, ServerID: 1}
+		if err := st.handle(t.Context(), &replication.BinlogEvent{Header: h, Event: e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(replication.GTID_EVENT, 65, &replication.GTIDEvent{SID: sid, GNO: 1})
+	send(replication.QUERY_EVENT, 80, &replication.QueryEvent{Query: []byte("XA START X'7831',X'',1")})
+	if st.xaOpen == nil {
+		t.Fatal("XA START opened no prepare group")
+	}
+	st.xaOpen.bytes, st.xaBytes = 100, 100 // as if it had rows
+	send(replication.GTID_EVENT, 65, &replication.GTIDEvent{SID: sid, GNO: 2})
+	if st.xaOpen != nil || st.xaBytes != 0 {
+		t.Fatalf("after the next transaction's GTID event: open %+v, %d bytes held", st.xaOpen, st.xaBytes)
+	}
+}
