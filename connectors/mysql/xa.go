@@ -50,6 +50,8 @@ import (
 // prepare group that would exceed it fails the task
 // (connect.Permanent: the same binlog would fail again) naming the
 // transaction: raise the setting, or decide the transaction, and restart.
+// MySQL's one-phase groups are held too until their last event says
+// one-phase, so they count against the setting as well.
 //
 // Not handled: a transaction prepared before the position streaming
 // started from (a fresh start, or a snapshot taken while it was prepared)

@@ -590,3 +590,64 @@ func TestXA_UnfinishedPrepareGroup(t *testing.T) {
 		t.Fatalf("after the next transaction's GTID event: open %+v, %d bytes held", st.xaOpen, st.xaBytes)
 	}
 }
+
+// TestXA_RestartAcrossDomainsAndFiles restarts a source whose stored
+// position resumes at an undecided prepare in an older binlog file than its
+// emitted mark, with transactions of a second GTID domain (new since the
+// prepare) in between: nothing emitted before is emitted again, and the
+// prepared transaction comes once at its XA COMMIT; with GTID positions
+// and with file/pos positions.
+func TestXA_RestartAcrossDomainsAndFiles(t *testing.T) {
+	for _, fileOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fileOnly=%v", fileOnly), func(t *testing.T) {
+			d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(20))")
+			open := func(pos connect.Position) *Source {
+				t.Helper()
+				v := withTables(d, map[string]string{"snapshot.mode": "never", "dsn": d.dsn, "heartbeat.interval": "0"})
+				s := Connector().NewSource().(*Source)
+				s.idle, s.fileOnly = 100*time.Millisecond, fileOnly
+				cfg := connect.Config{Pipeline: "p", Connector: "src", Values: v, Spec: spec(), Position: pos}
+				if err := s.Open(t.Context(), cfg); err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				return s
+			}
+			domain := func(id int, stmt string) {
+				t.Helper()
+				xaRun(t, d, fmt.Sprintf("SET SESSION gtid_domain_id = %d", id), stmt)
+			}
+			s := open(nil)
+			prepareXA(t, d, "'dom'", "INSERT INTO t VALUES (1, 'xa')")
+			domain(71, "INSERT INTO t VALUES (2, 'other domain')")
+			d.exec(t, "INSERT INTO t VALUES (3, 'domain 0')")
+			d.exec(t, "FLUSH BINARY LOGS")
+			domain(71, "INSERT INTO t VALUES (4, 'next file')")
+			recs := readTo(t, s, 4)
+			s.Close(context.Background())
+			if got := changeIDs(t, recs); got != "c2 c3 c4" {
+				t.Fatalf("first run: %q", got)
+			}
+			pos := lastPosition(recs)
+			if p, _ := decodePosition(pos); p.Emitted == nil || p.Emitted.File == p.File {
+				t.Fatalf("position %s: want it to resume at the prepare, a file before its emitted mark", pos)
+			}
+
+			s = open(pos)
+			domain(71, "INSERT INTO t VALUES (5, 'again')")
+			recs = readTo(t, s, 5)
+			s.Close(context.Background())
+			if got := changeIDs(t, recs); got != "c5" {
+				t.Fatalf("second run, from %s: %q, want c5", pos, got)
+			}
+			pos = lastPosition(recs)
+
+			xaRun(t, d, "XA COMMIT 'dom'")
+			d.exec(t, "INSERT INTO t VALUES (6, 'after')")
+			s = open(pos)
+			defer s.Close(context.Background())
+			if got := changeIDs(t, readTo(t, s, 6)); got != "c1 c6" {
+				t.Fatalf("third run, from %s: %q, want c1 c6", pos, got)
+			}
+		})
+	}
+}
