@@ -203,10 +203,11 @@ func (st *streamer) xaIndex(xid string) int {
 	return -1
 }
 
-// xaDrop forgets held transaction i.
+// xaDrop forgets held transaction i (slices.Delete clears the slot it
+// frees: the list's array would keep the changes of x otherwise).
 func (st *streamer) xaDrop(i int) *xaTx {
 	x := st.xaHeld[i]
-	st.xaHeld = append(st.xaHeld[:i], st.xaHeld[i+1:]...)
+	st.xaHeld = slices.Delete(st.xaHeld, i, i+1)
 	st.xaBytes -= x.bytes
 	st.src.xaHeld.Store(int64(len(st.xaHeld)))
 	return x

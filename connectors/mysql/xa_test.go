@@ -651,3 +651,51 @@ func TestXA_RestartAcrossDomainsAndFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestXA_DroppedReleased: a held transaction that is rolled back leaves
+// nothing behind that keeps its changes in memory.
+func TestXA_DroppedReleased(t *testing.T) {
+	s := &Source{srv: &server{flavor: flavorMySQL, gtidMode: true, serverID: 1}, log: slog.New(slog.DiscardHandler)}
+	s.set.xaBufferBytes = 1 << 20
+	s.plan.start = coords{"binlog.000001", 4}
+	st := newStreamer(s, nil)
+	sid := []byte{0x3e, 0x11, 0xfa, 0x47, 0x71, 0xca, 0x11, 0xe1, 0x9e, 0x33, 0xc8, 0x0a, 0xa9, 0x42, 0x95, 0x62}
+	pos := uint32(100)
+	header := func(tp replication.EventType, size uint32) *replication.EventHeader {
+		pos += size
+		return &replication.EventHeader{EventType: tp, LogPos: pos, EventSize: size, ServerID: 1}
+	}
+	send := func(tp replication.EventType, size uint32, e replication.Event) {
+		t.Helper()
+		if err := st.handle(t.Context(), &replication.BinlogEvent{Header: header(tp, size), Event: e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare := func(gno int64, gtrid string) {
+		t.Helper()
+		send(replication.GTID_EVENT, 65, &replication.GTIDEvent{SID: sid, GNO: gno})
+		send(replication.QUERY_EVENT, 80, &replication.QueryEvent{Query: []byte("XA START X'" + strings.ToUpper(fmt.Sprintf("%x", gtrid)) + "',X'',1")})
+		body := append([]byte{0, 1, 0, 0, 0, byte(len(gtrid)), 0, 0, 0, 0, 0, 0, 0}, gtrid...)
+		raw := append(make([]byte, replication.EventHeaderSize), body...)
+		if err := st.handleRaw(t.Context(), &replication.BinlogEvent{Header: header(replication.XA_PREPARE_LOG_EVENT, uint32(len(raw))), RawData: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare(1, "a")
+	prepare(2, "b")
+	for _, x := range st.xaHeld {
+		x.changes = []*change{{}} // as if it had rows
+	}
+	send(replication.GTID_EVENT, 65, &replication.GTIDEvent{SID: sid, GNO: 3})
+	send(replication.QUERY_EVENT, 80, &replication.QueryEvent{Query: []byte("XA ROLLBACK X'61',X'',1")})
+	send(replication.GTID_EVENT, 65, &replication.GTIDEvent{SID: sid, GNO: 4})
+	send(replication.QUERY_EVENT, 80, &replication.QueryEvent{Query: []byte("XA ROLLBACK X'62',X'',1")})
+	if len(st.xaHeld) != 0 {
+		t.Fatalf("held after the rollbacks: %d", len(st.xaHeld))
+	}
+	for i, x := range st.xaHeld[:cap(st.xaHeld)] {
+		if x != nil {
+			t.Errorf("slot %d of the held list still refers to %s", i, x.xid)
+		}
+	}
+}
