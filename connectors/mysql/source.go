@@ -227,6 +227,11 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			p.snapshot, p.resume, p.gtids, p.inc, p.emitted = true, nil, nil, nil, nil
 		}
 	}
+	if p.emitted != nil {
+		if err := s.checkMark(ctx, p.emitted); err != nil {
+			return err
+		}
+	}
 	if pos == nil {
 		s.warnPreparedXA(ctx)
 	}
@@ -238,6 +243,40 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		}
 		p.start, p.gtids = c, gtids
 		p.fresh = true
+	}
+	return nil
+}
+
+// checkMark checks that the emitted mark of the stored position is not
+// beyond the end of the server's binlog. It is when the binlog lost
+// transactions the source read (a crash with sync_binlog other than 1,
+// RESET MASTER, a restored backup, a failover to a server behind): the
+// transactions written since would be taken for ones emitted before the
+// restart and skipped. A position beyond the binlog is refused by the
+// server; a position resuming before its mark has to be refused here.
+func (s *Source) checkMark(ctx context.Context, m *replayMark) error {
+	cur, gtids, err := s.currentPosition(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	ahead, at, mark := false, cur.String(), m.at.String()
+	switch {
+	case m.gtids != nil && gtids != nil:
+		at, mark = gtids.String(), m.gtids.String()
+		if m.gtids.flavor == flavorMariaDB {
+			for d, id := range m.gtids.maria {
+				if have, ok := gtids.maria[d]; !ok || have.SequenceNumber < id.SequenceNumber {
+					ahead = true
+				}
+			}
+		} else {
+			ahead = !gtids.my.Contain(m.gtids.my)
+		}
+	case m.gtids == nil:
+		ahead = cur.less(m.at)
+	}
+	if ahead {
+		return connect.Permanent(fmt.Errorf("the stored position's emitted mark (%s) is beyond the end of the server's binlog (%s): the binlog lost transactions this source read (a crash with sync_binlog other than 1, RESET MASTER, a restored backup, a failover to a server behind), and the ones written since would be taken for ones emitted before. Start over with a snapshot: delete the source's stored offsets", mark, at))
 	}
 	return nil
 }

@@ -44,6 +44,8 @@ import (
 // emitted (replayed), except the prepare groups, which are held again; an
 // XA COMMIT up to the mark drops what it would emit. The mark is the end
 // of the last transaction read (GTID set, or file and pos without GTIDs).
+// A mark beyond the end of the server's binlog is refused at Open
+// (checkMark): the transactions written since would pass for replayed.
 //
 // Memory. The held rows count against xa.buffer.bytes (the size of their
 // rows events, uncompressed, plus the change struct of each row); a

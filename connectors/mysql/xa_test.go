@@ -699,3 +699,54 @@ func TestXA_DroppedReleased(t *testing.T) {
 		}
 	}
 }
+
+// TestXA_EmittedMarkAhead: a stored position whose emitted mark is beyond
+// the server's binlog (the binlog lost its tail in a crash, or was reset)
+// is refused, as a position beyond it always was: transactions written
+// since would be taken for ones emitted before and skipped.
+func TestXA_EmittedMarkAhead(t *testing.T) {
+	for _, fileOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fileOnly=%v", fileOnly), func(t *testing.T) {
+			d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+			open := func(pos connect.Position) (*Source, error) {
+				t.Helper()
+				v := withTables(d, map[string]string{"snapshot.mode": "never", "dsn": d.dsn, "heartbeat.interval": "0"})
+				s := Connector().NewSource().(*Source)
+				s.idle, s.fileOnly = 100*time.Millisecond, fileOnly
+				cfg := connect.Config{Pipeline: "p", Connector: "src", Values: v, Spec: spec(), Position: pos}
+				return s, s.Open(t.Context(), cfg)
+			}
+			s, err := open(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.exec(t, "INSERT INTO t VALUES (1)")
+			recs := readTo(t, s, 1)
+			s.Close(context.Background())
+			p, _ := decodePosition(lastPosition(recs))
+			mark := emittedMark{File: p.File, Pos: p.Pos + 1<<30}
+			if p.GTIDs != "" {
+				g, err := parseGTIDSet(flavorMariaDB, p.GTIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for dom, id := range g.maria {
+					id.SequenceNumber += 1000
+					g.maria[dom] = id
+				}
+				mark = emittedMark{File: p.File, Pos: p.Pos, GTIDs: g.String()}
+			}
+			p.Emitted = &mark
+			s, err = open(p.encode())
+			if err == nil {
+				defer s.Close(context.Background())
+				d.exec(t, "INSERT INTO t VALUES (2)")
+				recs, _ := s.Read(t.Context())
+				t.Fatalf("opened from %s; then read %q", p.encode(), changeIDs(t, recs))
+			}
+			if !connect.IsPermanent(err) || !strings.Contains(err.Error(), "emitted") {
+				t.Fatalf("error %v (permanent %v): want a permanent one about the emitted mark", err, connect.IsPermanent(err))
+			}
+		})
+	}
+}
