@@ -395,8 +395,10 @@ func xaStatement(q string) (verb, xid string) {
 	}
 	xid = strings.Join(rest, "")
 	if m := xidForm.FindStringSubmatch(xid); m != nil {
-		if n, err := strconv.ParseUint(m[3], 10, 32); err == nil {
-			xid = "X'" + strings.ToUpper(m[1]) + "',X'" + strings.ToUpper(m[2]) + "'," + strconv.FormatUint(n, 10)
+		// The formatID as the XA_PREPARE event keeps it: 32 bits of
+		// MySQL's 64.
+		if n, err := strconv.ParseUint(m[3], 10, 64); err == nil {
+			xid = "X'" + strings.ToUpper(m[1]) + "',X'" + strings.ToUpper(m[2]) + "'," + strconv.FormatUint(uint64(uint32(n)), 10)
 		}
 	}
 	return verb, xid

@@ -276,6 +276,8 @@ func TestXAStatement(t *testing.T) {
 		{"XA COMMIT X'01',X'',1 ONE PHASE", "COMMIT ONE PHASE", "X'01',X'',1"},
 		{"XA END X'01',X'',1", "END", "X'01',X'',1"},
 		{"XA COMMIT 'plain'", "COMMIT", "'plain'"},
+		// MySQL takes a formatID of 64 bits; its XA_PREPARE event keeps 32.
+		{"XA COMMIT X'01',X'',4294967297", "COMMIT", "X'01',X'',1"},
 	} {
 		verb, xid := xaStatement(tc.q)
 		if verb != tc.verb || xid != tc.xid {
