@@ -50,7 +50,9 @@
 // up to it. Only transaction ends carry it, and of the transactions in one
 // batch only the last; an incremental snapshot adds its progress. A restart
 // resumes from the GTID set when the server has GTIDs (MariaDB always;
-// MySQL with gtid_mode=ON), else from file/pos. The binlog needs no
+// MySQL with gtid_mode=ON), else from file/pos. While prepared XA
+// transactions are held (xa.go), the position resumes at the oldest one's
+// prepare and marks how far transactions were emitted. The binlog needs no
 // acknowledgement upstream; Ack trims the schema history. Heartbeat
 // records carry the latest position while captured tables are idle.
 //

@@ -95,6 +95,8 @@ func spec() connect.Spec {
 			Description: "Rows per snapshot chunk (read by primary key); a restart resumes a table after its last emitted chunk."},
 		{Name: "batch.size", Type: connect.TypeInt, Min: "1", Max: "1048576", Default: "2048",
 			Description: "Most records returned by one read."},
+		{Name: "xa.buffer.bytes", Type: connect.TypeInt, Min: "1024", Default: "268435456",
+			Description: "Most bytes (the binlog size of their rows events) of prepared XA transactions held in memory until their XA COMMIT (then emitted) or XA ROLLBACK (then dropped). Beyond it the task fails, naming the transaction, and is not restarted: raise it, or commit or roll back the prepared transactions, then restart the connector."},
 		{Name: "tls.mode", Type: connect.TypeString, Default: tlsPreferred, Enum: tlsModes,
 			Description: "TLS to the server, for queries and the binlog alike (MySQL's --ssl-mode): disabled; preferred (TLS when the server offers it, certificate not checked); required (TLS, not checked); verify-ca (the certificate chain checked against tls.ca); verify-full (and the host name). When unset, a tls parameter of the DSN decides (true: verify-full, skip-verify: required, preferred, false: disabled)."},
 		{Name: "tls.ca", Type: connect.TypeString,
@@ -121,26 +123,27 @@ func checkSpec(cfg connect.Config) error {
 
 // settings are the parsed configuration of a Source.
 type settings struct {
-	dsn          *mysql.Config // parsed; Passwd is the secret
-	serverID     uint32
-	tables       []string // patterns
-	snapshotMode string
-	prefix       string
-	topic        string
-	heartbeat    time.Duration
-	decimals     decimalMode
-	tombstones   bool
-	skipped      cdc.SkippedOps // skipped.operations
-	schemas      bool
-	txMetadata   bool
-	includeQuery bool
-	stateDir     string
-	workers      int
-	chunkSize    int
-	batchSize    int
-	signalTable  string // database.table, "" for none
-	tlsMode      string
-	tlsCA        string
+	dsn           *mysql.Config // parsed; Passwd is the secret
+	serverID      uint32
+	tables        []string // patterns
+	snapshotMode  string
+	prefix        string
+	topic         string
+	heartbeat     time.Duration
+	decimals      decimalMode
+	tombstones    bool
+	skipped       cdc.SkippedOps // skipped.operations
+	schemas       bool
+	txMetadata    bool
+	includeQuery  bool
+	stateDir      string
+	workers       int
+	chunkSize     int
+	batchSize     int
+	xaBufferBytes int64
+	signalTable   string // database.table, "" for none
+	tlsMode       string
+	tlsCA         string
 }
 
 func parseSettings(cfg connect.Config) (settings, error) {
@@ -229,6 +232,7 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.workers = intIn("snapshot.workers", 1, 64)
 	s.chunkSize = intIn("snapshot.chunk.size", 1, 1<<20)
 	s.batchSize = intIn("batch.size", 1, 1<<20)
+	s.xaBufferBytes = int64(intIn("xa.buffer.bytes", 1024, 1<<62))
 	s.tlsMode, err = cfg.String("tls.mode")
 	add(err)
 	if _, set := cfg.Values["tls.mode"]; !set && s.dsn != nil && s.dsn.TLSConfig != "" {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -128,8 +129,9 @@ func installAndStart(root string) (*dbServer, error) {
 }
 
 // startServer starts mariadbd on dir, with the binary log (ROW, FULL row
-// image and metadata) when logBin and the extra arguments, and waits until
-// it accepts connections.
+// image and metadata) when logBin and the extra arguments (a --port among
+// them replaces the free port it picks), and waits until it accepts
+// connections.
 func startServer(dir string, logBin bool, extra ...string) (*dbServer, error) {
 	bin, err := findBin("mariadbd", "mysqld")
 	if err != nil {
@@ -138,6 +140,13 @@ func startServer(dir string, logBin bool, extra ...string) (*dbServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
+	}
+	for _, a := range extra {
+		if p, ok := strings.CutPrefix(a, "--port="); ok {
+			if port, err = strconv.Atoi(p); err != nil {
+				return nil, fmt.Errorf("extra argument %s: %w", a, err)
+			}
+		}
 	}
 	base := filepath.Dir(dir) + "/" + filepath.Base(dir)
 	args := []string{"--no-defaults", "--datadir=" + dir, "--socket=" + base + ".sock",

@@ -15,7 +15,8 @@ import (
 //
 // While streaming, file and pos are the end of the last transaction
 // emitted (the binlog coordinates of the next event), and gtids is the GTID
-// set executed up to and including it (MariaDB: the last GTID of each
+// set executed up to and including it, unless prepared XA transactions are
+// undecided (see Emitted) (MariaDB: the last GTID of each
 // domain, "0-1-42"; MySQL: uuid:interval sets). row and event are always 0:
 // only transaction boundaries carry a position. A restart resumes from
 // gtids when it is set, else from file/pos. During a snapshot, file, pos
@@ -31,6 +32,11 @@ type position struct {
 	Snapshot *progress `json:"snapshot,omitempty"`
 	// Incremental is the state of an incremental snapshot in progress.
 	Incremental *incState `json:"incremental,omitempty"`
+	// Emitted is set while prepared XA transactions are undecided: file,
+	// pos and gtids are then the start of the oldest one's prepare (where
+	// a restart must read again), and Emitted the end of the last
+	// transaction read, up to which nothing is emitted again (xa.go).
+	Emitted *emittedMark `json:"emitted,omitempty"`
 }
 
 // progress is how far an unfinished snapshot got: tables fully read, and
@@ -44,7 +50,7 @@ type progress struct {
 // encode writes p as JSON, by hand when there is no snapshot progress:
 // streaming encodes one position per transaction.
 func (p position) encode() connect.Position {
-	if p.Snapshot != nil || p.Incremental != nil || !plainASCII(p.File) || !plainASCII(p.GTIDs) {
+	if p.Snapshot != nil || p.Incremental != nil || p.Emitted != nil || !plainASCII(p.File) || !plainASCII(p.GTIDs) {
 		b, err := json.Marshal(p)
 		if err != nil {
 			panic(err) // plain data: cannot fail

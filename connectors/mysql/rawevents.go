@@ -73,8 +73,14 @@ func (st *streamer) handleRaw(ctx context.Context, ev *replication.BinlogEvent) 
 			return fmt.Errorf("GTID event at %s:%d: %w", st.file, h.LogPos, err)
 		}
 		e.GTID.ServerID = h.ServerID
-		st.mariaGTID(h, e.GTID)
+		st.mariaGTID(h, e.GTID, e.Flags)
 		return nil
+	case replication.XA_PREPARE_LOG_EVENT:
+		body, err := st.body(ev.RawData)
+		if err != nil {
+			return err
+		}
+		return st.xaPrepareEvent(ctx, h, body)
 	case replication.QUERY_EVENT:
 		body, err := st.body(ev.RawData)
 		if err != nil {
@@ -206,7 +212,17 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 	if !st.inTx {
 		st.begin(h)
 	}
-	if t.signal && e.kind == rowsInsert {
+	// Emitted before the restart (xa.go); a prepare group is held again,
+	// but its signals acted before.
+	replay := st.replayed()
+	if st.xaOpen != nil {
+		if err := st.xaGrow(int64(len(e.rows))+int64(len(imgs))*heldChangeSize, h); err != nil {
+			return err
+		}
+	} else if replay {
+		return nil
+	}
+	if t.signal && !replay && e.kind == rowsInsert {
 		for _, img := range imgs {
 			vals, err := m.spec.values(nil, img)
 			if err != nil {
@@ -247,8 +263,9 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		if keyChange && skipDel && skipCre {
 			continue // both events of the key change are skipped
 		}
-		if st.chunk != nil {
-			// The keys of the events emitted leave the open chunk.
+		if st.chunk != nil && st.xaOpen == nil {
+			// The keys of the events emitted leave the open chunk (held
+			// XA changes when committed: leaveChunk).
 			if e.kind != rowsInsert && !(keyChange && skipDel) {
 				if err := st.streamedImage(t, m.spec, before, h); err != nil {
 					return err
@@ -267,7 +284,7 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		si.row = i
 		c.t, c.kind, c.spec, c.si, c.now = t, e.kind, m.spec, si, now
 		c.rawBefore, c.rawAfter, c.keyChange = before, after, keyChange
-		st.change(c)
+		st.queue(c)
 	}
 	if len(st.pending) > st.src.set.batchSize {
 		return st.flush(ctx, false)

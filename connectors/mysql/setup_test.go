@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +45,14 @@ func withGlobal(t *testing.T, d *testDB, name, value string) {
 	t.Helper()
 	old := d.queryString(t, "SELECT @@GLOBAL."+name)
 	d.exec(t, "SET GLOBAL "+name+" = '"+value+"'")
-	t.Cleanup(func() { d.db.Exec("SET GLOBAL " + name + " = '" + old + "'") })
+	if _, err := strconv.Atoi(old); err != nil {
+		old = "'" + old + "'" // a boolean reads as 0 or 1, which it takes only unquoted
+	}
+	t.Cleanup(func() {
+		if _, err := d.db.Exec("SET GLOBAL " + name + " = " + old); err != nil {
+			t.Errorf("restore %s: %v", name, err)
+		}
+	})
 }
 
 func TestSetup_BinlogFormatNotRow(t *testing.T) {

@@ -53,6 +53,9 @@ type Source struct {
 	// does those of MySQL's binary JSON columns; tests set it to run that
 	// path on MariaDB.
 	goMySQLRows bool
+	// fileOnly (tests) positions by binlog file and pos even when the
+	// server has GTIDs, as with a MySQL server without gtid_mode.
+	fileOnly bool
 
 	db   *sql.DB // the runner's after Open
 	srv  *server
@@ -73,6 +76,8 @@ type Source struct {
 	// Rows events decoded by the connector, and by go-mysql's parser
 	// (rawevents.go); reported as gauges.
 	rowsDecoded, rowsParsed atomic.Int64
+	// Prepared XA transactions held until their outcome (xa.go).
+	xaHeld atomic.Int64
 
 	signals chan signalReq // ExecuteSnapshot and the like to the streamer
 }
@@ -87,6 +92,8 @@ type plan struct {
 	start    coords    // where streaming starts (file/pos)
 	gtids    *gtidSet  // where streaming starts (GTIDs); nil without GTIDs
 	inc      *incState // the incremental snapshot in progress, nil for none
+	// emitted is the stored position's emitted mark (xa.go), nil for none.
+	emitted *replayMark
 }
 
 // tableRef is a captured table.
@@ -126,6 +133,9 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	s.db.SetMaxIdleConns(2)
 	if s.srv, err = checkServer(ctx, s.db); err != nil {
 		return err
+	}
+	if s.fileOnly {
+		s.srv.gtidMode = false
 	}
 	if s.plan.tables, err = resolveTables(ctx, s.db, s.set.tables); err != nil {
 		return err
@@ -192,6 +202,16 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 	if pos != nil {
 		p.inc = pos.Incremental
 		p.start = coords{pos.File, pos.Pos}
+		if pos.Emitted != nil && pos.Snapshot == nil {
+			m, err := newReplayMark(s.srv.flavor, pos.Emitted)
+			if err != nil {
+				return err
+			}
+			if !s.srv.gtidMode {
+				m.gtids = nil
+			}
+			p.emitted = m
+		}
 		if pos.GTIDs != "" {
 			g, err := parseGTIDSet(s.srv.flavor, pos.GTIDs)
 			if err != nil {
@@ -204,8 +224,16 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 				return err
 			}
 			s.log.Warn("mysql: the binlog of the stored position is gone; taking a new snapshot (snapshot.mode=when_needed)", "err", err)
-			p.snapshot, p.resume, p.gtids, p.inc = true, nil, nil, nil
+			p.snapshot, p.resume, p.gtids, p.inc, p.emitted = true, nil, nil, nil, nil
 		}
+	}
+	if p.emitted != nil {
+		if err := s.checkMark(ctx, p.emitted); err != nil {
+			return err
+		}
+	}
+	if pos == nil {
+		s.warnPreparedXA(ctx)
 	}
 	if pos == nil && !p.snapshot {
 		// Stream from now.
@@ -217,6 +245,69 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		p.fresh = true
 	}
 	return nil
+}
+
+// checkMark checks that the emitted mark of the stored position is not
+// beyond the end of the server's binlog. It is when the binlog lost
+// transactions the source read (a crash with sync_binlog other than 1,
+// RESET MASTER, a restored backup, a failover to a server behind): the
+// transactions written since would be taken for ones emitted before the
+// restart and skipped. A position beyond the binlog is refused by the
+// server; a position resuming before its mark has to be refused here.
+func (s *Source) checkMark(ctx context.Context, m *replayMark) error {
+	cur, gtids, err := s.currentPosition(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	ahead, at, mark := false, cur.String(), m.at.String()
+	switch {
+	case m.gtids != nil && gtids != nil:
+		at, mark = gtids.String(), m.gtids.String()
+		if m.gtids.flavor == flavorMariaDB {
+			for d, id := range m.gtids.maria {
+				if have, ok := gtids.maria[d]; !ok || have.SequenceNumber < id.SequenceNumber {
+					ahead = true
+				}
+			}
+		} else {
+			ahead = !gtids.my.Contain(m.gtids.my)
+		}
+	case m.gtids == nil:
+		ahead = cur.less(m.at)
+	}
+	if ahead {
+		return connect.Permanent(fmt.Errorf("the stored position's emitted mark (%s) is beyond the end of the server's binlog (%s): the binlog lost transactions this source read (a crash with sync_binlog other than 1, RESET MASTER, a restored backup, a failover to a server behind), and the ones written since would be taken for ones emitted before. Start over with a snapshot: delete the source's stored offsets", mark, at))
+	}
+	return nil
+}
+
+// warnPreparedXA warns about XA transactions prepared on the server when
+// the source starts without a stored position: their prepare is before
+// where streaming starts, so if they commit their changes are not
+// captured (xa.go). Without the privilege XA RECOVER needs, it says
+// nothing.
+func (s *Source) warnPreparedXA(ctx context.Context) {
+	rows, err := s.db.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		s.log.Debug("mysql: XA RECOVER", "err", err)
+		return
+	}
+	defer rows.Close()
+	var xids []string
+	for rows.Next() {
+		var format, gl, bl int64
+		var data []byte
+		if err := rows.Scan(&format, &gl, &bl, &data); err != nil {
+			s.log.Debug("mysql: XA RECOVER", "err", err)
+			return
+		}
+		if gl >= 0 && bl >= 0 && gl+bl <= int64(len(data)) {
+			xids = append(xids, xidString(data[:gl], data[gl:gl+bl], uint32(format)))
+		}
+	}
+	if len(xids) > 0 {
+		s.log.Warn("mysql: XA transactions are prepared on the server; this source starts after their prepare, so if they commit their changes are not captured", "xids", strings.Join(xids, " "))
+	}
 }
 
 // currentPosition returns the server's current binlog coordinates and the
@@ -464,6 +555,7 @@ func (s *Source) Report() connect.Report {
 	}
 	r.Gauges["binlog_rows_events_decoded"] = float64(s.rowsDecoded.Load())
 	r.Gauges["binlog_rows_events_parsed_by_go_mysql"] = float64(s.rowsParsed.Load())
+	r.Gauges["xa_prepared_held"] = float64(s.xaHeld.Load())
 	return r
 }
 

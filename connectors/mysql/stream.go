@@ -78,6 +78,12 @@ type streamer struct {
 	incChanged bool      // inc changed and no record carries it yet
 	chunkSeq   int
 
+	// XA transactions (xa.go).
+	xaOpen  *xaTx       // the XA prepare group being received; nil for none
+	xaHeld  []*xaTx     // prepared and undecided, in prepare order
+	xaBytes int64       // binlog size of the rows events held
+	emitted *replayMark // the start position's emitted mark, until passed; nil for none
+
 	// The transaction being received.
 	inTx       bool
 	txGTID     string            // "0-1-42" or "uuid:42"; "" without GTIDs
@@ -91,6 +97,7 @@ type streamer struct {
 	txThread   int64
 	txQuery    string // the statement of the rows events that follow (include.query)
 	txBegun    bool   // the transaction's BEGIN record was emitted
+	txIDFixed  string // the transaction block's id when not txGTID's (xaEmit)
 	txMark     int    // where the transaction's records start in pending
 	total      int64
 	counts     []txCount
@@ -120,6 +127,7 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 	st.last = position{File: s.plan.start.File, Pos: s.plan.start.Pos, ServerID: s.srv.serverID}
 	st.lastRec = -1
 	st.inc = s.plan.inc.clone()
+	st.emitted = s.plan.emitted
 	st.meta = replication.NewBinlogParser()
 	st.meta.SetFlavor(s.srv.flavor)
 	// The forms rowsdec.go decodes too, for the events go-mysql parses.
@@ -445,6 +453,10 @@ func (st *streamer) abandonTx() {
 		st.pending = st.pending[:st.txMark]
 		st.inTx = false
 	}
+	if x := st.xaOpen; x != nil {
+		st.xaBytes -= x.bytes
+		st.xaOpen = nil
+	}
 	st.file = st.last.File
 	clear(st.tables)
 	clear(st.maps)
@@ -649,8 +661,9 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 			st.last.File, st.last.Pos = st.file, uint32(e.Position)
 		}
 	case *replication.MariadbGTIDEvent:
-		st.mariaGTID(h, e.GTID)
+		st.mariaGTID(h, e.GTID, e.Flags)
 	case *replication.GTIDEvent:
+		st.xaUnfinished(h)
 		st.begin(h)
 		if !bytes.Equal(e.SID, make([]byte, len(e.SID))) && e.GNO > 0 {
 			st.txSID, st.txGNO = e.SID, e.GNO
@@ -702,15 +715,22 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 		if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
 			return st.idle(ctx)
 		}
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return st.xaPrepareEvent(ctx, h, e.Data)
+		}
 	}
 	return nil
 }
 
-// mariaGTID starts the transaction of a MariaDB GTID event.
-func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID) {
+// mariaGTID starts the transaction of a MariaDB GTID event with flags.
+func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID, flags byte) {
+	st.xaUnfinished(h)
 	st.begin(h)
 	st.txMaria, st.hasMaria = id, true
 	st.txGTID = mariaGTIDString(id)
+	if flags&mariaFlPreparedXA != 0 {
+		st.xaBegin()
+	}
 }
 
 // query handles a query event: BEGIN, COMMIT, or a statement (DDL).
@@ -725,6 +745,8 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 		return nil
 	case strings.EqualFold(q, "COMMIT"):
 		return st.commit(ctx, h)
+	case isXA(q):
+		return st.xaQuery(ctx, h, q)
 	}
 	if !st.inTx {
 		st.begin(h) // a statement logged without a GTID event before it
@@ -754,7 +776,7 @@ func (st *streamer) truncate(ctx context.Context, h *replication.EventHeader, sc
 	}
 	r := refs[0]
 	s := st.src
-	if systemDB(r.db) || !matchAny(s.set.tables, r.db, r.name) {
+	if systemDB(r.db) || !matchAny(s.set.tables, r.db, r.name) || st.replayed() {
 		return nil
 	}
 	if c := st.chunk; c != nil && c.open && !c.closing && c.table == r.db+"."+r.name {
@@ -806,7 +828,7 @@ func (st *streamer) begin(h *replication.EventHeader) {
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
-	st.txBegun = false
+	st.txBegun, st.txIDFixed = false, ""
 	st.txMark = len(st.pending)
 	st.total, st.counts = 0, st.counts[:0]
 }
@@ -831,6 +853,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 	}
 	st.inTx = false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
+	st.passedMark()
 	if !emitted {
 		return st.flush(ctx, true)
 	}
@@ -848,11 +871,16 @@ func (st *streamer) lastPosition() connect.Position {
 		p.GTIDs = st.gtids.String()
 	}
 	p.Incremental = st.inc.clone()
+	st.xaPosition(&p)
 	return p.encode()
 }
 
-// txID is the transaction block's id: the GTID, or file:pos without one.
+// txID is the transaction block's id: the GTID, or file:pos without one
+// (for the changes of an XA transaction, its prepare group's).
 func (st *streamer) txID() string {
+	if st.txIDFixed != "" {
+		return st.txIDFixed
+	}
 	if st.txGTID != "" {
 		return st.txGTID
 	}
@@ -976,7 +1004,17 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if !st.inTx {
 		st.begin(h)
 	}
-	if t.signal && e.Type() == replication.EnumRowsEventTypeInsert {
+	// Emitted before the restart (xa.go); a prepare group is held again,
+	// but its signals acted before.
+	replay := st.replayed()
+	if st.xaOpen != nil {
+		if err := st.xaGrow(int64(h.EventSize)+int64(len(e.Rows))*heldChangeSize, h); err != nil {
+			return err
+		}
+	} else if replay {
+		return nil
+	}
+	if t.signal && !replay && e.Type() == replication.EnumRowsEventTypeInsert {
 		for _, r := range e.Rows {
 			st.signalRow(t, r)
 		}
@@ -1029,8 +1067,9 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 		if keyChange && skipDel && skipCre {
 			continue // both events of the key change are skipped
 		}
-		if st.chunk != nil {
-			// The keys of the events emitted leave the open chunk.
+		if st.chunk != nil && st.xaOpen == nil {
+			// The keys of the events emitted leave the open chunk (held
+			// XA changes when committed: leaveChunk).
 			if before != nil && !(keyChange && skipDel) {
 				st.streamedChange(t, before)
 			}
@@ -1039,7 +1078,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 			}
 		}
 		si.row = i / step
-		st.change(&change{t: t, kind: kind, keyChange: keyChange, parsed: &parsedRow{before: before, after: after}, si: si, now: now})
+		st.queue(&change{t: t, kind: kind, keyChange: keyChange, parsed: &parsedRow{before: before, after: after}, si: si, now: now})
 	}
 	if len(st.pending) > st.src.set.batchSize {
 		return st.flush(ctx, false)
