@@ -93,6 +93,15 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		if err != nil {
 			return err
 		}
+		// The listener's files are read before the log is opened (and its
+		// directory made), so that a missing certificate leaves nothing
+		// behind.
+		var lopts kafka.Options
+		if lc.Kafka.Listen != "" {
+			if lopts, err = kafkaListenerOptions(lc.Kafka); err != nil {
+				return err
+			}
+		}
 		l, err = tlog.Open(tlog.Options{Dir: lc.Dir, Logger: a.logger, NumPartitions: lc.Defaults.Partitions, MaxPartitions: maxParts})
 		if err != nil {
 			return err
@@ -100,12 +109,8 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		defer l.Close()
 		backend = engine.NewEmbedded(l, a.logger)
 		if lc.Kafka.Listen != "" {
-			opts, err := kafkaListenerOptions(lc.Kafka)
-			if err != nil {
-				return err
-			}
-			opts.Logger = a.logger
-			ks, err := kafka.Listen(ctx, lc.Kafka.Listen, l, opts)
+			lopts.Logger = a.logger
+			ks, err := kafka.Listen(ctx, lc.Kafka.Listen, l, lopts)
 			if err != nil {
 				return fmt.Errorf("serve the Kafka protocol on %s (log.kafka.listen): %w", lc.Kafka.Listen, err)
 			}

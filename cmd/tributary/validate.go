@@ -29,6 +29,15 @@ func newValidateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var errs []error
+			for _, p := range ps {
+				if err := checkLogFiles(p.Log); err != nil {
+					errs = append(errs, fmt.Errorf("%s: pipeline %s: %w", p.File, p.Name, err))
+				}
+			}
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
 			for _, p := range ps {
 				fmt.Fprintf(a.stdout, "%s: pipeline %s is valid (%d sources, %d sinks, %d topics)\n", p.File, p.Name, len(p.Sources), len(p.Sinks), len(p.Topics))
 			}
@@ -37,6 +46,21 @@ func newValidateCmd(a *app) *cobra.Command {
 	}
 	addPluginsDirFlag(cmd, &pluginDirs)
 	return cmd
+}
+
+// checkLogFiles reads what log.kafka names (TLS certificates, keys and CAs)
+// as run will, so that validate finds a missing or unreadable file before
+// a worker starts.
+func checkLogFiles(l pipelines.Log) error {
+	switch {
+	case l.Backend == pipelines.BackendKafka:
+		_, err := kafkaBackendOptions(l.Kafka)
+		return err
+	case l.Kafka.Listen != "":
+		_, err := kafkaListenerOptions(l.Kafka)
+		return err
+	}
+	return nil
 }
 
 func addPluginsDirFlag(cmd *cobra.Command, dirs *[]string) {

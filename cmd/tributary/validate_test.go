@@ -70,3 +70,58 @@ sinks:
 		t.Errorf("run reported %d problems, want %d at once", n, len(want))
 	}
 }
+
+// validate reads the files log.kafka.tls names, as run does: a missing
+// certificate or a CA without a PEM certificate is found before a worker
+// starts, and run refuses it before it makes the data directory.
+func TestValidate_ChecksKafkaTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, key := writeTestCerts(t, dir)
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	data := filepath.Join(dir, "data")
+	file := func(name, log string) string {
+		t.Helper()
+		path := filepath.Join(dir, name+".yaml")
+		src := "version: 1\nname: " + name + "\nlog:\n" + log + `sources:
+  - {name: gen, connector: generator, topic: t, config: {rate: 1}}
+sinks:
+  - {name: out, connector: stdout, topics: [t]}
+`
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	listener := func(tls string) string {
+		return "  dir: " + data + "\n  kafka: {listen: 127.0.0.1:0, tls: " + tls + "}\n"
+	}
+	backend := func(tls string) string {
+		return "  backend: kafka\n  kafka: {brokers: [127.0.0.1:1], tls: " + tls + "}\n"
+	}
+
+	good := file("good", listener("{cert: "+cert+", key: "+key+", ca: "+ca+"}"))
+	if out, _, err := tributary(t, dir, "", "validate", good); err != nil {
+		t.Fatalf("validate of a listener with readable TLS files: %v\n%s", err, out)
+	}
+	goodClient := file("goodclient", backend("{ca: "+ca+", cert: "+cert+", key: "+key+"}"))
+	if out, _, err := tributary(t, dir, "", "validate", goodClient); err != nil {
+		t.Fatalf("validate of a kafka backend with readable TLS files: %v\n%s", err, out)
+	}
+
+	noCert := file("nocert", listener("{cert: "+missing+", key: "+key+"}"))
+	err := mustFail(t, dir, "", "validate", noCert)
+	wantContains(t, "validate", err.Error(), noCert+": pipeline nocert: log.kafka.tls: load the listener's certificate "+missing, "no such file")
+	err = mustFail(t, dir, "", "run", noCert, "--rest-addr", "127.0.0.1:0")
+	wantContains(t, "run", err.Error(), "log.kafka.tls", missing)
+	if _, statErr := os.Stat(data); statErr == nil {
+		t.Error("run made the data directory of a listener whose certificate is missing")
+	}
+
+	badCA := file("badca", backend("{ca: "+notPEM+"}"))
+	err = mustFail(t, dir, "", "validate", badCA)
+	wantContains(t, "validate", err.Error(), badCA+": pipeline badca: log.kafka.tls.ca: "+notPEM+" holds no PEM certificate")
+}
