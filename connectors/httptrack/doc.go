@@ -59,8 +59,11 @@
 // could not have been answered sooner: the fsyncs in flight do not cover
 // them. An idle or lightly loaded source, or one whose worker never calls
 // Durable, is read at once.
-// A Durable wakes all the requests it answers with one channel close;
-// they check the answered seq without taking the source's lock. When a
+// Waiting requests wait in waves, one per Read: a Read seals the wave of
+// the requests it takes, and a Durable wakes the requests it answers with
+// one channel close per wave, leaving those queued for the next Read
+// asleep; woken, they check the answered seq without taking the source's
+// lock. When a
 // Read waits to take the queue as that Durable comes, the close waits for
 // the worker's next Read, so that the batch the waiting Read returns is
 // appended (and its fsyncs started) before the answered requests and
