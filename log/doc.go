@@ -13,6 +13,13 @@
 // FlushInterval trades this for interval flushing. Readers see only durable
 // offsets, so nothing a reader saw can vanish in a crash.
 //
+// A failed write or fsync of data makes the partition read-only until the
+// log is reopened: the state of the file is then unknown. A roll to a new
+// segment that fails for want of file descriptors or disk space is not such
+// a failure: the append gets a *RollError, the partition stays as it was
+// and takes the appends that fit its active segment, and the next append
+// that needs a new segment tries the roll again.
+//
 // # On disk
 //
 //	<dir>/.lock                      flock'ed by the one process using the dir

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // Sentinel errors callers branch on.
@@ -46,4 +47,41 @@ func (e *CorruptionError) Error() string {
 func IsCorruption(err error) bool {
 	var c *CorruptionError
 	return errors.As(err, &c)
+}
+
+// RollError reports that a partition could not start a new segment, for an
+// append or for retention. Nothing is lost and the partition stays
+// writable: the active segment is intact (its data fsync'ed), whatever the
+// roll had created of the new segment is removed again, and the next append
+// that needs a new segment tries the roll again, so the partition recovers
+// by itself once the cause is gone (descriptors or disk space freed).
+// Appends that fit the active segment go on meanwhile.
+//
+// A roll that fails where the state on disk is unknown (an fsync of the old
+// segment's data or of the directory fails, or a new file cannot be removed
+// again) returns a plain error instead and leaves the partition read-only
+// until the log is reopened, as a failed write or fsync of data does.
+type RollError struct {
+	Partition string // topic-partition, as "orders-3"
+	Base      int64  // base offset of the segment it could not start
+	Err       error
+}
+
+func (e *RollError) Error() string {
+	return fmt.Sprintf("partition %s: roll to a new segment at offset %d: %v (the partition keeps every record and retries the roll on the next append%s)",
+		e.Partition, e.Base, e.Err, resourceHint(e.Err))
+}
+
+func (e *RollError) Unwrap() error { return e.Err }
+
+// resourceHint says what to do about running out of descriptors or disk
+// space, as "; hint", or "" for other errors.
+func resourceHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "; every segment keeps 3 files open: raise the open files limit (`ulimit -n`, or LimitNOFILE= in a systemd unit), or use fewer partitions, a larger segment.bytes or a shorter retention"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "; the disk is full: free space, or lower retention.bytes or retention.ms"
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ type Metrics struct {
 	Fsyncs           atomic.Int64
 	FsyncNanos       atomic.Int64 // total time spent in fsync
 	SegmentsRolled   atomic.Int64
+	RollFailures     atomic.Int64 // rolls that failed (see RollError); appends retry them
 	SegmentsDeleted  atomic.Int64 // by retention
 	SegmentsCleaned  atomic.Int64 // rewritten by compaction
 	TailTruncations  atomic.Int64 // torn tails cut on open

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,6 +55,7 @@ type partition struct {
 	dataCh    chan struct{} // closed when visible moves or the partition closes
 	producers *producerState
 	failed    error // sticky write or fsync failure: the partition refuses appends
+	rollErr   error // the last roll failed with this *RollError (nil once one succeeds)
 	closed    bool
 }
 
@@ -265,6 +267,7 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 	// order and only over bytes already written.
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
+	end = -1
 	var records, bytes int64
 	run := make([]plannedBatch, 0, len(batches))
 	for i := 0; i < len(batches); {
@@ -308,9 +311,10 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 					break // the run goes to this segment; the next one rolls
 				}
 				if err := p.rollLocked(now); err != nil {
-					p.failed = err
+					p.rollFailedLocked(err)
 					p.mu.Unlock()
-					return nil, -1, err
+					// Runs this call wrote before stay written: wait for them.
+					return nil, end, err
 				}
 				active = p.segments[len(p.segments)-1]
 				pos = active.size
@@ -354,10 +358,10 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 		p.mu.Unlock()
 
 		if err := active.writeIndexTail(fromIdx, fromTime); err != nil {
-			p.mu.Lock()
-			p.failed = err
-			p.mu.Unlock()
-			return nil, -1, err
+			// Not fatal: the index files of the active segment are never
+			// read back (recovery rebuilds them, a roll rewrites them whole
+			// before it fsyncs them), and the data is written.
+			p.logger().Warn("write index entries of the active segment; the roll rewrites them", "error", err)
 		}
 		if refused != nil {
 			p.kickSyncer()
@@ -456,18 +460,52 @@ func (p *partition) advanceVisibleLocked(to int64) {
 // rollLocked seals the active segment (its data and indexes fsync'ed) and
 // starts a new one, so that only the newest segment can ever hold a torn
 // tail. It also snapshots producer state at the new base.
+//
+// A roll can fail for want of a file descriptor or of disk space, which may
+// come back. Every step is undone or harmless until the new segment is in
+// place, so such a failure returns a *RollError and leaves the partition as
+// it was: the old segment stays active (its data fsync'ed; sealing its
+// indexes again is harmless), and whatever the roll created of the new
+// segment is removed again, durably, before the old segment takes another
+// append (a leftover empty segment at p.next would make recovery read those
+// appends as crossing into it). Any other error leaves the disk in a state
+// the partition cannot vouch for: the caller makes it read-only
+// (rollFailedLocked).
 func (p *partition) rollLocked(now time.Time) error {
 	old := p.segments[len(p.segments)-1]
-	if err := old.seal(); err != nil {
-		return err
+	base := p.next
+	retry := func(err error) error { return &RollError{Partition: p.String(), Base: base, Err: err} }
+	if err := old.syncAll(); err != nil {
+		return err // fsyncgate: never retried
 	}
-	s, err := createSegment(p.dir, p.next, now)
+	if err := old.sealIndexes(); err != nil {
+		return retry(err)
+	}
+	// The directory is opened before any file is created, so that removing
+	// what a failed create left behind can be made durable without another
+	// descriptor.
+	d, err := os.Open(p.dir)
 	if err != nil {
-		return err
+		return retry(fmt.Errorf("open dir %s: %w", p.dir, err))
 	}
-	if err := syncDir(p.dir); err != nil {
+	s, err := createSegment(p.dir, base, now)
+	if err != nil {
+		// createSegment closed what it opened; remove what it created.
+		rerr := removeSegmentFiles(p.dir, base)
+		if rerr == nil {
+			rerr = d.Sync()
+		}
+		d.Close()
+		if rerr != nil {
+			return fmt.Errorf("%w; then remove its files: %w", err, rerr)
+		}
+		return retry(err)
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
 		s.release()
-		return err
+		return fmt.Errorf("sync dir %s: %w", p.dir, err)
 	}
 	s.cache.Store(p.l.cache)
 	old.cache.Store(nil)
@@ -476,7 +514,28 @@ func (p *partition) rollLocked(now time.Time) error {
 		p.logger().Warn("write producer snapshot", "error", err)
 	}
 	p.l.metrics.SegmentsRolled.Add(1)
+	if p.rollErr != nil {
+		p.logger().Info("rolled a new segment again", "base_offset", base, "after", p.rollErr)
+		p.rollErr = nil
+	}
 	return nil
+}
+
+// rollFailedLocked handles an error of rollLocked: a *RollError leaves the
+// partition writable (it is logged when it is the first of a row, and
+// counted); any other error makes it read-only.
+func (p *partition) rollFailedLocked(err error) {
+	p.l.metrics.RollFailures.Add(1)
+	var re *RollError
+	if !errors.As(err, &re) {
+		p.failed = err
+		p.logger().Error("roll to a new segment failed; partition is now read-only", "error", err)
+		return
+	}
+	if p.rollErr == nil {
+		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds", "error", err)
+	}
+	p.rollErr = err
 }
 
 // syncLoop is the partition's only fsync caller. Each round covers every

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -194,9 +195,9 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	if !cfg.Delete {
 		return 0, nil
 	}
-	if err := p.rollExpiredActive(now, cfg); err != nil {
-		return 0, err
-	}
+	// A failed roll (out of descriptors, say) does not hold back the
+	// deletion of expired sealed segments, which frees descriptors.
+	rollErr := p.rollExpiredActive(now, cfg)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -225,7 +226,7 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	logStart := p.logStart // p.segments may change once mu is released
 	p.mu.Unlock()
 	if n == 0 {
-		return 0, nil
+		return 0, rollErr
 	}
 	var firstErr error
 	for _, s := range victims {
@@ -239,7 +240,7 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	}
 	p.logger().Info("retention deleted segments", "segments", n, "log_start_offset", logStart)
 	p.l.metrics.SegmentsDeleted.Add(int64(n))
-	return n, firstErr
+	return n, errors.Join(rollErr, firstErr)
 }
 
 // rollExpiredActive rolls the active segment when every record in it is
@@ -263,8 +264,8 @@ func (p *partition) rollExpiredActive(now time.Time, cfg TopicConfig) error {
 		return nil
 	}
 	if err := p.rollLocked(now); err != nil {
-		p.failed = err
-		return fmt.Errorf("roll the expired active segment of %s: %w", p, err)
+		p.rollFailedLocked(err)
+		return fmt.Errorf("roll the expired active segment: %w", err)
 	}
 	return nil
 }

@@ -435,14 +435,36 @@ func (s *segment) syncData() error {
 	return nil
 }
 
-// seal makes a segment that will get no more appends fully durable: data,
-// and indexes rewritten from memory.
+// seal makes a segment that will get no more appends fully durable: its
+// data, then its indexes rewritten from memory.
 func (s *segment) seal() error {
+	if err := s.syncAll(); err != nil {
+		return err
+	}
+	return s.sealIndexes()
+}
+
+// syncAll fsyncs the segment's data file, size included. After a failure
+// the state of its pages is unknown: the partition must turn read-only.
+func (s *segment) syncAll() error {
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("sync segment %s: %w", s.path(".log"), err)
+	}
+	return nil
+}
+
+// sealIndexes rewrites both indexes whole from memory, with a last time
+// index entry for the segment's largest timestamp, and fsyncs them. A
+// failure may be retried: the next try rewrites every byte (no page a
+// failed writeback left marked clean is relied on), and the index files of
+// a segment are read back only once it is sealed (recovery rebuilds those
+// of the newest segment).
+func (s *segment) sealIndexes() error {
 	s.addTimeEntry()
 	if err := s.writeIndexFiles(); err != nil {
 		return err
 	}
-	for _, f := range []*os.File{s.f, s.idxF, s.tidx} {
+	for _, f := range []*os.File{s.idxF, s.tidx} {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", f.Name(), err)
 		}
@@ -471,10 +493,14 @@ func (s *segment) close() {
 
 // remove deletes the segment's files; open readers keep their view until
 // they release it.
-func (s *segment) remove() error {
+func (s *segment) remove() error { return removeSegmentFiles(s.dir, s.base) }
+
+// removeSegmentFiles deletes the files of the segment at base in dir, those
+// that exist.
+func removeSegmentFiles(dir string, base int64) error {
 	var errs []error
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
-		if err := os.Remove(s.path(ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, segmentName(base, ext))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

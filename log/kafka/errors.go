@@ -14,6 +14,7 @@ func errorCode(err error) int16 {
 		return 0
 	}
 	var ke *kerr.Error
+	var re *tlog.RollError
 	switch {
 	case errors.As(err, &ke):
 		return ke.Code
@@ -48,6 +49,10 @@ func errorCode(err error) int16 {
 	case errors.Is(err, tlog.ErrClosed):
 		return kerr.NotLeaderForPartition.Code // retriable: the client comes back
 	case tlog.IsCorruption(err):
+		return kerr.KafkaStorageError.Code
+	case errors.As(err, &re):
+		// Retriable for clients: the partition retries the roll on the
+		// next append (out of descriptors or disk space, for now).
 		return kerr.KafkaStorageError.Code
 	}
 	return kerr.UnknownServerError.Code

@@ -1,0 +1,21 @@
+package kafka
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+
+	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TestErrorCode_RollFailureIsRetriable: a partition that could not roll
+// takes appends again once the roll succeeds, so producers must retry, not
+// fail the batch as they do on UNKNOWN_SERVER_ERROR.
+func TestErrorCode_RollFailureIsRetriable(t *testing.T) {
+	err := fmt.Errorf("append: %w", &tlog.RollError{Partition: "t-0", Base: 7, Err: syscall.EMFILE})
+	code := errorCode(err)
+	if ke := kerr.ErrorForCode(code); ke != kerr.KafkaStorageError || !kerr.IsRetriable(ke) {
+		t.Fatalf("errorCode(%v) = %d (%v); want the retriable KAFKA_STORAGE_ERROR", err, code, ke)
+	}
+}

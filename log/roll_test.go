@@ -1,0 +1,347 @@
+//go:build linux
+
+package log
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The roll test lowers the child's open files limit (RLIMIT_NOFILE is
+// per process, so the parent and the other tests keep theirs).
+const (
+	rollChildEnv   = "TRIBUTARY_ROLL_CHILD" // data dir: run as the child
+	rollTopic      = "roll"
+	rollSegBytes   = 8192
+	rollSmallValue = 80   // a batch of it fits the space a failed roll leaves
+	rollBigValue   = 1500 // a batch of it needs a roll
+)
+
+// rollValue is the value of the record at offset, n bytes long.
+func rollValue(offset int64, n int) []byte {
+	v := fmt.Appendf(nil, "%08d-", offset)
+	return append(v, bytes.Repeat([]byte{'v'}, n-len(v))...)
+}
+
+// TestPartition_RollFailure_OutOfFileDescriptorsIsTransient runs a child
+// that fills segments and makes each roll fail for lack of file
+// descriptors at every step of the roll (the directory handle, then each of
+// the new segment's three files): the append that needs the roll gets an
+// error that names the partition and says what to raise, no file of the
+// new segment stays behind, the partition keeps taking appends that fit
+// the active segment, and once descriptors are free again the next append
+// rolls. Retention's roll of an expired active segment fails the same way,
+// without holding back the deletion of expired sealed segments. The child
+// then exits without closing the log, right after a
+// failed roll and an append into the old segment; the parent reopens the
+// log and checks every acknowledged record, and that it rolls and appends.
+func TestPartition_RollFailure_OutOfFileDescriptorsIsTransient(t *testing.T) {
+	if dir := os.Getenv(rollChildEnv); dir != "" {
+		rollChild(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_OutOfFileDescriptorsIsTransient$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), rollChildEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+	acked, err := os.ReadFile(filepath.Join(dir, "acked"))
+	if err != nil {
+		t.Fatalf("the child wrote no list of acknowledged records: %v\n%s", err, out)
+	}
+	var sizes []int
+	for _, f := range strings.Fields(string(acked)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, n)
+	}
+
+	l := openTestLog(t, dir)
+	defer l.Close()
+	check := func() {
+		t.Helper()
+		got := readAll(t, l, rollTopic, 0, 0)
+		if len(got) != len(sizes) {
+			t.Fatalf("the reopened log holds %d records; the child had %d acknowledged", len(got), len(sizes))
+		}
+		for i, r := range got {
+			if r.Offset != int64(i) || !bytes.Equal(r.Value, rollValue(int64(i), sizes[i])) {
+				t.Fatalf("record %d: offset %d, value %.20q…; want offset %d, %d bytes", i, r.Offset, r.Value, i, sizes[i])
+			}
+		}
+	}
+	check()
+	if m := l.Metrics(); m.TailTruncations.Load() != 0 || m.CorruptBatches.Load() != 0 {
+		t.Fatalf("recovery truncated %d tails and found %d corrupt batches; want none", m.TailTruncations.Load(), m.CorruptBatches.Load())
+	}
+	// The active segment is full: this append rolls.
+	next := int64(len(sizes))
+	if base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, rollBigValue)}}); err != nil || base != next {
+		t.Fatalf("Append after the reopen = %d, %v; want %d, nil", base, err, next)
+	}
+	sizes = append(sizes, rollBigValue)
+	check()
+	checkSegmentFiles(t, testPartition(t, l, rollTopic, 0))
+}
+
+func rollChild(t *testing.T, dir string) {
+	l := openTestLog(t, dir, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+	if err := l.CreateTopic(rollTopic, 1, map[string]string{ConfigSegmentBytes: strconv.Itoa(rollSegBytes)}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, rollTopic, 0)
+	var sizes []int // of every acknowledged record, by offset
+	appendOne := func(size int) error {
+		t.Helper()
+		next := int64(len(sizes))
+		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
+		if err != nil {
+			return err
+		}
+		if base != next {
+			t.Fatalf("Append went to offset %d, want %d", base, next)
+		}
+		sizes = append(sizes, size)
+		return nil
+	}
+	mustAppend := func(size int) {
+		t.Helper()
+		if err := appendOne(size); err != nil {
+			t.Fatalf("Append of %d bytes at offset %d: %v", size, len(sizes), err)
+		}
+	}
+	activeSize := func() (int64, int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.segments[len(p.segments)-1].size, len(p.segments)
+	}
+	// fill appends small records until a big one no longer fits the
+	// active segment (a small one still does).
+	fill := func() int {
+		for {
+			size, segs := activeSize()
+			if size+rollBigValue > rollSegBytes {
+				return segs
+			}
+			mustAppend(rollSmallValue)
+		}
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		t.Helper()
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		mustAppend(rollBigValue)
+	}
+	for spare := range 5 {
+		segs := fill()
+		allowOnly(t, spare, lim)
+		err := appendOne(rollBigValue)
+		if spare == 4 {
+			// Enough for the roll itself (the directory handle is closed
+			// before the producer snapshot needs its two).
+			restore()
+			if err != nil {
+				t.Fatalf("with 4 spare descriptors: Append = %v, want nil", err)
+			}
+			if _, n := activeSize(); n != segs+1 {
+				t.Fatalf("with 4 spare descriptors: %d segments, want %d", n, segs+1)
+			}
+			continue
+		}
+		if err == nil {
+			restore()
+			t.Fatalf("with %d spare descriptors: the append that needs a roll succeeded", spare)
+		}
+		// The active segment still takes what fits, and nothing of the
+		// new segment is left behind.
+		if err2 := appendOne(rollSmallValue); err2 != nil {
+			restore()
+			t.Fatalf("with %d spare descriptors: after the failed roll (%v), an append that fits the active segment: %v", spare, err, err2)
+		}
+		restore()
+		checkSegmentFiles(t, p)
+		t.Logf("with %d spare descriptors: %v", spare, err)
+		checkRollError(t, err, "roll-0")
+		if _, n := activeSize(); n != segs {
+			t.Fatalf("with %d spare descriptors: %d segments after the failed roll, want %d", spare, n, segs)
+		}
+		// The cause is gone: the next append rolls.
+		mustAppend(rollBigValue)
+		if _, n := activeSize(); n != segs+1 {
+			t.Fatalf("with %d spare descriptors: %d segments after the retried roll, want %d", spare, n, segs+1)
+		}
+		checkSegmentFiles(t, p)
+	}
+	// Retention's roll of an expired active segment fails the same way,
+	// and leaves the partition writable too.
+	_, segs := activeSize()
+	cfg := p.cfg()
+	cfg.RetentionMs = 1
+	allowOnly(t, 1, lim)
+	err := p.rollExpiredActive(time.Now().Add(time.Hour), cfg)
+	restore()
+	if err == nil {
+		t.Fatal("with 1 spare descriptor: the roll of the expired active segment succeeded")
+	}
+	checkRollError(t, err, "roll-0")
+	if _, n := activeSize(); n != segs {
+		t.Fatalf("%d segments after retention's failed roll, want %d", n, segs)
+	}
+	checkSegmentFiles(t, p)
+	mustAppend(rollSmallValue)
+
+	// Nor does it hold back the deletion of expired sealed segments, which
+	// frees descriptors.
+	if err := l.CreateTopic("expire", 1, map[string]string{ConfigSegmentBytes: strconv.Itoa(rollSegBytes), ConfigRetentionMs: "60000"}); err != nil {
+		t.Fatal(err)
+	}
+	pe := testPartition(t, l, "expire", 0)
+	for range 20 {
+		if _, err := l.Append(t.Context(), "expire", 0, []Record{{Value: rollValue(0, rollBigValue)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pe.mu.Lock()
+	segs = len(pe.segments)
+	pe.mu.Unlock()
+	later := time.Now().Add(time.Hour)
+	allowOnly(t, 1, lim)
+	n, err := pe.enforceRetention(later)
+	restore()
+	if err == nil || n != segs-1 {
+		t.Fatalf("retention with 1 spare descriptor deleted %d of %d segments, error %v; want %d and a roll error", n, segs, err, segs-1)
+	}
+	checkRollError(t, err, "expire-0")
+	checkSegmentFiles(t, pe)
+	if n, err := pe.enforceRetention(later); err != nil || n != 1 {
+		t.Fatalf("retention, descriptors free again: deleted %d segments, error %v; want 1 (the expired active one, rolled), nil", n, err)
+	}
+	if _, err := l.Append(t.Context(), "expire", 0, []Record{{Value: rollValue(0, rollSmallValue)}}); err != nil {
+		t.Fatal(err)
+	}
+	checkSegmentFiles(t, pe)
+
+	// Leave the log as a crash would, right after a failed roll and an
+	// append into the old segment.
+	fill()
+	allowOnly(t, 2, lim)
+	err = appendOne(rollBigValue)
+	if err == nil {
+		restore()
+		t.Fatal("with 2 spare descriptors: the append that needs a roll succeeded")
+	}
+	if err := appendOne(rollSmallValue); err != nil {
+		restore()
+		t.Fatalf("after the failed roll, an append that fits the active segment: %v", err)
+	}
+	restore()
+	checkSegmentFiles(t, p)
+	var list []byte
+	for _, n := range sizes {
+		list = strconv.AppendInt(list, int64(n), 10)
+		list = append(list, '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "acked"), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%d records acknowledged; exiting without closing the log\n", len(sizes))
+	os.Exit(0)
+}
+
+// checkRollError checks that a roll failure for lack of descriptors says
+// what failed, where, that nothing is lost and what to raise.
+func checkRollError(t *testing.T, err error, partition string) {
+	t.Helper()
+	var re *RollError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a *RollError", err, err)
+	}
+	if !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("error %v does not wrap EMFILE", err)
+	}
+	for _, want := range []string{partition, "new segment", "ulimit -n", "LimitNOFILE", "segment.bytes", "partitions"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+// checkSegmentFiles checks that the partition directory holds exactly the
+// files of the segments the partition has, and no temporary file.
+func checkSegmentFiles(t *testing.T, p *partition) {
+	t.Helper()
+	p.mu.Lock()
+	var want []string
+	for _, s := range p.segments {
+		for _, ext := range []string{".log", ".index", ".timeindex"} {
+			want = append(want, segmentName(s.base, ext))
+		}
+	}
+	p.mu.Unlock()
+	entries, err := os.ReadDir(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case strings.HasSuffix(name, ".log"), strings.HasSuffix(name, "index"):
+			got = append(got, name)
+		case strings.HasSuffix(name, ".tmp"):
+			t.Errorf("temporary file %s left behind", name)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("partition dir holds %v; its segments are %v", got, want)
+	}
+}
+
+// allowOnly lowers the soft open files limit so that exactly spare more
+// descriptors can be opened: descriptors take the lowest free number, and
+// the limit bounds the number.
+func allowOnly(t *testing.T, spare int, lim syscall.Rlimit) {
+	t.Helper()
+	limit, free := 0, 0
+	for ; ; limit++ {
+		if !fdOpen(limit) {
+			if free == spare {
+				break
+			}
+			free++
+		}
+	}
+	low := syscall.Rlimit{Cur: uint64(limit), Max: lim.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatalf("set open files limit to %d: %v", limit, err)
+	}
+}
+
+// fdOpen reports whether descriptor fd is open.
+func fdOpen(fd int) bool {
+	_, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+	return errno == 0
+}
