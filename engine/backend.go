@@ -133,9 +133,10 @@ type SourceLease interface {
 // distributed workers do through their config topic. The worker writes a
 // target change made through it to the compacted topic TargetsTopic with
 // Produce, reads the topic when it starts, and follows it with FollowTopic
-// from one goroutine it owns, applying every change to its connectors. The
-// embedded backend, owned by one worker, does not implement it: target
-// states stay in that worker's memory.
+// from one goroutine it owns, applying every change to its connectors; it
+// shares restart requests through the same topic. The embedded backend,
+// owned by one worker, does not implement it: target states stay in that
+// worker's memory, and a restart acts on that worker.
 type TargetSharer interface {
 	// FollowTopic calls fn with the records of partition 0 of topic from
 	// offset from on, in offset order, as they are appended, until ctx

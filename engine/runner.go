@@ -120,17 +120,17 @@ func (r *runner) running() bool {
 	return r.taskRunning
 }
 
-func (r *runner) failed() bool {
+// restartIf restarts the task as a restart request with these flags asks
+// (KIP-745: a connector here is its one task, and never fails itself), and
+// reports whether it did: not when the connector is STOPPED, nor with
+// onlyFailed unless includeTasks is set and the task is FAILED. The check
+// and the restart happen under one lock, so a task that recovers meanwhile
+// is left be.
+func (r *runner) restartIf(includeTasks, onlyFailed bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.taskState == StateFailed
-}
-
-func (r *runner) restart() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.target == StateStopped {
-		return
+	if r.target == StateStopped || onlyFailed && (!includeTasks || r.taskState != StateFailed) {
+		return false
 	}
 	r.restartReq = true
 	r.taskState = StateRestarting
@@ -139,6 +139,7 @@ func (r *runner) restart() {
 		r.softCancel()
 	}
 	r.notifyLocked()
+	return true
 }
 
 // setTaskState sets the task's state and trace; setting the ones it has

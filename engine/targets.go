@@ -16,7 +16,10 @@ import (
 // in the config topic (its target-state-<connector> records). A pause,
 // resume or stop made through any worker is written here and applied by
 // every worker; a worker that starts reads the topic before it starts any
-// connector, so that a connector stopped cluster-wide stays stopped.
+// connector, so that a connector stopped cluster-wide stays stopped. The
+// topic also carries the restart requests made through any worker, with
+// keys of their own (see restart.go): every worker applies a request once,
+// and a worker that starts later applies none of those already written.
 //
 // Keys are shaped as the offsets topic's, ["<connector>",{"pipeline":…}];
 // values are JSON, {"state":"PAUSED","worker_id":"w1","ts_ms":…}: the
@@ -50,18 +53,29 @@ func targetKey(id targetID) []byte {
 	return offsetKey(id.pipeline, id.connector)
 }
 
+// decodeKey reads the key of a TargetsTopic record: the connector it is
+// about, and whether it is a restart request's; ok is false for a key of
+// neither shape.
+func decodeKey(r connect.Record) (id targetID, restart, ok bool) {
+	var key []json.RawMessage
+	if err := json.Unmarshal(r.Key, &key); err != nil || len(key) != 2 {
+		return id, false, false
+	}
+	var part restartKeyPartition
+	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil {
+		return id, false, false
+	}
+	id.pipeline = part.Pipeline
+	return id, part.Restart, true
+}
+
 // decodeTarget reads a TargetsTopic record; ok is false for a record that
 // is not a target state (it is skipped). A tombstone has an empty state.
 func decodeTarget(r connect.Record) (id targetID, v targetValue, ok bool) {
-	var key []json.RawMessage
-	if err := json.Unmarshal(r.Key, &key); err != nil || len(key) != 2 {
+	id, restart, ok := decodeKey(r)
+	if !ok || restart {
 		return id, v, false
 	}
-	var part offsetKeyPartition
-	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil {
-		return id, v, false
-	}
-	id.pipeline = part.Pipeline
 	if r.Value == nil {
 		return id, v, true
 	}
@@ -118,7 +132,7 @@ func (w *Worker) openTargets(ctx context.Context) error {
 	w.targets = map[targetID]clusterTarget{}
 	err := b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
 		if r.Partition == 0 && r.Offset < end {
-			w.applyTargetRecord(r) // the follower starts at end
+			w.applySharedRecord(r, false) // the follower starts at end
 		}
 		return nil
 	})
@@ -141,7 +155,7 @@ func (w *Worker) followTargets(ctx context.Context, ts TargetSharer, from int64)
 	for {
 		err := ts.FollowTopic(ctx, TargetsTopic, from, func(recs []connect.Record) error {
 			for _, r := range recs {
-				w.applyTargetRecord(r)
+				w.applySharedRecord(r, true)
 				from = r.Offset + 1
 			}
 			bo.reset()
@@ -164,7 +178,18 @@ func (w *Worker) followTargets(ctx context.Context, ts TargetSharer, from int64)
 	}
 }
 
-// applyTargetRecord applies a record of TargetsTopic.
+// applySharedRecord applies a record of TargetsTopic: a target state, or
+// a restart request (only when live, read by the follower: one read while
+// the worker loads the topic was made before it started).
+func (w *Worker) applySharedRecord(r connect.Record, live bool) {
+	if id, restart, ok := decodeKey(r); ok && restart {
+		w.applyRestartRecord(r, id, live)
+		return
+	}
+	w.applyTargetRecord(r)
+}
+
+// applyTargetRecord applies a target state record of TargetsTopic.
 func (w *Worker) applyTargetRecord(r connect.Record) {
 	id, v, ok := decodeTarget(r)
 	if !ok {

@@ -57,12 +57,15 @@ type Worker struct {
 	offsets *OffsetStore
 	metrics *Metrics
 
-	mu         sync.Mutex // guards connectors, closed and targets
+	mu         sync.Mutex // guards connectors, closed, targets and restartsSeen
 	connectors map[string]*runner
 	closed     bool
 	// targets holds the newest target state recorded in TargetsTopic per
 	// connector, on a TargetSharer backend (nil otherwise).
 	targets map[targetID]clusterTarget
+	// restartsSeen holds the ids of the restart requests of TargetsTopic
+	// the worker has applied or skipped, on a TargetSharer backend.
+	restartsSeen requestIDs
 
 	// stopFollow ends the goroutine following TargetsTopic, which closes
 	// followDone; both nil without a TargetSharer backend. Set in
@@ -400,21 +403,15 @@ func (w *Worker) Stop(ctx context.Context, name string) error {
 	return r.waitStopped(ctx)
 }
 
-// Restart restarts a connector's task (all tasks, or only failed ones) in
-// this worker: unlike pause, resume and stop it is not shared with other
-// workers. On a SourceLeaser backend a source's task runs in the worker
-// holding its lease; restarting it elsewhere restarts that worker's
-// standby (a restart of the holder's task may move the lease).
+// Restart restarts a connector's task, or with onlyFailed only a FAILED
+// one: RestartConnector with includeTasks. On a TargetSharer backend every
+// worker that loads the connector restarts its own task (each checks its
+// own for onlyFailed); a source's task runs in the worker holding its
+// lease, and a restart of the holder's task may move the lease, as any
+// stop of it does.
 func (w *Worker) Restart(ctx context.Context, name string, onlyFailed bool) error {
-	r, err := w.runner(name)
-	if err != nil {
-		return err
-	}
-	if onlyFailed && r.status().Tasks != nil && !r.failed() {
-		return nil
-	}
-	r.restart()
-	return nil
+	_, err := w.RestartConnector(ctx, name, true, onlyFailed)
+	return err
 }
 
 // Delete stops and removes a connector in this worker. Its stored offsets

@@ -84,6 +84,9 @@ type countSource struct {
 }
 
 func (s *countSource) Open(ctx context.Context, cfg connect.Config) error {
+	s.wt.mu.Lock()
+	s.wt.sourceOpens++
+	s.wt.mu.Unlock()
 	s.next = 1
 	if cfg.Position != nil {
 		var p struct{ N int }
@@ -100,6 +103,12 @@ func (s *countSource) Open(ctx context.Context, cfg connect.Config) error {
 }
 
 func (s *countSource) Read(ctx context.Context) ([]connect.Record, error) {
+	s.wt.mu.Lock()
+	broken := s.wt.failRead
+	s.wt.mu.Unlock()
+	if broken {
+		return nil, connect.Permanent(errors.New("count source broken by the test"))
+	}
 	if s.next > s.max {
 		select {
 		case <-ctx.Done():
@@ -199,6 +208,22 @@ func (s *bufSink) Flush(ctx context.Context) error {
 }
 func (s *bufSink) Close(ctx context.Context) error { return nil }
 
+// openerSink counts its Opens, which fail for good while wt.failOpen is
+// set; it takes every record and keeps none.
+type openerSink struct{ wt *workerUnderTest }
+
+func (s *openerSink) Open(ctx context.Context, cfg connect.Config) error {
+	s.wt.mu.Lock()
+	defer s.wt.mu.Unlock()
+	s.wt.opens++
+	if s.wt.failOpen {
+		return connect.Permanent(errors.New("the sink's receiver is gone (the test says so)"))
+	}
+	return nil
+}
+func (s *openerSink) Write(ctx context.Context, recs []connect.Record) error { return nil }
+func (s *openerSink) Close(ctx context.Context) error                        { return nil }
+
 type workerUnderTest struct {
 	w *engine.Worker
 	b engine.Backend
@@ -212,6 +237,14 @@ type workerUnderTest struct {
 	// recovered holds what tailSource's RecoverTail was handed.
 	recovered []connect.Record
 	flushes   int
+	// opens counts openerSink's Opens; while failOpen is set they fail
+	// with a permanent error.
+	opens    int
+	failOpen bool
+	// sourceOpens counts countSource's Opens; while failRead is set its
+	// Reads fail with a permanent error.
+	sourceOpens int
+	failRead    bool
 }
 
 func (wt *workerUnderTest) received() []connect.Record {
@@ -248,6 +281,8 @@ func newWorker(t *testing.T, b engine.Backend, id string) *workerUnderTest {
 		NewSink: func() connect.Sink { return &memSink{wt: wt} }})
 	reg.MustRegister(connect.Connector{Name: "buf", Kind: connect.KindSink, Version: "test",
 		NewSink: func() connect.Sink { return &bufSink{wt: wt} }})
+	reg.MustRegister(connect.Connector{Name: "opener", Kind: connect.KindSink, Version: "test",
+		NewSink: func() connect.Sink { return &openerSink{wt: wt} }})
 	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: b, Connectors: reg, Logger: quiet(), WorkerID: id,
 		RestartBackoffInitial: 10 * time.Millisecond, RestartBackoffMax: 100 * time.Millisecond})
 	if err != nil {

@@ -13,7 +13,9 @@ import (
 // states (RUNNING, PAUSED, STOPPED) in the engine's compacted topic
 // engine.TargetsTopic and follows it with FollowTopic, as Kafka Connect's
 // workers follow their config topic, so that a pause, resume or stop made
-// through one worker reaches every worker that loads the connector.
+// through one worker reaches every worker that loads the connector. Restart
+// requests travel through the same topic, so that a restart made through
+// one worker restarts the connector's tasks in every worker.
 
 var _ engine.TargetSharer = (*Backend)(nil)
 

@@ -514,7 +514,7 @@ func (s *Server) restartTask(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.worker.Restart(r.Context(), st.Name, false); err != nil {
+	if _, err := s.worker.RestartConnector(r.Context(), st.Name, true, false); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -553,12 +553,17 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 // restart with RESTARTING for every instance it restarts. A connector here
 // is its one task: restarting either restarts the task, and the connector
 // itself never fails (its task does), so onlyFailed never restarts it.
+//
+// On a backend that shares target states (kafka) the restart reaches
+// every worker that loads the connector, each applying it to its own task
+// (Worker.RestartConnector). The answer is this worker's status, as GET
+// …/status is: its task shows RESTARTING when this worker restarted it.
 func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	q := r.URL.Query()
 	includeTasks, onlyFailed := q.Get("includeTasks") == "true", q.Get("onlyFailed") == "true"
 	if !includeTasks && !onlyFailed {
-		if err := s.worker.Restart(r.Context(), name, false); err != nil {
+		if _, err := s.worker.RestartConnector(r.Context(), name, false, false); err != nil {
 			s.fail(w, err)
 			return
 		}
@@ -571,26 +576,22 @@ func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toStatus(st)
-	// A stopped connector has no task to restart, and the worker leaves it
+	// The worker checks the task's state again as it restarts it, so a
+	// task that has recovered meanwhile is left be, and the answer says
+	// what it did.
+	restarted, err := s.worker.RestartConnector(r.Context(), name, includeTasks, onlyFailed)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	// A stopped connector has no task to restart, and the workers leave it
 	// stopped: nothing is RESTARTING.
-	restartable := st.State != engine.StateStopped
-	restartConnector := restartable && (!onlyFailed || st.State == engine.StateFailed)
-	restartTasks := false
-	if restartConnector {
+	if st.State != engine.StateStopped && !onlyFailed {
 		out.Connector.State = engine.StateRestarting
 	}
-	for i, t := range out.Tasks {
-		if restartable && includeTasks && (!onlyFailed || t.State == engine.StateFailed) {
+	if restarted && includeTasks {
+		for i := range out.Tasks {
 			out.Tasks[i].State, out.Tasks[i].Report = engine.StateRestarting, nil
-			restartTasks = true
-		}
-	}
-	if restartConnector || restartTasks {
-		// Only the failed task when only it is to restart: the worker
-		// checks again, so a task that has recovered meanwhile is left be.
-		if err := s.worker.Restart(r.Context(), name, !restartConnector); err != nil {
-			s.fail(w, err)
-			return
 		}
 	}
 	writeJSON(w, http.StatusAccepted, out)
