@@ -13,6 +13,7 @@ import (
 type logCollector struct {
 	log                                                        *tlog.Log
 	appended, appendedBytes, fsyncs, fsyncSeconds, truncations *prometheus.Desc
+	rollFailures                                               *prometheus.Desc
 	start, end, size, lag                                      *prometheus.Desc
 }
 
@@ -25,6 +26,7 @@ func newLogCollector(l *tlog.Log) *logCollector {
 		fsyncs:        prometheus.NewDesc("tributary_log_fsyncs_total", "fsync calls (each covers every append waiting for it).", nil, nil),
 		fsyncSeconds:  prometheus.NewDesc("tributary_log_fsync_seconds_total", "Time spent in fsync.", nil, nil),
 		truncations:   prometheus.NewDesc("tributary_log_tail_truncations_total", "Torn segment tails truncated on open.", nil, nil),
+		rollFailures:  prometheus.NewDesc("tributary_log_roll_failures_total", "Rolls to a new segment that failed (out of file descriptors or disk space: appends that need one fail until a roll succeeds).", nil, nil),
 		start:         prometheus.NewDesc("tributary_log_start_offset", "First offset of a partition.", tp, nil),
 		end:           prometheus.NewDesc("tributary_log_end_offset", "Offset after the last durable record of a partition.", tp, nil),
 		size:          prometheus.NewDesc("tributary_log_size_bytes", "Bytes on disk of a partition.", tp, nil),
@@ -33,7 +35,7 @@ func newLogCollector(l *tlog.Log) *logCollector {
 }
 
 func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.appended, c.appendedBytes, c.fsyncs, c.fsyncSeconds, c.truncations, c.start, c.end, c.size, c.lag} {
+	for _, d := range []*prometheus.Desc{c.appended, c.appendedBytes, c.fsyncs, c.fsyncSeconds, c.truncations, c.rollFailures, c.start, c.end, c.size, c.lag} {
 		ch <- d
 	}
 }
@@ -45,6 +47,7 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fsyncs, prometheus.CounterValue, float64(m.Fsyncs.Load()))
 	ch <- prometheus.MustNewConstMetric(c.fsyncSeconds, prometheus.CounterValue, float64(m.FsyncNanos.Load())/1e9)
 	ch <- prometheus.MustNewConstMetric(c.truncations, prometheus.CounterValue, float64(m.TailTruncations.Load()))
+	ch <- prometheus.MustNewConstMetric(c.rollFailures, prometheus.CounterValue, float64(m.RollFailures.Load()))
 	for _, p := range c.log.PartitionStats() {
 		part := strconv.Itoa(int(p.Partition))
 		ch <- prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, float64(p.LogStartOffset), p.Topic, part)

@@ -245,7 +245,7 @@ func TestREST_ConnectShapes(t *testing.T) {
 		t.Fatalf("expand = %d %s", code, body)
 	}
 	code, body = call(t, srv, "GET", "/metrics", "")
-	if code != 200 || !strings.Contains(body, "kafka_connect_connector_status") || !strings.Contains(body, "tributary_log_records_appended_total") {
+	if code != 200 || !strings.Contains(body, "kafka_connect_connector_status") || !strings.Contains(body, "tributary_log_records_appended_total") || !strings.Contains(body, "tributary_log_roll_failures_total 0") {
 		t.Fatalf("metrics = %d\n%s", code, body)
 	}
 	code, body = call(t, srv, "PATCH", "/connectors/src/config", `{"mode":"b","topic":"t2"}`)
