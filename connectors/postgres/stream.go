@@ -272,6 +272,12 @@ func (st *streamer) receive(ctx context.Context, lsn uint64, data []byte) error 
 	if !st.inStream {
 		return st.handle(ctx, lsn, data) // outside a stream block, protocol 2 messages read as protocol 1
 	}
+	if pglogrepl.MessageType(data[0]) == pglogrepl.MessageTypeOrigin {
+		// The origin of a transaction replayed by a subscription (or any
+		// session with a replication origin) follows the first Stream
+		// Start; unlike the changes, it carries no transaction id.
+		return nil
+	}
 	// Inside a stream block every message carries the id of its
 	// (sub)transaction after the type byte: buffer it without, so that it
 	// replays as a protocol 1 message.
