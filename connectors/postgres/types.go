@@ -298,7 +298,7 @@ func (m *mapper) decode(t *pgType, typmod int32, s string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if timePrecision(typmod) <= 3 && us != math.MaxInt64 && us != math.MinInt64 {
+		if timePrecision(typmod) <= 3 {
 			return floorDiv(us, 1000), nil
 		}
 		return us, nil
@@ -592,14 +592,23 @@ func parseTimeTZ(s string) (any, error) {
 	return t.Format("15:04:05.999999999Z"), nil
 }
 
+// The microseconds Debezium writes for a timestamp of infinity and
+// -infinity: the PostgreSQL JDBC driver's stand-ins
+// (PGStatement.DATE_POSITIVE_INFINITY and DATE_NEGATIVE_INFINITY), read as
+// microseconds. A timestamp(0-3) is the same instant in milliseconds.
+const (
+	timestampPosInfinity = 9223372036825200000
+	timestampNegInfinity = -9223372036832400000
+)
+
 // parseTimestamp maps "YYYY-MM-DD HH:MM:SS[.f][ BC]" to microseconds since
-// the epoch; infinity maps to the int64 extremes.
+// the epoch; infinity and -infinity map to Debezium's stand-ins.
 func parseTimestamp(s string) (int64, error) {
 	switch s {
 	case "infinity":
-		return math.MaxInt64, nil
+		return timestampPosInfinity, nil
 	case "-infinity":
-		return math.MinInt64, nil
+		return timestampNegInfinity, nil
 	}
 	s, bc := splitBC(s)
 	date, clock, ok := strings.Cut(s, " ")
