@@ -413,9 +413,9 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 	case *pglogrepl.RelationMessage:
 		cols := make([]colDef, len(m.Columns))
 		for i, c := range m.Columns {
-			cols[i] = colDef{name: c.Name, oid: c.DataType, typmod: c.TypeModifier}
+			cols[i] = colDef{name: c.Name, oid: c.DataType, typmod: c.TypeModifier, key: c.Flags&1 != 0}
 		}
-		rel, err := st.cat.relation(ctx, tableRef{m.Namespace, m.RelationName}, cols, m.ReplicaIdentity)
+		rel, err := st.cat.relation(ctx, tableRef{m.Namespace, m.RelationName}, m.RelationID, cols, m.ReplicaIdentity)
 		if err != nil {
 			return err
 		}

@@ -279,3 +279,42 @@ func TestStream_SkippedOperations(t *testing.T) {
 		})
 	}
 }
+
+// TestStream_TableRenamedOrDroppedSinceItsChanges streams changes of
+// tables that were renamed or dropped after them, as a source that is
+// behind (here: stopped) sees them: the table's key is still known (by
+// the relation's OID, or from the stream's own description of a table
+// that is gone), and the stream does not stop on a name the catalogue no
+// longer has.
+func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE r (id int PRIMARY KEY, v text NOT NULL)",
+		"CREATE TYPE gone_t AS ENUM ('x', 'y')",
+		"CREATE TABLE gone (id int PRIMARY KEY, v text, e gone_t)",
+		"CREATE TABLE marker (id int PRIMARY KEY)",
+	)
+	cfg := map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}
+	openSource(t, db, cfg, nil).Close(t.Context())
+	db.exec(t, "INSERT INTO r VALUES (1, 'a')")
+	db.exec(t, "INSERT INTO gone VALUES (2, 'b', 'y')")
+	db.exec(t, "ALTER TABLE r RENAME TO r2")
+	db.exec(t, "DROP TABLE gone")
+	db.exec(t, "DROP TYPE gone_t")
+	db.exec(t, "INSERT INTO r2 VALUES (3, 'c')")
+	db.exec(t, "INSERT INTO marker VALUES (-1)")
+	s := openSource(t, db, cfg, nil)
+	recs := readUntil(t, s, 30*time.Second, untilMarker("marker"))
+	var got []string
+	for _, e := range decode(t, recs) {
+		got = append(got, e.Rec.Topic+" "+string(e.Rec.Key)+" "+e.Ev.After.String())
+	}
+	want := []string{
+		`src.public.r {"id":1} {"id":1,"v":"a"}`,
+		`src.public.gone {"id":2} {"id":2,"v":"b","e":"y"}`,
+		`src.public.r2 {"id":3} {"id":3,"v":"c"}`,
+		`src.public.marker {"id":-1} {"id":-1}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
