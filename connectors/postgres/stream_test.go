@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -316,5 +317,38 @@ func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestStream_ShortWalSenderTimeout_SlowReader: while Read is slow to take
+// records, the runner waits to hand them over and reads nothing from the
+// server, so it must keep confirming on its own, well within the server's
+// wal_sender_timeout (here 1s, set for the connection), or the server ends
+// the stream ("terminating walsender process due to replication timeout").
+func TestStream_ShortWalSenderTimeout_SlowReader(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	dsn := db.dsn + "&options=" + "-c%20wal_sender_timeout%3D1s"
+	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never", "batch.size": "1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	db.exec(t, "INSERT INTO a SELECT g FROM generate_series(1, 20) g")
+	time.Sleep(3 * time.Second) // the runner's hand-over is full: it waits
+	db.exec(t, "INSERT INTO a VALUES (-1)")
+	recs := readUntil(t, s, 30*time.Second, untilMarker("a"))
+	if len(recs) != 21 {
+		t.Fatalf("got %d records, want 21", len(recs))
+	}
+}
+
+func TestParseGUCDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"60s": time.Minute, "0": 0, "500ms": 500 * time.Millisecond, "2min": 2 * time.Minute, "1h": time.Hour, "250": 250 * time.Millisecond} {
+		if got, err := parseGUCDuration(in); err != nil || got != want {
+			t.Errorf("parseGUCDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseGUCDuration("soon"); err == nil {
+		t.Errorf("parseGUCDuration(soon) did not fail")
 	}
 }
