@@ -204,8 +204,9 @@ func matchAny(patterns []string, name string) bool {
 // disabled nothing is created or changed. A missing publication or table
 // that cannot be helped so is a permanent error saying what to run.
 func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, name, mode string, tables []tableRef) error {
-	var allTables, owned, viaRoot bool
-	err := conn.QueryRow(ctx, "SELECT puballtables, pg_get_userbyid(pubowner) = current_user, pubviaroot FROM pg_publication WHERE pubname = $1", name).Scan(&allTables, &owned, &viaRoot)
+	var allTables, owned, viaRoot, ins, upd, del bool
+	err := conn.QueryRow(ctx, "SELECT puballtables, pg_get_userbyid(pubowner) = current_user, pubviaroot, pubinsert, pubupdate, pubdelete FROM pg_publication WHERE pubname = $1", name).
+		Scan(&allTables, &owned, &viaRoot, &ins, &upd, &del)
 	list := make([]string, len(tables))
 	for i, t := range tables {
 		list[i] = t.quoted()
@@ -250,6 +251,21 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, na
 	}
 	if err != nil {
 		return fmt.Errorf("read publication %s: %w", name, err)
+	}
+	var unpublishedOps []string
+	for _, op := range []struct {
+		on   bool
+		name string
+	}{{ins, "insert"}, {upd, "update"}, {del, "delete"}} {
+		if !op.on {
+			unpublishedOps = append(unpublishedOps, op.name)
+		}
+	}
+	if len(unpublishedOps) > 0 {
+		// On purpose, maybe (an insert-only feed): a warning, not an error.
+		log.Warn(fmt.Sprintf("postgres: publication %s does not publish %s: PostgreSQL leaves those changes of the captured tables out of the stream. "+
+			"If they should be captured, run: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate');", name, strings.Join(unpublishedOps, ", "), ident),
+			"publication", name)
 	}
 	if partitioned && !viaRoot {
 		set := fmt.Sprintf("ALTER PUBLICATION %s SET (publish_via_partition_root = true);", ident)

@@ -429,3 +429,31 @@ func (b *syncBuffer) Reset() {
 	defer b.mu.Unlock()
 	b.b.Reset()
 }
+
+// TestSetup_PublicationWithoutSomeOperations: a publication that does not
+// publish updates or deletes makes pgoutput leave them out; the source
+// says so when it starts, naming the statement that fixes it.
+func TestSetup_PublicationWithoutSomeOperations(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE t (id int PRIMARY KEY)",
+		"CREATE PUBLICATION ins_only FOR TABLE t WITH (publish = 'insert')",
+	)
+	var log syncBuffer
+	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
+	s, err := tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never", "publication": "ins_only"}, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.Close(context.Background())
+	var warn string
+	for l := range strings.Lines(log.String()) {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, "ins_only") {
+			warn = l
+		}
+	}
+	for _, want := range []string{"update, delete", "SET (publish = 'insert, update, delete, truncate')"} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("warning %q does not mention %q:\n%s", warn, want, log.String())
+		}
+	}
+}
