@@ -86,6 +86,14 @@ func (t tableRef) quoted() string { return pgx.Identifier{t.schema, t.name}.Sani
 // checkServer checks what logical replication needs from the server and
 // the user, and says what to run when something is missing.
 func checkServer(ctx context.Context, conn *pgx.Conn) error {
+	var version int
+	var versionText string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_version')").Scan(&version, &versionText); err != nil {
+		return fmt.Errorf("read the server version: %w", err)
+	}
+	if err := checkVersion(version, versionText); err != nil {
+		return err
+	}
 	var walLevel string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
 		return fmt.Errorf("read wal_level: %w", err)
@@ -101,6 +109,19 @@ func checkServer(ctx context.Context, conn *pgx.Conn) error {
 	}
 	if !ok {
 		return connect.Permanent(fmt.Errorf("user %q lacks the REPLICATION attribute that logical replication needs; run as a superuser: ALTER ROLE %s WITH REPLICATION;", user, pgx.Identifier{user}.Sanitize()))
+	}
+	return nil
+}
+
+// minVersion is the oldest server the connector works with: pgoutput sends
+// logical decoding messages (heartbeats, incremental snapshot watermarks)
+// from PostgreSQL 14 on, and refuses the messages option before.
+const minVersion = 140000
+
+// checkVersion fails for a server older than minVersion.
+func checkVersion(num int, text string) error {
+	if num < minVersion {
+		return connect.Permanent(fmt.Errorf("PostgreSQL %s is too old: the connector needs PostgreSQL 14 or later (whose pgoutput sends the logical decoding messages that heartbeats and incremental snapshots use); upgrade the server", text))
 	}
 	return nil
 }

@@ -457,3 +457,14 @@ func TestSetup_PublicationWithoutSomeOperations(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckVersion(t *testing.T) {
+	if err := checkVersion(130012, "13.12"); err == nil || !connect.IsPermanent(err) || !strings.Contains(err.Error(), "PostgreSQL 13.12 is too old") {
+		t.Errorf("checkVersion(13.12) = %v, want a permanent error", err)
+	}
+	for _, v := range []int{140000, 150004, 170000} {
+		if err := checkVersion(v, ""); err != nil {
+			t.Errorf("checkVersion(%d) = %v", v, err)
+		}
+	}
+}
