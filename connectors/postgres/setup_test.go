@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
@@ -467,4 +468,59 @@ func TestCheckVersion(t *testing.T) {
 			t.Errorf("checkVersion(%d) = %v", v, err)
 		}
 	}
+}
+
+// TestSlotLost_WhileStreaming: the slot of a running source falls behind
+// max_slot_wal_keep_size (nothing is acknowledged) and a checkpoint
+// invalidates it. The source fails with the permanent error that says
+// what happened and what to do, not with a retried connection error.
+func TestSlotLost_WhileStreaming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second server")
+	}
+	if server == nil {
+		t.Skipf("no PostgreSQL server for the tests: %v", serverErr)
+	}
+	dir := filepath.Join(filepath.Dir(pristine), "slotlost")
+	if out, err := exec.Command("cp", "-a", pristine, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy data dir: %v\n%s", err, out)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(dir, "logical")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, srv.dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	run := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	run("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+	run("SELECT pg_reload_conf()")
+	run("CREATE TABLE t (id int PRIMARY KEY, pad text)")
+	s, err := tryOpen(t, srv.dsn("postgres"), map[string]string{"snapshot.mode": "never", "slot": "lost_slot"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for i := range 4 {
+		run(fmt.Sprintf("INSERT INTO t SELECT g, repeat('x', 1000) FROM generate_series(%d, %d) g", i*1000, i*1000+999))
+		run("SELECT pg_switch_wal()")
+	}
+	run("CHECKPOINT")
+	var readErr error
+	deadline := time.Now().Add(30 * time.Second)
+	for readErr == nil && time.Now().Before(deadline) {
+		_, readErr = s.Read(ctx) // the records are never acknowledged
+	}
+	wantErr(t, readErr, "replication slot lost_slot has lost WAL", "pg_drop_replication_slot('lost_slot')", "snapshot")
+	wantPermanent(t, readErr, true)
 }

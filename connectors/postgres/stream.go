@@ -196,7 +196,7 @@ func (st *streamer) run(ctx context.Context) error {
 				}
 				continue
 			}
-			return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
+			return st.lostSlot(ctx, fmt.Errorf("receive from slot %s: %w", s.set.slot, err))
 		}
 		switch msg := msg.(type) {
 		case *pgproto3.CopyData:
@@ -226,11 +226,35 @@ func (st *streamer) run(ctx context.Context) error {
 				}
 			}
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("replication from slot %s: %w", s.set.slot, pgconn.ErrorResponseToPgError(msg))
+			return st.lostSlot(ctx, fmt.Errorf("replication from slot %s: %w", s.set.slot, pgconn.ErrorResponseToPgError(msg)))
 		case *pgproto3.CopyDone:
 			return fmt.Errorf("replication from slot %s: the server ended the stream", s.set.slot)
 		}
 	}
+}
+
+// lostSlot returns, for a stream that ended with err, the permanent error
+// of a slot that lost WAL, if that is why: PostgreSQL ends the stream of a
+// slot past max_slot_wal_keep_size (terminating its walsender) and then
+// marks it lost. Otherwise it returns err, which a retry may cure.
+func (st *streamer) lostSlot(ctx context.Context, err error) error {
+	s := st.src
+	for deadline := time.Now().Add(time.Second); ctx.Err() == nil; {
+		slot, rerr := readSlot(ctx, st.cat.conn, s.set.slot)
+		if rerr != nil || slot == nil {
+			return err
+		}
+		if slot.walStatus != nil && *slot.walStatus == "lost" {
+			return errors.Join(checkSlot(&slotInfo{plugin: slot.plugin, database: slot.database, walStatus: slot.walStatus}, s.set.slot, slot.database), err)
+		}
+		// Being invalidated: the walsender is let go of first.
+		pending := slot.active || slot.walStatus != nil && *slot.walStatus == "unreserved"
+		if !pending || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 // receive processes one pgoutput message: under protocol 2 the stream
