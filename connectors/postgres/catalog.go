@@ -81,6 +81,8 @@ FROM pg_type t WHERE t.oid = $1`, oid).Scan(&name, &typtype, &category, &delim, 
 		if et.kind == kindArray || et.kind == kindUnknown && et.elem != nil {
 			t.kind = kindText
 		}
+	case typtype == "b" && oid >= 16384 && name == "hstore":
+		t.kind = kindHstore
 	case typtype == "b" && oid >= 16384:
 		// An extension's base type (citext, hstore, ltree, PostGIS, ...).
 		t.kind = kindUnknown

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -281,5 +282,68 @@ func TestSchema_Nullability(t *testing.T) {
 	now := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "slot": "nullability_again"}, nil)
 	for _, e := range decode(t, readRecords(t, now, 2, 30*time.Second)) {
 		check("second snapshot", e, "id:false customer_id:true note:false amount:false tags:true c:false")
+	}
+}
+
+// TestTypes_HstoreAndBit: hstore is a JSON string of its pairs (Debezium's
+// default hstore.handling.mode=json) and bit(1) a boolean, as Debezium
+// maps them, in the snapshot and the stream alike.
+func TestTypes_HstoreAndBit(t *testing.T) {
+	db := newDB(t,
+		"CREATE EXTENSION hstore",
+		"CREATE TABLE hb (id int PRIMARY KEY, h hstore, b1 bit, b4 bit(4), ha hstore[])",
+		`INSERT INTO hb VALUES (1, 'a=>1, "b c"=>NULL, "q\"x"=>"y\\z", e=>""', B'1', B'1010', ARRAY['k=>v']::hstore[])`,
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true"}, nil)
+	snap := decode(t, readRecords(t, s, 1, 30*time.Second))
+	db.exec(t, "INSERT INTO hb SELECT 2, h, B'0', b4, ha FROM hb WHERE id = 1")
+	stream := decode(t, readRecords(t, s, 1, 30*time.Second))
+	for i, e := range []event{snap[0], stream[0]} {
+		after := e.Ev.After
+		h, _ := after.Get("h")
+		var pairs map[string]*string
+		if err := json.Unmarshal([]byte(h.(string)), &pairs); err != nil {
+			t.Fatalf("row %d: h = %v, not a JSON object: %v", i, h, err)
+		}
+		got := jsonOf(pairs)
+		if want := `{"a":"1","b c":null,"e":"","q\"x":"y\\z"}`; got != want {
+			t.Errorf("row %d: h = %s, want %s", i, got, want)
+		}
+		if b1, _ := after.Get("b1"); b1 != (i == 0) {
+			t.Errorf("row %d: b1 = %v, want %v", i, b1, i == 0)
+		}
+		if b4, _ := after.Get("b4"); b4 != "1010" {
+			t.Errorf("row %d: b4 = %v, want 1010", i, b4)
+		}
+		if ha, _ := after.Get("ha"); jsonOf(ha) != `["{\"k\":\"v\"}"]` {
+			t.Errorf("row %d: ha = %s", i, jsonOf(ha))
+		}
+		for field, want := range map[string]string{"h": connect.LogicalJSON, "b1": ""} {
+			fs, ok := e.Ev.Schema.Row.FieldSchema(field)
+			if !ok || fs.Name != want {
+				t.Errorf("row %d: schema of %s: %+v, want name %q", i, field, fs, want)
+			}
+		}
+		if fs, _ := e.Ev.Schema.Row.FieldSchema("b1"); fs == nil || fs.Type != connect.SchemaBoolean {
+			t.Errorf("row %d: schema of b1: %+v, want boolean", i, fs)
+		}
+	}
+}
+
+func TestHstoreJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		``:                          `{}`,
+		`"a"=>"1"`:                  `{"a":"1"}`,
+		`"a"=>NULL, "b"=>"NULL"`:    `{"a":null,"b":"NULL"}`,
+		`"x\"y"=>"\\", "é"=>"=>, "`: `{"x\"y":"\\","é":"=>, "}`,
+	} {
+		if got, err := hstoreJSON(in); err != nil || got != want {
+			t.Errorf("hstoreJSON(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`a=>1`, `"a"=>`, `"a"=>"1" "b"=>"2"`, `"a`} {
+		if got, err := hstoreJSON(in); err == nil {
+			t.Errorf("hstoreJSON(%q) = %s, want an error", in, got)
+		}
 	}
 }
