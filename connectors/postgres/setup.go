@@ -290,7 +290,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, na
 	}
 	if partitioned && !viaRoot {
 		set := fmt.Sprintf("ALTER PUBLICATION %s SET (publish_via_partition_root = true);", ident)
-		if mode != pubFiltered || !owned {
+		if mode == pubDisabled || !owned {
 			return connect.Permanent(fmt.Errorf("publication %s publishes the changes of partitioned tables as their partitions', which are not captured (their changes would be lost); run: %s", name, set))
 		}
 		if _, err := conn.Exec(ctx, set); err != nil {
@@ -300,7 +300,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, na
 			}
 			return e
 		}
-		log.Info("postgres: set publish_via_partition_root on the publication, so that partitioned tables are published as themselves", "publication", name)
+		log.Warn("postgres: set publish_via_partition_root on the publication, so that partitioned tables are published as themselves: their changes now come as the partitioned table's (on its topic), no longer as their partitions'", "publication", name)
 	}
 	if allTables {
 		return nil
