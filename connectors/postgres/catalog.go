@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -137,18 +138,33 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, relid uint32, cols
 	if err != nil {
 		return nil, err
 	}
-	if notNull == nil {
-		// Gone from the catalogue.
-		keys = nil
-		if ident != 'f' {
+	flagged := func() []string {
+		var out []string
+		if ident != 'f' { // under FULL every column is flagged
 			for _, d := range cols {
 				if d.key {
-					keys = append(keys, d.name)
+					out = append(out, d.name)
 				}
 			}
 		}
+		return out
+	}
+	if notNull == nil {
+		// Gone from the catalogue.
+		keys = flagged()
 		c.log.Warn("postgres: a table of the stream is no longer in the catalogue (dropped since?): its key is taken from the stream's description, its columns are described as nullable",
 			"table", ref.String(), "key", keys)
+	} else if relid != 0 {
+		for _, k := range keys {
+			if !slices.ContainsFunc(cols, func(d colDef) bool { return d.name == k }) {
+				// A key column renamed (or the key changed) since the
+				// change being streamed.
+				keys = flagged()
+				c.log.Warn("postgres: the key columns of a table in the catalogue are not all among the columns the stream describes (renamed since?): its key is taken from the stream's description",
+					"table", ref.String(), "key", keys)
+				break
+			}
+		}
 	}
 	for _, d := range cols {
 		t, err := c.typ(ctx, d.oid)

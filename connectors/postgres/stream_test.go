@@ -292,10 +292,13 @@ func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
 		"CREATE TABLE r (id int PRIMARY KEY, v text NOT NULL)",
 		"CREATE TYPE gone_t AS ENUM ('x', 'y')",
 		"CREATE TABLE gone (id int PRIMARY KEY, v text, e gone_t)",
+		"CREATE TABLE rc (id int PRIMARY KEY, v text)",
 		"CREATE TABLE marker (id int PRIMARY KEY)",
 	)
 	cfg := map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}
 	openSource(t, db, cfg, nil).Close(t.Context())
+	db.exec(t, "INSERT INTO rc VALUES (7, 'k')")
+	db.exec(t, "ALTER TABLE rc RENAME COLUMN id TO rid")
 	db.exec(t, "INSERT INTO r VALUES (1, 'a')")
 	db.exec(t, "INSERT INTO gone VALUES (2, 'b', 'y')")
 	db.exec(t, "ALTER TABLE r RENAME TO r2")
@@ -310,6 +313,7 @@ func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
 		got = append(got, e.Rec.Topic+" "+string(e.Rec.Key)+" "+e.Ev.After.String())
 	}
 	want := []string{
+		`src.public.rc {"id":7} {"id":7,"v":"k"}`,
 		`src.public.r {"id":1} {"id":1,"v":"a"}`,
 		`src.public.gone {"id":2} {"id":2,"v":"b","e":"y"}`,
 		`src.public.r2 {"id":3} {"id":3,"v":"c"}`,
