@@ -327,18 +327,18 @@ func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
 // TestStream_ShortWalSenderTimeout_SlowReader: while Read is slow to take
 // records, the runner waits to hand them over and reads nothing from the
 // server, so it must keep confirming on its own, well within the server's
-// wal_sender_timeout (here 1s, set for the connection), or the server ends
+// wal_sender_timeout (here 2s, set for the connection), or the server ends
 // the stream ("terminating walsender process due to replication timeout").
 func TestStream_ShortWalSenderTimeout_SlowReader(t *testing.T) {
 	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
-	dsn := db.dsn + "&options=" + "-c%20wal_sender_timeout%3D1s"
+	dsn := db.dsn + "&options=" + "-c%20wal_sender_timeout%3D2s"
 	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never", "batch.size": "1"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	db.exec(t, "INSERT INTO a SELECT g FROM generate_series(1, 20) g")
-	time.Sleep(3 * time.Second) // the runner's hand-over is full: it waits
+	time.Sleep(4 * time.Second) // the runner's hand-over is full: it waits
 	db.exec(t, "INSERT INTO a VALUES (-1)")
 	recs := readUntil(t, s, 30*time.Second, untilMarker("a"))
 	if len(recs) != 21 {
