@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,6 +47,14 @@ func (c *catalog) typ(ctx context.Context, oid uint32) (*pgType, error) {
 SELECT t.typname, t.typtype::text, t.typcategory::text, t.typdelim::text, t.typbasetype, t.typelem, t.typtypmod,
        COALESCE((SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid), '{}')
 FROM pg_type t WHERE t.oid = $1`, oid).Scan(&name, &typtype, &category, &delim, &base, &elem, &typmod, &labels)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Dropped since the change being streamed (the stream can be
+		// behind the catalogue): its values are text all the same.
+		c.log.Warn("postgres: a column type of the stream is no longer in the catalogue (dropped since?), mapped to text", "oid", oid)
+		t := &pgType{oid: oid, name: strconv.FormatUint(uint64(oid), 10), kind: kindUnknown, typmod: -1}
+		c.types[oid] = t
+		return t, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("look up type %d: %w", oid, err)
 	}
@@ -71,6 +82,8 @@ FROM pg_type t WHERE t.oid = $1`, oid).Scan(&name, &typtype, &category, &delim, 
 		if et.kind == kindArray || et.kind == kindUnknown && et.elem != nil {
 			t.kind = kindText
 		}
+	case typtype == "b" && oid >= 16384 && name == "hstore":
+		t.kind = kindHstore
 	case typtype == "b" && oid >= 16384:
 		// An extension's base type (citext, hstore, ltree, PostGIS, ...).
 		t.kind = kindUnknown
@@ -98,6 +111,7 @@ type colDef struct {
 	name   string
 	oid    uint32
 	typmod int32
+	key    bool // the stream's Relation message flags it as part of the replica identity
 }
 
 // relation builds the relation of a table from its columns: types, key
@@ -107,16 +121,50 @@ type colDef struct {
 // again after every change to its definition (a relcache invalidation,
 // which ALTER TABLE … SET/DROP NOT NULL is), before the table's next
 // change, so a relation built from that message reads them again.
-func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ident byte) (*relation, error) {
+//
+// relid is the table's OID as the stream gives it (0 from the snapshot):
+// the stream may be behind the catalogue, so the table is looked up by
+// OID, which a rename keeps. A table dropped since has nothing left in the
+// catalogue: its key is then the columns the stream flags as its replica
+// identity (none under REPLICA IDENTITY FULL), with a warning.
+func (c *catalog) relation(ctx context.Context, ref tableRef, relid uint32, cols []colDef, ident byte) (*relation, error) {
 	rel := &relation{ref: ref, ident: ident, topic: c.set.topicFor(ref.schema, ref.name)}
 	rel.signal = c.set.signalTable != "" && ref.String() == c.set.signalTable
 	if !rel.signal && !matchAny(c.set.tables, ref.String()) {
 		rel.skip = true
 		return rel, nil
 	}
-	keys, notNull, err := c.attributes(ctx, ref, ident)
+	keys, notNull, err := c.attributes(ctx, ref, relid, ident)
 	if err != nil {
 		return nil, err
+	}
+	flagged := func() []string {
+		var out []string
+		if ident != 'f' { // under FULL every column is flagged
+			for _, d := range cols {
+				if d.key {
+					out = append(out, d.name)
+				}
+			}
+		}
+		return out
+	}
+	if notNull == nil {
+		// Gone from the catalogue.
+		keys = flagged()
+		c.log.Warn("postgres: a table of the stream is no longer in the catalogue (dropped since?): its key is taken from the stream's description, its columns are described as nullable",
+			"table", ref.String(), "key", keys)
+	} else if relid != 0 {
+		for _, k := range keys {
+			if !slices.ContainsFunc(cols, func(d colDef) bool { return d.name == k }) {
+				// A key column renamed (or the key changed) since the
+				// change being streamed.
+				keys = flagged()
+				c.log.Warn("postgres: the key columns of a table in the catalogue are not all among the columns the stream describes (renamed since?): its key is taken from the stream's description",
+					"table", ref.String(), "key", keys)
+				break
+			}
+		}
 	}
 	for _, d := range cols {
 		t, err := c.typ(ctx, d.oid)
@@ -154,11 +202,17 @@ func (c *catalog) relation(ctx context.Context, ref tableRef, cols []colDef, ide
 // or of a NOT NULL domain, the rule of information_schema.columns and of
 // the JDBC driver's column metadata, which Debezium reads. The key is
 // the replica identity index under REPLICA IDENTITY USING INDEX, else the
-// primary key; none for a table without (REPLICA IDENTITY FULL).
-func (c *catalog) attributes(ctx context.Context, ref tableRef, ident byte) ([]string, map[string]bool, error) {
+// primary key; none for a table without (REPLICA IDENTITY FULL). The table
+// is relid when not 0, else ref; a relid no longer in the catalogue (a
+// dropped table) returns a nil map.
+func (c *catalog) attributes(ctx context.Context, ref tableRef, relid uint32, ident byte) ([]string, map[string]bool, error) {
 	cond := "i.indisprimary"
 	if ident == 'i' {
 		cond = "i.indisreplident"
+	}
+	table := ref.quoted()
+	if relid != 0 {
+		table = strconv.FormatUint(uint64(relid), 10) // regclass reads an OID without checking that it exists
 	}
 	rows, err := c.conn.Query(ctx, `
 SELECT a.attname::text, a.attnotnull OR (t.typtype = 'd' AND t.typnotnull), k.ord
@@ -170,13 +224,16 @@ LEFT JOIN (
 	WHERE i.indrelid = $1::regclass AND `+cond+`
 ) k ON k.attnum = a.attnum
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY k.ord NULLS LAST, a.attnum`, ref.quoted())
+ORDER BY k.ord NULLS LAST, a.attnum`, table)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the key and nullability of %s: %w", ref, err)
 	}
 	var keys []string
-	notNull := map[string]bool{}
+	var notNull map[string]bool
 	for rows.Next() {
+		if notNull == nil {
+			notNull = map[string]bool{}
+		}
 		var name string
 		var nn bool
 		var ord *int64

@@ -10,7 +10,9 @@
 // says what to run when something is missing: wal_level=logical, a user
 // with REPLICATION, tables with a primary key or a replica identity, a
 // publication that covers the tables, a slot nobody else uses and that has
-// not moved past the stored position. It creates the publication and the
+// not moved past the stored position, PostgreSQL 14 or later. A
+// partitioned table is captured as one table: the publication publishes
+// its partitions' changes as its own (publish_via_partition_root). It creates the publication and the
 // slot when they are missing, and adds the tables that match but are
 // missing (created since the last start) to a publication its user owns
 // (publication.autocreate.mode=filtered); while streaming, the runner
@@ -56,7 +58,10 @@
 // the middle of a transaction have none. Ack stores the LSN, and the runner
 // sends it to the server as the write, flush and apply positions of a
 // standby status update (never zero), so the slot keeps every change that
-// is not yet durable in the log. On restart, streaming resumes from the
+// is not yet durable in the log. Updates go out when asked for, and at
+// least four times per wal_sender_timeout (every 10s at most), also while
+// the runner waits for Read or replays a streamed transaction; a stream
+// that ends because PostgreSQL invalidated the slot is a permanent error. On restart, streaming resumes from the
 // stored LSN; a slot that is gone, lost WAL, or confirmed beyond the stored
 // LSN is an error, never a silent gap. A first start (no stored position)
 // on a slot that exists and that this process did not create is a

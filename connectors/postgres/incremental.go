@@ -302,7 +302,7 @@ func (st *streamer) nextChunk(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rel, err := st.cat.relation(ctx, ref, cols, ident)
+		rel, err := st.cat.relation(ctx, ref, 0, cols, ident)
 		if err != nil {
 			return err
 		}

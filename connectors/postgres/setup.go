@@ -86,6 +86,14 @@ func (t tableRef) quoted() string { return pgx.Identifier{t.schema, t.name}.Sani
 // checkServer checks what logical replication needs from the server and
 // the user, and says what to run when something is missing.
 func checkServer(ctx context.Context, conn *pgx.Conn) error {
+	var version int
+	var versionText string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int, current_setting('server_version')").Scan(&version, &versionText); err != nil {
+		return fmt.Errorf("read the server version: %w", err)
+	}
+	if err := checkVersion(version, versionText); err != nil {
+		return err
+	}
 	var walLevel string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
 		return fmt.Errorf("read wal_level: %w", err)
@@ -105,16 +113,32 @@ func checkServer(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// minVersion is the oldest server the connector works with: pgoutput sends
+// logical decoding messages (heartbeats, incremental snapshot watermarks)
+// from PostgreSQL 14 on, and refuses the messages option before.
+const minVersion = 140000
+
+// checkVersion fails for a server older than minVersion.
+func checkVersion(num int, text string) error {
+	if num < minVersion {
+		return connect.Permanent(fmt.Errorf("PostgreSQL %s is too old: the connector needs PostgreSQL 14 or later (whose pgoutput sends the logical decoding messages that heartbeats and incremental snapshots use); upgrade the server", text))
+	}
+	return nil
+}
+
 // resolveTables lists the tables matching the patterns (every user table
 // when there are none) and checks that each can be captured: it needs a
-// primary key or a replica identity that identifies rows.
+// primary key or a replica identity that identifies rows. A partitioned
+// table is captured as one table (the publication publishes its
+// partitions' changes as its own: publish_via_partition_root); its
+// partitions are not listed.
 func resolveTables(ctx context.Context, conn *pgx.Conn, patterns []string) ([]tableRef, error) {
 	rows, err := conn.Query(ctx, `
 SELECT n.nspname, c.relname, c.relreplident::text,
        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r' AND NOT c.relispartition
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
 ORDER BY 1, 2`)
@@ -150,7 +174,7 @@ ORDER BY 1, 2`)
 			}
 		}
 		if !found {
-			errs = append(errs, fmt.Errorf("table %s (in tables) does not exist, or is not an ordinary table", p))
+			errs = append(errs, fmt.Errorf("table %s (in tables) does not exist, or is not an ordinary or partitioned table (a partition is captured through its partitioned table: name that one)", p))
 		}
 	}
 	for _, i := range all {
@@ -201,17 +225,28 @@ func matchAny(patterns []string, name string) bool {
 // disabled nothing is created or changed. A missing publication or table
 // that cannot be helped so is a permanent error saying what to run.
 func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, name, mode string, tables []tableRef) error {
-	var allTables, owned bool
-	err := conn.QueryRow(ctx, "SELECT puballtables, pg_get_userbyid(pubowner) = current_user FROM pg_publication WHERE pubname = $1", name).Scan(&allTables, &owned)
+	var allTables, owned, viaRoot, ins, upd, del bool
+	err := conn.QueryRow(ctx, "SELECT puballtables, pg_get_userbyid(pubowner) = current_user, pubviaroot, pubinsert, pubupdate, pubdelete FROM pg_publication WHERE pubname = $1", name).
+		Scan(&allTables, &owned, &viaRoot, &ins, &upd, &del)
 	list := make([]string, len(tables))
 	for i, t := range tables {
 		list[i] = t.quoted()
 	}
 	ident := pgx.Identifier{name}.Sanitize()
+	// A partitioned table's changes must come as its own, not as its
+	// partitions' (which are not captured tables, and would be dropped).
+	partitioned, perr := hasPartitioned(ctx, conn, list)
+	if perr != nil {
+		return perr
+	}
+	with := ""
+	if partitioned {
+		with = " WITH (publish_via_partition_root = true)"
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		create := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s", ident, strings.Join(list, ", "))
+		create := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s%s", ident, strings.Join(list, ", "), with)
 		if mode == pubAllTables {
-			create = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES", ident)
+			create = fmt.Sprintf("CREATE PUBLICATION %s FOR ALL TABLES%s", ident, with)
 		}
 		if mode == pubDisabled {
 			return connect.Permanent(fmt.Errorf("publication %s does not exist and publication.autocreate.mode is disabled; run: %s; (or let the connector create it: publication.autocreate.mode: filtered)", name, create))
@@ -237,6 +272,35 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, na
 	}
 	if err != nil {
 		return fmt.Errorf("read publication %s: %w", name, err)
+	}
+	var unpublishedOps []string
+	for _, op := range []struct {
+		on   bool
+		name string
+	}{{ins, "insert"}, {upd, "update"}, {del, "delete"}} {
+		if !op.on {
+			unpublishedOps = append(unpublishedOps, op.name)
+		}
+	}
+	if len(unpublishedOps) > 0 {
+		// On purpose, maybe (an insert-only feed): a warning, not an error.
+		log.Warn(fmt.Sprintf("postgres: publication %s does not publish %s: PostgreSQL leaves those changes of the captured tables out of the stream. "+
+			"If they should be captured, run: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate');", name, strings.Join(unpublishedOps, ", "), ident),
+			"publication", name)
+	}
+	if partitioned && !viaRoot {
+		set := fmt.Sprintf("ALTER PUBLICATION %s SET (publish_via_partition_root = true);", ident)
+		if mode == pubDisabled || !owned {
+			return connect.Permanent(fmt.Errorf("publication %s publishes the changes of partitioned tables as their partitions', which are not captured (their changes would be lost); run: %s", name, set))
+		}
+		if _, err := conn.Exec(ctx, set); err != nil {
+			e := fmt.Errorf("set publish_via_partition_root on publication %s: %w; have its owner (or a superuser) run: %s", name, err, set)
+			if refused(err) {
+				return connect.Permanent(e)
+			}
+			return e
+		}
+		log.Warn("postgres: set publish_via_partition_root on the publication, so that partitioned tables are published as themselves: their changes now come as the partitioned table's (on its topic), no longer as their partitions'", "publication", name)
 	}
 	if allTables {
 		return nil
@@ -287,14 +351,25 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, log *slog.Logger, na
 	return connect.Permanent(fmt.Errorf("publication %s does not publish %s (%s); run: %s", name, strings.Join(missing, ", "), why, alter))
 }
 
-// unpublished lists the ordinary tables that match patterns but are not
+// hasPartitioned reports whether any of the tables (quoted names) is a
+// partitioned table.
+func hasPartitioned(ctx context.Context, conn *pgx.Conn, quoted []string) (bool, error) {
+	var yes bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = ANY($1::regclass[]) AND relkind = 'p')", quoted).Scan(&yes)
+	if err != nil {
+		return false, fmt.Errorf("look for partitioned tables: %w", err)
+	}
+	return yes, nil
+}
+
+// unpublished lists the ordinary and partitioned tables that match patterns but are not
 // in the publication (none when it is FOR ALL TABLES, or missing): tables
 // created since the start, whose changes pgoutput does not send.
 func unpublished(ctx context.Context, conn *pgx.Conn, publication string, patterns []string) ([]tableRef, error) {
 	rows, err := conn.Query(ctx, `
 SELECT n.nspname, c.relname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r' AND NOT c.relispartition
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg\_toast%' AND n.nspname NOT LIKE 'pg\_temp%'
   AND NOT (SELECT puballtables FROM pg_publication WHERE pubname = $1)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
@@ -428,4 +429,98 @@ func (b *syncBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.b.Reset()
+}
+
+// TestSetup_PublicationWithoutSomeOperations: a publication that does not
+// publish updates or deletes makes pgoutput leave them out; the source
+// says so when it starts, naming the statement that fixes it.
+func TestSetup_PublicationWithoutSomeOperations(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE t (id int PRIMARY KEY)",
+		"CREATE PUBLICATION ins_only FOR TABLE t WITH (publish = 'insert')",
+	)
+	var log syncBuffer
+	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
+	s, err := tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never", "publication": "ins_only"}, logTo, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	s.Close(context.Background())
+	var warn string
+	for l := range strings.Lines(log.String()) {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, "ins_only") {
+			warn = l
+		}
+	}
+	for _, want := range []string{"update, delete", "SET (publish = 'insert, update, delete, truncate')"} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("warning %q does not mention %q:\n%s", warn, want, log.String())
+		}
+	}
+}
+
+func TestCheckVersion(t *testing.T) {
+	if err := checkVersion(130012, "13.12"); err == nil || !connect.IsPermanent(err) || !strings.Contains(err.Error(), "PostgreSQL 13.12 is too old") {
+		t.Errorf("checkVersion(13.12) = %v, want a permanent error", err)
+	}
+	for _, v := range []int{140000, 150004, 170000} {
+		if err := checkVersion(v, ""); err != nil {
+			t.Errorf("checkVersion(%d) = %v", v, err)
+		}
+	}
+}
+
+// TestSlotLost_WhileStreaming: the slot of a running source falls behind
+// max_slot_wal_keep_size (nothing is acknowledged) and a checkpoint
+// invalidates it. The source fails with the permanent error that says
+// what happened and what to do, not with a retried connection error.
+func TestSlotLost_WhileStreaming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second server")
+	}
+	if server == nil {
+		t.Skipf("no PostgreSQL server for the tests: %v", serverErr)
+	}
+	dir := filepath.Join(filepath.Dir(pristine), "slotlost")
+	if out, err := exec.Command("cp", "-a", pristine, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy data dir: %v\n%s", err, out)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(dir, "logical")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, srv.dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	run := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	run("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+	run("SELECT pg_reload_conf()")
+	run("CREATE TABLE t (id int PRIMARY KEY, pad text)")
+	s, err := tryOpen(t, srv.dsn("postgres"), map[string]string{"snapshot.mode": "never", "slot": "lost_slot"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for i := range 4 {
+		run(fmt.Sprintf("INSERT INTO t SELECT g, repeat('x', 1000) FROM generate_series(%d, %d) g", i*1000, i*1000+999))
+		run("SELECT pg_switch_wal()")
+	}
+	run("CHECKPOINT")
+	var readErr error
+	deadline := time.Now().Add(30 * time.Second)
+	for readErr == nil && time.Now().Before(deadline) {
+		_, readErr = s.Read(ctx) // the records are never acknowledged
+	}
+	wantErr(t, readErr, "replication slot lost_slot has lost WAL", "pg_drop_replication_slot('lost_slot')", "snapshot")
+	wantPermanent(t, readErr, true)
 }

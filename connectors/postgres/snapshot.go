@@ -80,7 +80,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		if err != nil {
 			return err
 		}
-		rel, err := cat.relation(ctx, t, cols, ident)
+		rel, err := cat.relation(ctx, t, 0, cols, ident)
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,10 @@ type Source struct {
 	logger *slog.Logger  // where to log; nil is slog.Default(); tests set it
 	log    *slog.Logger  // logger with the source's attributes, from Open
 	idle   time.Duration // Read's idle timeout; tests shorten it
+	// waitEvery is how often push, waiting for Read, lets the runner
+	// confirm to the server (the streamer shortens it for a short
+	// wal_sender_timeout).
+	waitEvery time.Duration
 
 	meta *pgx.Conn      // catalogue, heartbeats; the runner's after Open
 	repl *pgconn.PgConn // the replication connection; the runner's after Open
@@ -87,6 +91,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	if s.idle == 0 {
 		s.idle = defaultIdle
 	}
+	s.waitEvery = 5 * time.Second
 	if s.reportEvery == 0 {
 		s.reportEvery = defaultReportInterval
 	}
@@ -299,13 +304,13 @@ func (s *Source) runErr(ctx context.Context) error {
 }
 
 // push hands a batch to Read, waiting while Read is behind; wait is
-// called every few seconds while it waits (to keep the replication
+// called every waitEvery while it waits (to keep the replication
 // connection alive).
 func (s *Source) push(ctx context.Context, batch []connect.Record, wait func() error) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(s.waitEvery)
 	defer t.Stop()
 	for {
 		select {

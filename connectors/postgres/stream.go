@@ -20,7 +20,7 @@ import (
 // Timing of the stream loop.
 const (
 	receiveWait    = 200 * time.Millisecond // longest wait for a message before looking at acks, heartbeats and pending records
-	statusInterval = 10 * time.Second       // standby status updates at least this often (wal_sender_timeout is 60s by default)
+	statusInterval = 10 * time.Second       // standby status updates at least this often (wal_sender_timeout is 60s by default), and at least 4 times per wal_sender_timeout
 	statusMinGap   = 20 * time.Millisecond  // and acknowledgements at most this often, unless the server asks
 	// streamLinger is how long committed records may wait for more before
 	// they are handed to Read: small transactions then travel in batches
@@ -57,11 +57,12 @@ type streamer struct {
 
 	lastCommit uint64 // end LSN of the last transaction received
 
-	sent       pglogrepl.LSN // the last LSN confirmed to the server
-	lastStatus time.Time     // when it was sent
-	nextStatus time.Time
-	nextBeat   time.Time
-	nextReport time.Time
+	sent        pglogrepl.LSN // the last LSN confirmed to the server
+	lastStatus  time.Time     // when it was sent
+	nextStatus  time.Time
+	statusEvery time.Duration // statusInterval, shorter for a short wal_sender_timeout
+	nextBeat    time.Time
+	nextReport  time.Time
 
 	// Protocol 2: large transactions streamed while in progress.
 	proto     int                  // pgoutput protocol version in use
@@ -98,6 +99,17 @@ func (st *streamer) run(ctx context.Context) error {
 		args, st.proto = []string{"proto_version '2'", "streaming 'on'"}, 2
 	}
 	args = append(args, "publication_names '"+strings.ReplaceAll(s.set.publication, "'", "''")+"'", "messages 'true'")
+	// The server ends a stream that has not confirmed anything for
+	// wal_sender_timeout. It asks for a reply at half of it, but the
+	// runner does not read while it waits for Read or replays a large
+	// streamed transaction: it confirms on its own, often enough.
+	st.statusEvery = statusInterval
+	if timeout, err := walSenderTimeout(ctx, s.repl); err != nil {
+		return err
+	} else if timeout > 0 {
+		st.statusEvery = min(statusInterval, max(timeout/4, 10*time.Millisecond))
+	}
+	s.waitEvery = min(s.waitEvery, st.statusEvery)
 	err := pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -116,7 +128,7 @@ func (st *streamer) run(ctx context.Context) error {
 		}
 		s.log.Info("postgres: resuming the incremental snapshot", "tables", inc.Tables)
 	}
-	st.nextStatus = time.Now().Add(statusInterval)
+	st.nextStatus = time.Now().Add(st.statusEvery)
 	st.setIncPhase()
 	if s.set.heartbeat > 0 {
 		st.nextBeat = time.Now().Add(s.set.heartbeat)
@@ -184,7 +196,7 @@ func (st *streamer) run(ctx context.Context) error {
 				}
 				continue
 			}
-			return fmt.Errorf("receive from slot %s: %w", s.set.slot, err)
+			return st.lostSlot(ctx, fmt.Errorf("receive from slot %s: %w", s.set.slot, err))
 		}
 		switch msg := msg.(type) {
 		case *pgproto3.CopyData:
@@ -214,11 +226,35 @@ func (st *streamer) run(ctx context.Context) error {
 				}
 			}
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("replication from slot %s: %w", s.set.slot, pgconn.ErrorResponseToPgError(msg))
+			return st.lostSlot(ctx, fmt.Errorf("replication from slot %s: %w", s.set.slot, pgconn.ErrorResponseToPgError(msg)))
 		case *pgproto3.CopyDone:
 			return fmt.Errorf("replication from slot %s: the server ended the stream", s.set.slot)
 		}
 	}
+}
+
+// lostSlot returns, for a stream that ended with err, the permanent error
+// of a slot that lost WAL, if that is why: PostgreSQL ends the stream of a
+// slot past max_slot_wal_keep_size (terminating its walsender) and then
+// marks it lost. Otherwise it returns err, which a retry may cure.
+func (st *streamer) lostSlot(ctx context.Context, err error) error {
+	s := st.src
+	for deadline := time.Now().Add(time.Second); ctx.Err() == nil; {
+		slot, rerr := readSlot(ctx, st.cat.conn, s.set.slot)
+		if rerr != nil || slot == nil {
+			return err
+		}
+		if slot.walStatus != nil && *slot.walStatus == "lost" {
+			return errors.Join(checkSlot(&slotInfo{plugin: slot.plugin, database: slot.database, walStatus: slot.walStatus}, s.set.slot, slot.database), err)
+		}
+		// Being invalidated: the walsender is let go of first.
+		pending := slot.active || slot.walStatus != nil && *slot.walStatus == "unreserved"
+		if !pending || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 // receive processes one pgoutput message: under protocol 2 the stream
@@ -272,6 +308,12 @@ func (st *streamer) receive(ctx context.Context, lsn uint64, data []byte) error 
 	if !st.inStream {
 		return st.handle(ctx, lsn, data) // outside a stream block, protocol 2 messages read as protocol 1
 	}
+	if pglogrepl.MessageType(data[0]) == pglogrepl.MessageTypeOrigin {
+		// The origin of a transaction replayed by a subscription (or any
+		// session with a replication origin) follows the first Stream
+		// Start; unlike the changes, it carries no transaction id.
+		return nil
+	}
 	// Inside a stream block every message carries the id of its
 	// (sub)transaction after the type byte: buffer it without, so that it
 	// replays as a protocol 1 message.
@@ -297,7 +339,14 @@ func (st *streamer) streamCommit(ctx context.Context, m *pglogrepl.StreamCommitM
 	}
 	defer st.dropStream(m.Xid)
 	st.begin(m.Xid, uint64(m.CommitLSN), m.CommitTime)
-	if err := b.replay(func(lsn uint64, data []byte) error { return st.handle(ctx, lsn, data) }); err != nil {
+	replay := func(lsn uint64, data []byte) error {
+		// A large transaction takes a while: keep confirming meanwhile.
+		if err := st.status(false); err != nil {
+			return err
+		}
+		return st.handle(ctx, lsn, data)
+	}
+	if err := b.replay(replay); err != nil {
 		return err
 	}
 	return st.commit(ctx, &pglogrepl.CommitMessage{CommitLSN: m.CommitLSN, TransactionEndLSN: m.TransactionEndLSN, CommitTime: m.CommitTime})
@@ -315,6 +364,39 @@ func (st *streamer) dropStreams() {
 	for xid := range st.streams {
 		st.dropStream(xid)
 	}
+}
+
+// walSenderTimeout reads the server's wal_sender_timeout for the
+// replication connection (0: none).
+func walSenderTimeout(ctx context.Context, conn *pgconn.PgConn) (time.Duration, error) {
+	res, err := conn.Exec(ctx, "SHOW wal_sender_timeout").ReadAll()
+	if err != nil {
+		return 0, fmt.Errorf("read wal_sender_timeout: %w", err)
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+		return 0, fmt.Errorf("read wal_sender_timeout: unexpected answer")
+	}
+	return parseGUCDuration(string(res[0].Rows[0][0]))
+}
+
+// parseGUCDuration parses a time setting as SHOW prints it ("60s",
+// "500ms", "1min", "0"), in milliseconds when it has no unit.
+func parseGUCDuration(v string) (time.Duration, error) {
+	i := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if i < 0 {
+		i = len(v)
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("setting %q is not a duration", v)
+	}
+	unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond,
+		"s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := unit[strings.TrimSpace(v[i:])]
+	if !ok {
+		return 0, fmt.Errorf("setting %q is not a duration", v)
+	}
+	return time.Duration(n) * u, nil
 }
 
 // status sends a standby status update when the worker acknowledged more
@@ -337,7 +419,7 @@ func (st *streamer) status(force bool) error {
 	}
 	st.sent = ack
 	st.lastStatus = now
-	st.nextStatus = now.Add(statusInterval)
+	st.nextStatus = now.Add(st.statusEvery)
 	return nil
 }
 
@@ -407,9 +489,9 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 	case *pglogrepl.RelationMessage:
 		cols := make([]colDef, len(m.Columns))
 		for i, c := range m.Columns {
-			cols[i] = colDef{name: c.Name, oid: c.DataType, typmod: c.TypeModifier}
+			cols[i] = colDef{name: c.Name, oid: c.DataType, typmod: c.TypeModifier, key: c.Flags&1 != 0}
 		}
-		rel, err := st.cat.relation(ctx, tableRef{m.Namespace, m.RelationName}, cols, m.ReplicaIdentity)
+		rel, err := st.cat.relation(ctx, tableRef{m.Namespace, m.RelationName}, m.RelationID, cols, m.ReplicaIdentity)
 		if err != nil {
 			return err
 		}

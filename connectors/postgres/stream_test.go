@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,81 @@ func TestStream_SkippedOperations(t *testing.T) {
 				t.Errorf("skipped.operations=%q:\n got %s\nwant %s", tc.skip, strings.Join(got, "; "), strings.Join(tc.want, "; "))
 			}
 		})
+	}
+}
+
+// TestStream_TableRenamedOrDroppedSinceItsChanges streams changes of
+// tables that were renamed or dropped after them, as a source that is
+// behind (here: stopped) sees them: the table's key is still known (by
+// the relation's OID, or from the stream's own description of a table
+// that is gone), and the stream does not stop on a name the catalogue no
+// longer has.
+func TestStream_TableRenamedOrDroppedSinceItsChanges(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE r (id int PRIMARY KEY, v text NOT NULL)",
+		"CREATE TYPE gone_t AS ENUM ('x', 'y')",
+		"CREATE TABLE gone (id int PRIMARY KEY, v text, e gone_t)",
+		"CREATE TABLE rc (id int PRIMARY KEY, v text)",
+		"CREATE TABLE marker (id int PRIMARY KEY)",
+	)
+	cfg := map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}
+	openSource(t, db, cfg, nil).Close(t.Context())
+	db.exec(t, "INSERT INTO rc VALUES (7, 'k')")
+	db.exec(t, "ALTER TABLE rc RENAME COLUMN id TO rid")
+	db.exec(t, "INSERT INTO r VALUES (1, 'a')")
+	db.exec(t, "INSERT INTO gone VALUES (2, 'b', 'y')")
+	db.exec(t, "ALTER TABLE r RENAME TO r2")
+	db.exec(t, "DROP TABLE gone")
+	db.exec(t, "DROP TYPE gone_t")
+	db.exec(t, "INSERT INTO r2 VALUES (3, 'c')")
+	db.exec(t, "INSERT INTO marker VALUES (-1)")
+	s := openSource(t, db, cfg, nil)
+	recs := readUntil(t, s, 30*time.Second, untilMarker("marker"))
+	var got []string
+	for _, e := range decode(t, recs) {
+		got = append(got, e.Rec.Topic+" "+string(e.Rec.Key)+" "+e.Ev.After.String())
+	}
+	want := []string{
+		`src.public.rc {"id":7} {"id":7,"v":"k"}`,
+		`src.public.r {"id":1} {"id":1,"v":"a"}`,
+		`src.public.gone {"id":2} {"id":2,"v":"b","e":"y"}`,
+		`src.public.r2 {"id":3} {"id":3,"v":"c"}`,
+		`src.public.marker {"id":-1} {"id":-1}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestStream_ShortWalSenderTimeout_SlowReader: while Read is slow to take
+// records, the runner waits to hand them over and reads nothing from the
+// server, so it must keep confirming on its own, well within the server's
+// wal_sender_timeout (here 2s, set for the connection), or the server ends
+// the stream ("terminating walsender process due to replication timeout").
+func TestStream_ShortWalSenderTimeout_SlowReader(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	dsn := db.dsn + "&options=" + "-c%20wal_sender_timeout%3D2s"
+	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never", "batch.size": "1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	db.exec(t, "INSERT INTO a SELECT g FROM generate_series(1, 20) g")
+	time.Sleep(4 * time.Second) // the runner's hand-over is full: it waits
+	db.exec(t, "INSERT INTO a VALUES (-1)")
+	recs := readUntil(t, s, 30*time.Second, untilMarker("a"))
+	if len(recs) != 21 {
+		t.Fatalf("got %d records, want 21", len(recs))
+	}
+}
+
+func TestParseGUCDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"60s": time.Minute, "0": 0, "500ms": 500 * time.Millisecond, "2min": 2 * time.Minute, "1h": time.Hour, "250": 250 * time.Millisecond} {
+		if got, err := parseGUCDuration(in); err != nil || got != want {
+			t.Errorf("parseGUCDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseGUCDuration("soon"); err == nil {
+		t.Errorf("parseGUCDuration(soon) did not fail")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // TestStream_LargeTransactionsStreamedInProgress makes the server stream
@@ -124,5 +126,120 @@ func waitStreamed(t *testing.T, db *testDB, n int64) {
 			t.Fatalf("the server streamed no transaction within 30s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStream_StreamedTransactionWithOrigin streams a large transaction
+// made by a session with a replication origin (as a logical replication
+// subscriber's apply worker makes them): pgoutput then sends an Origin
+// message, which carries no transaction id, right after the Stream Start.
+// It must not be taken for a change of the streamed transaction.
+func TestStream_StreamedTransactionWithOrigin(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, pad text)")
+	dsn := db.dsn + "&options=" + "-c%20logical_decoding_work_mem%3D64kB"
+	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	ctx := t.Context()
+	big, err := pgx.Connect(ctx, db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close(ctx)
+	// A name shorter than 4 bytes: read as a change, the origin message
+	// would then be too short to parse (longer ones were misread quietly).
+	t.Cleanup(func() { db.conn.Exec(context.Background(), "SELECT pg_replication_origin_drop('o1')") })
+	pad := strings.Repeat("x", 200)
+	for _, q := range []string{
+		"SELECT pg_replication_origin_create('o1')",
+		"SELECT pg_replication_origin_session_setup('o1')",
+		"BEGIN",
+		"INSERT INTO a SELECT g, '" + pad + "' FROM generate_series(1, 1000) g",
+		"COMMIT",
+		"SELECT pg_replication_origin_session_reset()",
+		"SELECT pg_replication_origin_drop('o1')",
+	} {
+		if _, err := big.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.exec(t, "INSERT INTO a VALUES (-1, 'marker')")
+	recs := readUntil(t, s, 30*time.Second, untilMarker("a"))
+	evs := decode(t, recs)
+	if len(evs) != 1001 {
+		t.Fatalf("got %d events, want the 1000 rows of the streamed transaction and the marker", len(evs))
+	}
+	if id, _ := evs[999].Ev.After.Get("id"); fmt.Sprint(id) != "1000" {
+		t.Errorf("event 999 has id %v, want 1000", id)
+	}
+	if n := streamedTxns(t, db); n < 1 {
+		t.Errorf("the server streamed no transaction: the test did not exercise streaming")
+	}
+}
+
+// TestStream_RestartInsideStreamedTransaction stops the source while the
+// server is streaming a large transaction (part of it buffered, nothing of
+// it emitted), acknowledging everything emitted before, while a heartbeat
+// moves the slot past the transaction's start. After the commit, a new
+// source resumes from the stored position: the transaction comes whole,
+// once.
+func TestStream_RestartInsideStreamedTransaction(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, pad text)")
+	dsn := db.dsn + "&options=" + "-c%20logical_decoding_work_mem%3D64kB"
+	cfg := map[string]string{"snapshot.mode": "never", "heartbeat.interval": "100ms"}
+	s, err := tryOpenSource(t, dsn, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	big, err := pgx.Connect(ctx, db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close(ctx)
+	pad := strings.Repeat("x", 200)
+	for _, q := range []string{"BEGIN", "INSERT INTO a SELECT g, '" + pad + "' FROM generate_series(1, 2000) g"} {
+		if _, err := big.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	waitStreamed(t, db, 1)
+	// Heartbeats written after the transaction began: acknowledging them
+	// confirms an LSN inside it.
+	var stored connect.Position
+	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return len(r) >= 3 })
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Topic, "__debezium-heartbeat.") {
+			t.Fatalf("before the commit: %s %s", r.Topic, r.Value)
+		}
+	}
+	stored = lastPosition(recs)
+	if err := s.Ack(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the runner confirms it
+	s.Close(context.Background())
+	if _, err := big.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	db.exec(t, "INSERT INTO a VALUES (-1, 'marker')")
+	s2, err := tryOpenSource(t, dsn, cfg, nil, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close(context.Background()) })
+	seen := map[string]int{}
+	n := 0
+	for _, e := range decode(t, readUntil(t, s2, 60*time.Second, untilMarker("a"))) {
+		if e.Ev == nil || e.Rec.Topic != "src.public.a" {
+			continue
+		}
+		seen[string(e.Rec.Key)]++
+		n++
+	}
+	if n != 2001 || len(seen) != 2001 {
+		t.Errorf("%d events of %d keys after the restart, want the 2000 rows and the marker once each", n, len(seen))
 	}
 }

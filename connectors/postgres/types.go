@@ -56,6 +56,8 @@ const (
 	kindInterval
 	kindEnum
 	kindArray
+	kindBit     // bit: a boolean for bit(1), else text ("1010")
+	kindHstore  // hstore (an extension's type): a JSON string of its pairs
 	kindUnknown // a type the connector does not know: text, with a warning
 )
 
@@ -91,7 +93,7 @@ var builtinKinds = map[uint32]struct {
 	600: {"point", kindText}, 601: {"lseg", kindText}, 602: {"path", kindText}, 603: {"box", kindText},
 	604: {"polygon", kindText}, 628: {"line", kindText}, 718: {"circle", kindText},
 	650: {"cidr", kindText}, 869: {"inet", kindText}, 829: {"macaddr", kindText}, 774: {"macaddr8", kindText},
-	1560: {"bit", kindText}, 1562: {"varbit", kindText}, 3614: {"tsvector", kindText}, 3615: {"tsquery", kindText},
+	1560: {"bit", kindBit}, 1562: {"varbit", kindText}, 3614: {"tsvector", kindText}, 3615: {"tsquery", kindText},
 	3904: {"int4range", kindText}, 3906: {"numrange", kindText}, 3908: {"tsrange", kindText},
 	3910: {"tstzrange", kindText}, 3912: {"daterange", kindText}, 3926: {"int8range", kindText},
 	3220: {"pg_lsn", kindText}, 28: {"xid", kindText}, 5069: {"xid8", kindText}, 2205: {"regclass", kindText},
@@ -228,6 +230,12 @@ func (m *mapper) typeSchema(t *pgType, typmod int32) connect.Schema {
 		str.Name, str.Version = connect.LogicalZonedTimestamp, 1
 	case kindInterval:
 		return connect.Schema{Type: connect.SchemaInt64, Optional: true, Name: connect.LogicalMicroDuration, Version: 1}
+	case kindBit:
+		if typmod == 1 {
+			return connect.Schema{Type: connect.SchemaBoolean, Optional: true}
+		}
+	case kindHstore:
+		str.Name, str.Version = connect.LogicalJSON, 1
 	case kindEnum:
 		str.Name, str.Version = connect.LogicalEnum, 1
 		str.Parameters = []connect.SchemaParam{{Key: "allowed", Value: strings.Join(t.labels, ",")}}
@@ -253,6 +261,19 @@ func (m *mapper) decode(t *pgType, typmod int32, s string) (any, error) {
 		return nil, fmt.Errorf("%q is not a boolean", s)
 	case kindInt16, kindInt32, kindInt64:
 		return strconv.ParseInt(s, 10, 64)
+	case kindBit:
+		if typmod != 1 {
+			return s, nil
+		}
+		switch s {
+		case "1":
+			return true, nil
+		case "0":
+			return false, nil
+		}
+		return nil, fmt.Errorf("%q is not a bit(1)", s)
+	case kindHstore:
+		return hstoreJSON(s)
 	case kindFloat32:
 		f, err := parseFloat(s, 32)
 		if err != nil {
@@ -298,7 +319,7 @@ func (m *mapper) decode(t *pgType, typmod int32, s string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if timePrecision(typmod) <= 3 && us != math.MaxInt64 && us != math.MinInt64 {
+		if timePrecision(typmod) <= 3 {
 			return floorDiv(us, 1000), nil
 		}
 		return us, nil
@@ -358,6 +379,62 @@ func (m *mapper) unavailableOf(t *pgType, typmod int32) any {
 		return connect.Row{{Name: "scale", Value: int64(0)}, {Name: "value", Value: []byte(m.placeholder)}}
 	}
 	return nil
+}
+
+// hstoreJSON turns hstore's text ("a"=>"1", "b"=>NULL) into a JSON object
+// of its pairs ({"a":"1","b":null}), as Debezium's default
+// hstore.handling.mode=json writes it, pairs in PostgreSQL's order.
+func hstoreJSON(s string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("hstore %q: %s", truncate(s), why)
+	}
+	// quoted reads a double-quoted string with \ escapes at s[i].
+	quoted := func(i int) (string, int, bool) {
+		if i >= len(s) || s[i] != '"' {
+			return "", i, false
+		}
+		var b strings.Builder
+		for i++; i < len(s); i++ {
+			switch c := s[i]; c {
+			case '\\':
+				if i++; i >= len(s) {
+					return "", i, false
+				}
+				b.WriteByte(s[i])
+			case '"':
+				return b.String(), i + 1, true
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return "", i, false
+	}
+	row := connect.Row{}
+	for i := 0; i < len(s); {
+		k, j, ok := quoted(i)
+		if !ok || !strings.HasPrefix(s[j:], "=>") {
+			return bad("want \"key\"=>")
+		}
+		j += 2
+		var v any
+		if strings.HasPrefix(s[j:], "NULL") {
+			j += 4
+		} else if v, j, ok = quoted(j); !ok {
+			return bad("want a quoted value or NULL")
+		}
+		row = append(row, connect.Field{Name: k, Value: v})
+		if i = j; i < len(s) {
+			if !strings.HasPrefix(s[i:], ", ") {
+				return bad("want , between pairs")
+			}
+			i += 2
+		}
+	}
+	b, err := row.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // nonFinite is how NaN and the infinities are written: as Jackson writes
@@ -592,14 +669,23 @@ func parseTimeTZ(s string) (any, error) {
 	return t.Format("15:04:05.999999999Z"), nil
 }
 
+// The microseconds Debezium writes for a timestamp of infinity and
+// -infinity: the PostgreSQL JDBC driver's stand-ins
+// (PGStatement.DATE_POSITIVE_INFINITY and DATE_NEGATIVE_INFINITY), read as
+// microseconds. A timestamp(0-3) is the same instant in milliseconds.
+const (
+	timestampPosInfinity = 9223372036825200000
+	timestampNegInfinity = -9223372036832400000
+)
+
 // parseTimestamp maps "YYYY-MM-DD HH:MM:SS[.f][ BC]" to microseconds since
-// the epoch; infinity maps to the int64 extremes.
+// the epoch; infinity and -infinity map to Debezium's stand-ins.
 func parseTimestamp(s string) (int64, error) {
 	switch s {
 	case "infinity":
-		return math.MaxInt64, nil
+		return timestampPosInfinity, nil
 	case "-infinity":
-		return math.MinInt64, nil
+		return timestampNegInfinity, nil
 	}
 	s, bc := splitBC(s)
 	date, clock, ok := strings.Cut(s, " ")

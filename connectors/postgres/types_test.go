@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 			ts timestamp, ts3 timestamp(3), tstz timestamptz, iv interval,
 			ai int[], at text[], mo mood, dom posint, r int4range,
 			pt point, ip inet, cidr cidr, mac macaddr, bits bit(4),
-			dinf date, tsinf timestamp)`,
+			dinf date, tsinf timestamp, tspinf timestamp, ts3inf timestamp(3))`,
 		`INSERT INTO types VALUES (1,
 			-32768, 2147483647, 9007199254740993, 4000000000,
 			12.3, 3.14159265358979323846264338327950288, 1234.56,
@@ -39,7 +40,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 			'2024-01-02 03:04:05.123456', '2024-01-02 03:04:05.123', '2024-01-02 03:04:05.5+01', '1 year 2 mons 3 days 04:05:06.5',
 			'{1,NULL,3}', '{"a b","c,d",NULL}', 'happy', 5, '[1,5)',
 			'(1,2)', '192.168.0.1/24', '10.0.0.0/8', '08:00:2b:01:02:03', B'1010',
-			'infinity', '-infinity')`,
+			'infinity', '-infinity', 'infinity', '-infinity')`,
 	)
 	day := func(y int, m time.Month, d int) int64 { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400 }
 	want := `{"id":1,"i2":-32768,"i4":2147483647,"i8":9007199254740993,"o":4000000000,` +
@@ -53,11 +54,11 @@ func TestTypes_RoundTrip(t *testing.T) {
 		`,"tstz":"2024-01-02T02:04:05.5Z","iv":` + itoa(usPerYear+2*usPerMonth+3*usPerDay+(4*3600+5*60+6)*1e6+500000) + `,` +
 		`"ai":[1,null,3],"at":["a b","c,d",null],"mo":"happy","dom":5,"r":"[1,5)",` +
 		`"pt":"(1,2)","ip":"192.168.0.1/24","cidr":"10.0.0.0/8","mac":"08:00:2b:01:02:03","bits":"1010",` +
-		`"dinf":` + itoa(math.MaxInt32) + `,"tsinf":` + itoa(math.MinInt64) + `}`
+		`"dinf":` + itoa(math.MaxInt32) + `,"tsinf":-9223372036832400000,"tspinf":9223372036825200000,"ts3inf":-9223372036832400}`
 
 	s := openSource(t, db, map[string]string{"schemas": "true"}, nil)
 	snap := decode(t, readRecords(t, s, 1, 30*time.Second))
-	db.exec(t, "INSERT INTO types SELECT 2, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
+	db.exec(t, "INSERT INTO types SELECT 2, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf, tspinf, ts3inf FROM types WHERE id = 1")
 	stream := decode(t, readRecords(t, s, 1, 30*time.Second))
 	if got := snap[0].Ev.After.String(); got != want {
 		t.Errorf("snapshot row:\n got %s\nwant %s", got, want)
@@ -95,7 +96,7 @@ func TestTypes_RoundTrip(t *testing.T) {
 
 	// And the stream without schemas.
 	ps := openSource(t, db, map[string]string{"snapshot.mode": "never", "tables": "public.types", "slot": "types_plain_stream"}, nil)
-	db.exec(t, "INSERT INTO types SELECT 3, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf FROM types WHERE id = 1")
+	db.exec(t, "INSERT INTO types SELECT 3, i2, i4, i8, o, n, nv, m, f4, f8, fnan, finf, b, t, vc, c, by, u, j, jb, x, d, tm, tm3, ttz, ts, ts3, tstz, iv, ai, at, mo, dom, r, pt, ip, cidr, mac, bits, dinf, tsinf, tspinf, ts3inf FROM types WHERE id = 1")
 	if got, w := decode(t, readRecords(t, ps, 1, 30*time.Second))[0].Ev.After.String(), strings.Replace(want, `{"id":1,`, `{"id":3,`, 1); got != w {
 		t.Errorf("streamed row without schemas:\n got %s\nwant %s", got, w)
 	}
@@ -281,5 +282,68 @@ func TestSchema_Nullability(t *testing.T) {
 	now := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "slot": "nullability_again"}, nil)
 	for _, e := range decode(t, readRecords(t, now, 2, 30*time.Second)) {
 		check("second snapshot", e, "id:false customer_id:true note:false amount:false tags:true c:false")
+	}
+}
+
+// TestTypes_HstoreAndBit: hstore is a JSON string of its pairs (Debezium's
+// default hstore.handling.mode=json) and bit(1) a boolean, as Debezium
+// maps them, in the snapshot and the stream alike.
+func TestTypes_HstoreAndBit(t *testing.T) {
+	db := newDB(t,
+		"CREATE EXTENSION hstore",
+		"CREATE TABLE hb (id int PRIMARY KEY, h hstore, b1 bit, b4 bit(4), ha hstore[])",
+		`INSERT INTO hb VALUES (1, 'a=>1, "b c"=>NULL, "q\"x"=>"y\\z", e=>""', B'1', B'1010', ARRAY['k=>v']::hstore[])`,
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true"}, nil)
+	snap := decode(t, readRecords(t, s, 1, 30*time.Second))
+	db.exec(t, "INSERT INTO hb SELECT 2, h, B'0', b4, ha FROM hb WHERE id = 1")
+	stream := decode(t, readRecords(t, s, 1, 30*time.Second))
+	for i, e := range []event{snap[0], stream[0]} {
+		after := e.Ev.After
+		h, _ := after.Get("h")
+		var pairs map[string]*string
+		if err := json.Unmarshal([]byte(h.(string)), &pairs); err != nil {
+			t.Fatalf("row %d: h = %v, not a JSON object: %v", i, h, err)
+		}
+		got := jsonOf(pairs)
+		if want := `{"a":"1","b c":null,"e":"","q\"x":"y\\z"}`; got != want {
+			t.Errorf("row %d: h = %s, want %s", i, got, want)
+		}
+		if b1, _ := after.Get("b1"); b1 != (i == 0) {
+			t.Errorf("row %d: b1 = %v, want %v", i, b1, i == 0)
+		}
+		if b4, _ := after.Get("b4"); b4 != "1010" {
+			t.Errorf("row %d: b4 = %v, want 1010", i, b4)
+		}
+		if ha, _ := after.Get("ha"); jsonOf(ha) != `["{\"k\":\"v\"}"]` {
+			t.Errorf("row %d: ha = %s", i, jsonOf(ha))
+		}
+		for field, want := range map[string]string{"h": connect.LogicalJSON, "b1": ""} {
+			fs, ok := e.Ev.Schema.Row.FieldSchema(field)
+			if !ok || fs.Name != want {
+				t.Errorf("row %d: schema of %s: %+v, want name %q", i, field, fs, want)
+			}
+		}
+		if fs, _ := e.Ev.Schema.Row.FieldSchema("b1"); fs == nil || fs.Type != connect.SchemaBoolean {
+			t.Errorf("row %d: schema of b1: %+v, want boolean", i, fs)
+		}
+	}
+}
+
+func TestHstoreJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		``:                          `{}`,
+		`"a"=>"1"`:                  `{"a":"1"}`,
+		`"a"=>NULL, "b"=>"NULL"`:    `{"a":null,"b":"NULL"}`,
+		`"x\"y"=>"\\", "é"=>"=>, "`: `{"x\"y":"\\","é":"=>, "}`,
+	} {
+		if got, err := hstoreJSON(in); err != nil || got != want {
+			t.Errorf("hstoreJSON(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`a=>1`, `"a"=>`, `"a"=>"1" "b"=>"2"`, `"a`} {
+		if got, err := hstoreJSON(in); err == nil {
+			t.Errorf("hstoreJSON(%q) = %s, want an error", in, got)
+		}
 	}
 }
