@@ -98,6 +98,9 @@ func decodePosition(b connect.Position) (position, error) {
 	if p.File == "" && p.GTIDs == "" {
 		return p, fmt.Errorf("stored position %q has neither file nor gtids", truncate(string(b)))
 	}
+	if m := p.Emitted; m != nil && m.File == "" && m.GTIDs == "" {
+		return p, fmt.Errorf("stored position %q has an emitted mark with neither file nor gtids", truncate(string(b)))
+	}
 	return p, nil
 }
 

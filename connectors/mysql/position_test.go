@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,22 @@ func TestPosition_EncodeIsJSON(t *testing.T) {
 		back, err := decodePosition(p.encode())
 		if err != nil || back.File != p.File || back.GTIDs != p.GTIDs || back.Pos != p.Pos {
 			t.Errorf("round trip of %s: %+v, %v", p.encode(), back, err)
+		}
+	}
+}
+
+// TestPosition_EmittedMark: a position with an emitted mark round-trips,
+// and a mark naming nothing is refused as the position it is in.
+func TestPosition_EmittedMark(t *testing.T) {
+	p := position{File: "binlog.000003", Pos: 1200, GTIDs: "0-1-7", ServerID: 1,
+		Emitted: &emittedMark{File: "binlog.000004", Pos: 4, GTIDs: "0-1-9"}}
+	back, err := decodePosition(p.encode())
+	if err != nil || back.Emitted == nil || *back.Emitted != *p.Emitted {
+		t.Fatalf("round trip of %s: %+v, %v", p.encode(), back, err)
+	}
+	for _, s := range []string{`{"file":"f","emitted":{}}`, `{"file":"f","emitted":{"pos":7}}`, `{"file":"f","emitted":"x"}`} {
+		if _, err := decodePosition([]byte(s)); err == nil || !strings.Contains(err.Error(), "stored position "+strconv.Quote(s)) {
+			t.Errorf("decodePosition(%s): %v, want an error naming the position", s, err)
 		}
 	}
 }

@@ -301,7 +301,7 @@ func (s *Source) warnPreparedXA(ctx context.Context) {
 			s.log.Debug("mysql: XA RECOVER", "err", err)
 			return
 		}
-		if gl >= 0 && bl >= 0 && gl+bl <= int64(len(data)) {
+		if gl >= 0 && bl >= 0 && gl <= int64(len(data)) && bl <= int64(len(data))-gl { // no overflow
 			xids = append(xids, xidString(data[:gl], data[gl:gl+bl], uint32(format)))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -302,7 +301,7 @@ func (st *streamer) leaveChunk(c *change, h *replication.EventHeader) error {
 func (st *streamer) xaQuery(ctx context.Context, h *replication.EventHeader, q string) error {
 	verb, xid := xaStatement(q)
 	switch verb {
-	case "START":
+	case "START", "BEGIN":
 		if !st.inTx {
 			st.begin(h)
 		}
@@ -343,17 +342,11 @@ func (st *streamer) xaOnePhase(ctx context.Context, h *replication.EventHeader) 
 }
 
 // xaPrepareEvent handles an XA_PREPARE_LOG_EVENT (body without the common
-// header): one_phase (1 byte), formatID, gtrid length, bqual length (4
-// bytes each, little-endian), then gtrid and bqual.
+// header).
 func (st *streamer) xaPrepareEvent(ctx context.Context, h *replication.EventHeader, body []byte) error {
-	if len(body) < 13 {
-		return fmt.Errorf("XA prepare event at %s:%d: %d bytes", st.file, h.LogPos, len(body))
-	}
-	onePhase := body[0] != 0
-	format := binary.LittleEndian.Uint32(body[1:])
-	gl, bl := binary.LittleEndian.Uint32(body[5:]), binary.LittleEndian.Uint32(body[9:])
-	if uint64(gl)+uint64(bl) > uint64(len(body)-13) {
-		return fmt.Errorf("XA prepare event at %s:%d: xid of %d+%d bytes in %d", st.file, h.LogPos, gl, bl, len(body))
+	onePhase, xid, err := parseXAPrepare(body)
+	if err != nil {
+		return fmt.Errorf("XA prepare event at %s:%d: %w", st.file, h.LogPos, err)
 	}
 	if !st.inTx {
 		st.begin(h)
@@ -361,8 +354,25 @@ func (st *streamer) xaPrepareEvent(ctx context.Context, h *replication.EventHead
 	if onePhase {
 		return st.xaOnePhase(ctx, h)
 	}
+	return st.xaPrepared(ctx, h, xid)
+}
+
+// parseXAPrepare reads the body of an XA_PREPARE_LOG_EVENT: one_phase (1
+// byte), formatID, gtrid length, bqual length (4 bytes each,
+// little-endian), then gtrid and bqual. The XID comes in canonical form
+// (xidString).
+func parseXAPrepare(body []byte) (onePhase bool, xid string, err error) {
+	if len(body) < 13 {
+		return false, "", fmt.Errorf("%d bytes, want at least 13", len(body))
+	}
+	onePhase = body[0] != 0
+	format := binary.LittleEndian.Uint32(body[1:])
+	gl, bl := uint64(binary.LittleEndian.Uint32(body[5:])), uint64(binary.LittleEndian.Uint32(body[9:]))
 	data := body[13:]
-	return st.xaPrepared(ctx, h, xidString(data[:gl], data[gl:gl+bl], format))
+	if gl+bl > uint64(len(data)) {
+		return false, "", fmt.Errorf("xid of %d+%d bytes in %d", gl, bl, len(body))
+	}
+	return onePhase, xidString(data[:gl], data[gl:gl+bl], format), nil
 }
 
 // xidString is an XID as the binlog's XA statements write it:
@@ -371,8 +381,6 @@ func xidString(gtrid, bqual []byte, format uint32) string {
 	return fmt.Sprintf("X'%s',X'%s',%d", strings.ToUpper(hex.EncodeToString(gtrid)), strings.ToUpper(hex.EncodeToString(bqual)), format)
 }
 
-var xidForm = regexp.MustCompile(`(?i)^X'([0-9A-Fa-f]*)',X'([0-9A-Fa-f]*)',([0-9]+)$`)
-
 // isXA reports whether a query event's statement is an XA statement.
 func isXA(q string) bool {
 	return len(q) > 3 && strings.EqualFold(q[:3], "XA ")
@@ -380,28 +388,218 @@ func isXA(q string) bool {
 
 // xaStatement splits an XA statement of the binlog into its verb (START,
 // END, PREPARE, COMMIT, COMMIT ONE PHASE, ROLLBACK) and its XID in
-// canonical form (see xidString; a form it does not know is kept as
-// written, without spaces).
+// canonical form (see xidString), whichever way the statement writes it:
+// X'hex', 0xhex, B'bits', 'quoted' or "quoted" strings, bqual and
+// formatID left out for an empty bqual and 1, MySQL's formatID of 64 bits
+// (cut to the 32 its XA_PREPARE event keeps). A form it does not know is
+// kept as written, white space cut to single spaces.
 func xaStatement(q string) (verb, xid string) {
-	f := strings.Fields(q[3:])
-	if len(f) == 0 {
+	if !isXA(q) {
 		return "", ""
 	}
-	verb = strings.ToUpper(f[0])
-	rest := f[1:]
-	if n := len(rest); n >= 2 && strings.EqualFold(rest[n-2], "ONE") && strings.EqualFold(rest[n-1], "PHASE") {
-		rest = rest[:n-2]
-		verb += " ONE PHASE"
+	rest := strings.TrimLeft(q[3:], xaSpace)
+	n := strings.IndexAny(rest, xaSpace)
+	if n < 0 {
+		n = len(rest)
 	}
-	xid = strings.Join(rest, "")
-	if m := xidForm.FindStringSubmatch(xid); m != nil {
-		// The formatID as the XA_PREPARE event keeps it: 32 bits of
-		// MySQL's 64.
-		if n, err := strconv.ParseUint(m[3], 10, 64); err == nil {
-			xid = "X'" + strings.ToUpper(m[1]) + "',X'" + strings.ToUpper(m[2]) + "'," + strconv.FormatUint(uint64(uint32(n)), 10)
+	verb, rest = strings.ToUpper(rest[:n]), rest[n:]
+	if verb == "" {
+		return "", ""
+	}
+	if x, tail, ok := parseXID(rest); ok {
+		switch words := strings.ToUpper(strings.Join(strings.Fields(tail), " ")); words {
+		case "ONE PHASE":
+			return verb + " ONE PHASE", x
+		case "", "JOIN", "RESUME", "SUSPEND", "SUSPEND FOR MIGRATE":
+			return verb, x
 		}
 	}
-	return verb, xid
+	f := strings.Fields(rest)
+	if n := len(f); n >= 2 && strings.EqualFold(f[n-2], "ONE") && strings.EqualFold(f[n-1], "PHASE") {
+		f = f[:n-2]
+		verb += " ONE PHASE"
+	}
+	// Words joined by a space: what parseXID did not take never looks
+	// canonical (the canonical form, without spaces, parses).
+	return verb, strings.Join(f, " ")
+}
+
+// xaSpace is the white space between SQL tokens.
+const xaSpace = " \t\n\r\f\v"
+
+// parseXID reads an XID at the start of s (after white space): gtrid
+// [, bqual [, formatID]]. It returns the XID in canonical form and what
+// follows it.
+func parseXID(s string) (xid, tail string, ok bool) {
+	gtrid, s, ok := xidPart(s)
+	if !ok {
+		return "", "", false
+	}
+	var bqual []byte
+	format := uint64(1)
+	if s, ok = xidComma(s); ok {
+		if bqual, s, ok = xidPart(s); !ok {
+			return "", "", false
+		}
+		if s, ok = xidComma(s); ok {
+			if format, s, ok = xidNumber(s); !ok {
+				return "", "", false
+			}
+		}
+	}
+	return xidString(gtrid, bqual, uint32(format)), s, true
+}
+
+// xidComma skips a comma after white space.
+func xidComma(s string) (string, bool) {
+	s = strings.TrimLeft(s, xaSpace)
+	if !strings.HasPrefix(s, ",") {
+		return s, false
+	}
+	return s[1:], true
+}
+
+// xidPart reads a string of an XID after white space: X'hex', 0xhex,
+// B'bits', 0bbits, or a string quoted with ' or " (quotes doubled or
+// escaped with a backslash, as MySQL reads them by default).
+func xidPart(s string) (b []byte, tail string, ok bool) {
+	s = strings.TrimLeft(s, xaSpace)
+	if len(s) < 2 {
+		return nil, s, false
+	}
+	switch c := s[0]; {
+	case c == '\'' || c == '"':
+		return xidQuoted(s)
+	case (c == 'X' || c == 'x') && s[1] == '\'':
+		end := strings.IndexByte(s[2:], '\'')
+		if end < 0 || end%2 != 0 {
+			return nil, s, false // MySQL wants pairs of hex digits
+		}
+		b, err := hex.DecodeString(s[2 : 2+end])
+		return b, s[3+end:], err == nil
+	case (c == 'B' || c == 'b') && s[1] == '\'':
+		end := strings.IndexByte(s[2:], '\'')
+		if end < 0 {
+			return nil, s, false
+		}
+		b, ok := xidBits(s[2 : 2+end])
+		return b, s[3+end:], ok
+	case c == '0' && (s[1] == 'x' || s[1] == 'X'):
+		n := 2
+		for n < len(s) && isHexDigit(s[n]) {
+			n++
+		}
+		digits := s[2:n]
+		if digits == "" || (n < len(s) && isWordByte(s[n])) {
+			return nil, s, false
+		}
+		if len(digits)%2 != 0 {
+			digits = "0" + digits
+		}
+		b, err := hex.DecodeString(digits)
+		return b, s[n:], err == nil
+	case c == '0' && (s[1] == 'b' || s[1] == 'B'):
+		n := 2
+		for n < len(s) && (s[n] == '0' || s[n] == '1') {
+			n++
+		}
+		if n == 2 || (n < len(s) && isWordByte(s[n])) {
+			return nil, s, false
+		}
+		b, ok := xidBits(s[2:n])
+		return b, s[n:], ok
+	}
+	return nil, s, false
+}
+
+// xidQuoted reads a quoted string at the start of s.
+func xidQuoted(s string) (b []byte, tail string, ok bool) {
+	q := s[0]
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == q:
+			if i+1 < len(s) && s[i+1] == q {
+				b = append(b, q)
+				i++
+				continue
+			}
+			if b == nil {
+				b = []byte{}
+			}
+			return b, s[i+1:], true
+		case c == '\\':
+			if i+1 == len(s) {
+				return nil, s, false
+			}
+			i++
+			switch e := s[i]; e {
+			case '0':
+				b = append(b, 0)
+			case 'b':
+				b = append(b, '\b')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'Z':
+				b = append(b, 0x1a)
+			case '%', '_':
+				b = append(b, '\\', e) // kept with its backslash, as MySQL does
+			default:
+				b = append(b, e)
+			}
+		default:
+			b = append(b, c)
+		}
+	}
+	return nil, s, false
+}
+
+// xidBits turns binary digits into bytes, padded on the left to whole
+// bytes.
+func xidBits(d string) ([]byte, bool) {
+	b := make([]byte, (len(d)+7)/8)
+	for i := 0; i < len(d); i++ {
+		bit := len(d) - 1 - i // from the right
+		switch d[i] {
+		case '1':
+			b[len(b)-1-bit/8] |= 1 << (bit % 8)
+		case '0':
+		default:
+			return nil, false
+		}
+	}
+	return b, true
+}
+
+// xidNumber reads the formatID of an XID after white space: decimal, or
+// 0x hex, of at most 64 bits.
+func xidNumber(s string) (n uint64, tail string, ok bool) {
+	s = strings.TrimLeft(s, xaSpace)
+	base, start := 10, 0
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		base, start = 16, 2
+	}
+	end := start
+	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || base == 16 && isHexDigit(s[end])) {
+		end++
+	}
+	if end == start || (end < len(s) && isWordByte(s[end])) {
+		return 0, s, false
+	}
+	n, err := strconv.ParseUint(s[start:end], base, 64)
+	return n, s[end:], err == nil
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// isWordByte reports whether c continues an SQL word or number.
+func isWordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // replayed reports whether the current transaction was emitted before the

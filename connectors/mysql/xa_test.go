@@ -275,7 +275,25 @@ func TestXAStatement(t *testing.T) {
 		{"xa rollback x'ab', x'cd' ,007", "ROLLBACK", "X'AB',X'CD',7"},
 		{"XA COMMIT X'01',X'',1 ONE PHASE", "COMMIT ONE PHASE", "X'01',X'',1"},
 		{"XA END X'01',X'',1", "END", "X'01',X'',1"},
-		{"XA COMMIT 'plain'", "COMMIT", "'plain'"},
+		// Other forms of the same XIDs, as a client writes them.
+		{"XA COMMIT 'plain'", "COMMIT", "X'706C61696E',X'',1"},
+		{"XA START 'x1'", "START", "X'7831',X'',1"},
+		{"XA COMMIT 'x4' , \"b4\",7", "COMMIT", "X'7834',X'6234',7"},
+		{"XA PREPARE 'it''s',_x'',0x1F", "PREPARE", "'it''s',_x'',0x1F"}, // introducers: not known
+		{`XA PREPARE 'it''s\'',"a\"b\\\0",0x1F`, "PREPARE", "X'6974277327',X'6122625C00',31"},
+		{"XA COMMIT 'one phase' ONE PHASE", "COMMIT ONE PHASE", "X'6F6E65207068617365',X'',1"},
+		{"XA COMMIT 'one phase'", "COMMIT", "X'6F6E65207068617365',X'',1"},
+		{"XA START 0xABC,b'1',0 JOIN", "START", "X'0ABC',X'01',0"},
+		{"XA END 0b100000001 SUSPEND FOR MIGRATE", "END", "X'0101',X'',1"},
+		{"XA BEGIN X'01'", "BEGIN", "X'01',X'',1"},
+		// Not XIDs: kept as written, one space between words.
+		{"XA COMMIT X'0 1',X'',1", "COMMIT", "X'0 1',X'',1"},
+		{"XA COMMIT X'ABC',X'',1", "COMMIT", "X'ABC',X'',1"},
+		{"XA COMMIT X'01',X'',99999999999999999999", "COMMIT", "X'01',X'',99999999999999999999"},
+		{"XA COMMIT 'unterminated  ONE PHASE", "COMMIT ONE PHASE", "'unterminated"},
+		{"XA COMMIT 'x' ONE PHASE NOW", "COMMIT", "'x' ONE PHASE NOW"},
+		{"XA", "", ""},
+		{"XA   ", "", ""},
 		// MySQL takes a formatID of 64 bits; its XA_PREPARE event keeps 32.
 		{"XA COMMIT X'01',X'',4294967297", "COMMIT", "X'01',X'',1"},
 	} {
