@@ -55,7 +55,11 @@
 // records a worker redelivers after a crash between the Iceberg commit and
 // its own group-offset commit are not written twice. A crash before the
 // Iceberg commit leaves only unreferenced data files. Because each commit
-// of a snapshot is atomic per table, this holds per table. The table's
+// of a snapshot is atomic per table, this holds per table. Each commit
+// reloads the table first (table.go, refresh): it is built on the table's
+// current state, carries the offsets other tasks of the sink stored, and
+// fails (the task restarts and skips them) when another task committed
+// records of a partition this one buffered, as after a rebalance. The table's
 // offsets win over the group's: a sink rewound below them skips those
 // records, warning once per table and partition, unless
 // offsets.from.table is false (then it writes them again, and the

@@ -63,6 +63,7 @@ type tableWriter struct {
 	skipped   map[tp]bool  // partitions whose records the table held: warned of once
 	nskipped  int64        // records skipped because the table held them
 	pending   map[tp]int64 // the highest buffered offset
+	first     map[tp]int64 // the lowest buffered offset
 	count     int          // buffered records
 	// truncated says that a truncate event is buffered (upsert mode): the
 	// commit deletes every row of the table before it adds the rows
@@ -81,7 +82,7 @@ func loadTable(ctx context.Context, o *options, cat catalog.Catalog, name string
 		return nil, connect.BadRecord(fmt.Errorf("table name %q (from the table template %q) needs a namespace and a table, e.g. db.events", name, o.template))
 	}
 	w := &tableWriter{o: o, cat: cat, ident: ident, name: name, index: map[string]int{},
-		committed: map[tp]int64{}, skipped: map[tp]bool{}, pending: map[tp]int64{}, byKey: map[string]int{}}
+		committed: map[tp]int64{}, skipped: map[tp]bool{}, pending: map[tp]int64{}, first: map[tp]int64{}, byKey: map[string]int{}}
 	tbl, err := cat.LoadTable(ctx, ident)
 	switch {
 	case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace):
@@ -248,7 +249,7 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 		w.rows, w.keys, w.live = nil, nil, nil
 		clear(w.byKey)
 		w.truncated = true
-		w.pending[tp{r.Topic, r.Partition}] = r.Offset
+		w.buffered(r)
 		w.count++
 		return nil
 	}
@@ -440,9 +441,18 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 	} else {
 		w.rows = append(w.rows, row)
 	}
-	w.pending[tp{r.Topic, r.Partition}] = r.Offset
+	w.buffered(r)
 	w.count++
 	return nil
+}
+
+// buffered notes the offset of a buffered record.
+func (w *tableWriter) buffered(r *connect.Record) {
+	k := tp{r.Topic, r.Partition}
+	w.pending[k] = r.Offset
+	if _, ok := w.first[k]; !ok {
+		w.first[k] = r.Offset
+	}
 }
 
 // warnNull logs, once per column, that a value Iceberg's type cannot
@@ -549,6 +559,9 @@ func (w *tableWriter) commit(ctx context.Context) error {
 	if w.count == 0 {
 		return nil
 	}
+	if err := w.refresh(ctx); err != nil {
+		return err
+	}
 	if err := w.ensureSchema(ctx); err != nil {
 		return err
 	}
@@ -649,6 +662,55 @@ func (w *tableWriter) commit(ctx context.Context) error {
 	return nil
 }
 
+// refresh reloads the table before a commit, since another writer may
+// have committed to it after this task loaded it: another task of this
+// sink (a consumer-group rebalance moves partitions between running tasks
+// without restarting them), or an engine's compaction. When the table now
+// holds offsets of a partition this task buffered, at or above the first
+// one buffered, another task committed those records (it died before the
+// group's offset commit, or the partition was taken from this task while
+// it buffered them): committing would write them twice, so the commit
+// fails and the task restarts to skip them. Otherwise the commit is based
+// on the fresh table, so that tasks writing other partitions of one table
+// do not make each other's commits fail; a schema changed meanwhile
+// still fails it (the buffered values are typed for the schema known).
+func (w *tableWriter) refresh(ctx context.Context) error {
+	if w.tbl == nil {
+		return nil // created by this commit; a concurrent creation fails it
+	}
+	fresh, err := w.cat.LoadTable(ctx, w.ident)
+	if err != nil {
+		return fmt.Errorf("commit table %s: reload it first: %w", w.name, err)
+	}
+	if fresh.MetadataLocation() == w.tbl.MetadataLocation() {
+		return nil
+	}
+	theirs := committedOffsets(fresh.Metadata(), w.o.offsetsKey)
+	if w.o.offsetsFromTbl {
+		var moved []string
+		for k, first := range w.first {
+			if off, ok := theirs[k]; ok && off >= first && off > w.committed[k] {
+				moved = append(moved, fmt.Sprintf("%s/%d up to %d (buffered from %d)", k.topic, k.partition, off, first))
+			}
+		}
+		if len(moved) > 0 {
+			slices.Sort(moved)
+			return fmt.Errorf("table %s: another task of this sink committed records this task buffered, of %s (the partition moved between tasks): not committed, so that they are not written twice",
+				w.name, strings.Join(moved, ", "))
+		}
+	}
+	if fresh.Schema().ID != w.tbl.Schema().ID {
+		return fmt.Errorf("table %s: its schema was changed by another writer since this task loaded it", w.name)
+	}
+	for k, off := range theirs {
+		if cur, ok := w.committed[k]; !ok || off > cur {
+			w.committed[k] = off
+		}
+	}
+	w.tbl = fresh
+	return nil
+}
+
 // expire removes the table's snapshots older than expire.older.than,
 // keeping the newest expire.retain.last (the newest always holds the
 // offsets this sink resumes from), and the files only they reference. It
@@ -723,6 +785,7 @@ func (w *tableWriter) reset() {
 	w.rows, w.keys, w.live = nil, nil, nil
 	clear(w.byKey)
 	clear(w.pending)
+	clear(w.first)
 	w.count = 0
 	w.truncated = false
 }
