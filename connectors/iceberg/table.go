@@ -383,6 +383,10 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 			if v == nil {
 				return connect.BadRecord(fmt.Errorf("key column %q is missing or null", n))
 			}
+			if kt := keyType(w, changes, n); kt != nil && isFloat(kt) {
+				// Equality deletes cannot use it: every commit would fail.
+				return connect.BadRecord(fmt.Errorf("key column %s.%s is %s: Iceberg identifier fields cannot be floating point; pin it with the schema setting (e.g. [%s long] or [%s decimal(18,6)]) or set key.columns", w.name, n, kt, n, n))
+			}
 			key = append(key, v)
 		}
 	}
@@ -485,6 +489,18 @@ func isFloat(t ib.Type) bool {
 		return true
 	}
 	return false
+}
+
+// keyType is the type of key column name: the table's (or the buffered
+// rows') column, else the one the record adds.
+func keyType(w *tableWriter, changes []change, name string) ib.Type {
+	if t := changeType(changes, name); t != nil {
+		return t
+	}
+	if i, ok := w.index[name]; ok {
+		return w.cols[i].typ
+	}
+	return nil
 }
 
 func changeType(changes []change, name string) ib.Type {
