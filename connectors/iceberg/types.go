@@ -314,7 +314,12 @@ func convert(v any, s *connect.Schema, t ib.Type) (any, error) {
 			case connect.LogicalMicroTimestamp:
 				return x, nil
 			case connect.LogicalNanoTimestamp:
-				return x / 1000, nil
+				// Round towards the past, also before 1970.
+				us := x / 1000
+				if x%1000 < 0 {
+					us--
+				}
+				return us, nil
 			}
 			return x * 1000, nil // epoch milliseconds
 		case string:
