@@ -35,3 +35,32 @@ func TestSink_Upsert_FloatKeyIsBadRecord(t *testing.T) {
 		t.Errorf("table holds %s", got)
 	}
 }
+
+// Upsert into an existing table partitioned by a column that is not a key
+// column: equality deletes (key columns only) cannot find a row's
+// partition, so every commit would fail and the task restart forever.
+// The first record says so, as a permanent error, before anything is
+// committed.
+func TestSink_Upsert_TablePartitionedByNonKey(t *testing.T) {
+	e := newEnv(t, map[string]string{"partition": "identity(g)", "metadata.columns": "false"})
+	k := func(off int64, id, value string) connect.Record {
+		r := rec("t.u", 0, off, value)
+		r.Key = []byte(`{"id":` + id + `}`)
+		return r
+	}
+	s := e.open(t)
+	write(t, s, k(0, "1", `{"id":1,"g":"a"}`))
+	flush(t, s)
+
+	e.values["mode"] = "upsert"
+	delete(e.values, "partition")
+	u := e.open(t)
+	err := u.Write(t.Context(), []connect.Record{k(1, "1", `{"id":1,"g":"b"}`)})
+	if err == nil || !connect.IsPermanent(err) || !strings.Contains(err.Error(), "partitioned by") {
+		t.Fatalf("Write = %v, want a permanent error about the table's partitioning", err)
+	}
+	flush(t, u)
+	if got := js(e.rows(t, "t.u", "id")); got != `[{"g":"a","id":1}]` {
+		t.Errorf("table holds %s", got)
+	}
+}

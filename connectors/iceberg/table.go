@@ -391,6 +391,11 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 		}
 	}
 
+	if upsert && w.tbl != nil {
+		if err := w.checkUpsertSpec(names); err != nil {
+			return err
+		}
+	}
 	if len(unchanged) > 0 {
 		if err := w.keepUnchanged(ctx, row, unchanged, names, key); err != nil {
 			return err
@@ -966,6 +971,25 @@ func (w *tableWriter) create(ctx context.Context) error {
 		return fmt.Errorf("create table %s: %w", w.name, err)
 	}
 	return w.adopt(tbl)
+}
+
+// checkUpsertSpec refuses upsert into an existing table partitioned by a
+// column that is not a key column: an equality delete holds the key
+// columns only, so it cannot find the partition of the row it removes
+// (iceberg-go refuses to write it, and every commit would fail). A table
+// the sink creates is checked in create.
+func (w *tableWriter) checkUpsertSpec(keys []string) error {
+	spec, sc := w.tbl.Spec(), w.tbl.Schema()
+	for _, f := range spec.Fields() {
+		for _, id := range f.SourceIDs {
+			if n, _ := sc.FindColumnName(id); !slices.Contains(keys, n) {
+				return connect.Permanent(fmt.Errorf("table %s is partitioned by %s(%s), and %s is not a key column %v: "+
+					"upsert's equality deletes hold the key columns only and cannot find a row's partition; "+
+					"write to a table partitioned by key columns only (or unpartitioned), or use mode: append", w.name, f.Transform, n, n, keys))
+			}
+		}
+	}
+	return nil
 }
 
 func (w *tableWriter) keyNames() []string {
