@@ -204,6 +204,18 @@ func convert(v any, s *connect.Schema, t ib.Type) (any, error) {
 	bad := func() (any, error) {
 		return nil, fmt.Errorf("%w: a %s value for a %s column", errNoConversion, describe(v), t)
 	}
+	if row, ok := v.(connect.Row); ok {
+		// A variable-scale decimal is written as its number: its text in
+		// a string column, its value in a decimal one.
+		_, dec := t.(ib.DecimalType)
+		if dec || (s != nil && s.Name == connect.LogicalVariableDecimal) {
+			text, err := variableDecimal(row)
+			if err != nil {
+				return nil, err
+			}
+			v = text
+		}
+	}
 	switch t := t.(type) {
 	case ib.Int32Type, ib.Int64Type:
 		var i int64
@@ -393,6 +405,52 @@ func toDecimal(v any, s *connect.Schema, t ib.DecimalType) (any, error) {
 		return nil, fmt.Errorf("%w: %s does not fit %s", errNoConversion, text, t)
 	}
 	return decimal128.FromBigInt(n), nil
+}
+
+// variableDecimal returns the text of a Debezium VariableScaleDecimal,
+// {"scale":S,"value":<unscaled big-endian two's complement bytes>} (bytes
+// as base64 text without an embedded schema).
+func variableDecimal(row connect.Row) (string, error) {
+	bad := fmt.Errorf("%w: want a variable-scale decimal {\"scale\":S,\"value\":<bytes>}", errNoConversion)
+	if len(row) != 2 || row[0].Name != "scale" || row[1].Name != "value" {
+		return "", bad
+	}
+	var scale int64
+	switch x := row[0].Value.(type) {
+	case int64:
+		scale = x
+	case json.Number:
+		n, err := strconv.ParseInt(string(x), 10, 32)
+		if err != nil {
+			return "", bad
+		}
+		scale = n
+	default:
+		return "", bad
+	}
+	var b []byte
+	switch x := row[1].Value.(type) {
+	case []byte:
+		b = x
+	case string:
+		var err error
+		if b, err = base64.StdEncoding.DecodeString(x); err != nil {
+			return "", bad
+		}
+	default:
+		return "", bad
+	}
+	if scale < -1000 || scale > 1000 {
+		return "", bad
+	}
+	r := new(big.Rat).SetInt(signedBig(b))
+	pow := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(max(scale, -scale)), nil))
+	if scale >= 0 {
+		r.Quo(r, pow)
+	} else {
+		r.Mul(r, pow)
+	}
+	return r.FloatString(int(max(scale, 0))), nil
 }
 
 // signedBig reads big-endian two's complement bytes.
