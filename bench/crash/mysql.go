@@ -497,8 +497,12 @@ func (p *myScen) check(ctx context.Context, round int) int {
 	st, werr, n := p.stats, p.writeErr, len(p.changes)
 	p.mu.Unlock()
 	if werr != nil {
-		p.s.violate(round, "(m) the writer stopped: %v", werr)
-		p.writeErr = nil
+		// The soak's own failure (its model stops there), not the pipeline's.
+		p.s.mu.Lock()
+		if p.s.sum.err == nil {
+			p.s.sum.err = fmt.Errorf("mysql: the writer stopped: %w", werr)
+		}
+		p.s.mu.Unlock()
 	}
 	if round == 0 && werr == nil {
 		p.checkTable(round)
