@@ -648,7 +648,7 @@ func (p *myScen) close() {
 }
 
 // errNoMariaDB says the MariaDB binaries are not installed.
-var errNoMariaDB = errors.New("mariadbd or mariadb-install-db not found (install the mariadb-server package): scenario skipped")
+var errNoMariaDB = errors.New("mariadbd or mariadb-install-db not found (install the mariadb-server package)")
 
 // myServer is a throwaway MariaDB server with the binary log in ROW
 // format, started as connectors/mysql's tests start theirs.
