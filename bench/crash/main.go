@@ -22,6 +22,16 @@
 //	           logical replication and a client inserting rows in id order
 //	           all along: every committed row is in the topic after the
 //	           final clean run (gaps after a round are listed and must close)
+//	mysql      (not in the default set) a throwaway MariaDB server (binlog in
+//	           ROW format, GTIDs) captured by a mysql source into a file
+//	           sink, while a client commits inserts, updates and deletes of
+//	           64 keys, multi-row transactions and XA transactions (XA
+//	           PREPARE then XA COMMIT or XA ROLLBACK, at once, or later from
+//	           another session, often after a worker kill; some ONE PHASE):
+//	           every committed change (a unique row version) is in the file
+//	           after the final clean run, per key first appearances in commit
+//	           order, and no change of a rolled-back or undecided XA
+//	           transaction ever; skipped when MariaDB is not installed
 //
 // In every scenario each start must come up (REST /health) and run its
 // connectors without a FAILED task, and the CLI must open the data directory
@@ -81,7 +91,7 @@ func main() {
 	o.scenarios = strings.Split(scen, ",")
 	for _, s := range o.scenarios {
 		if _, ok := scenarios[s]; !ok {
-			fmt.Fprintf(os.Stderr, "crashsoak: unknown scenario %q: choose from httptrack, generator, produce, postgres\n", s)
+			fmt.Fprintf(os.Stderr, "crashsoak: unknown scenario %q: choose from httptrack, generator, produce, postgres, mysql\n", s)
 			os.Exit(2)
 		}
 	}
@@ -96,6 +106,7 @@ var scenarios = map[string]func(s *soak) scenario{
 	"generator": newGenerator,
 	"produce":   newProduce,
 	"postgres":  newPostgres,
+	"mysql":     newMysql,
 }
 
 func run(ctx context.Context, o options) int {

@@ -79,9 +79,14 @@ type summary struct {
 	violations []string
 	notes      map[string]int
 	err        error
+	skip       string // why the scenario did not run (not a failure: e.g. no MariaDB installed)
 }
 
 func (s *summary) print() {
+	if s.skip != "" {
+		fmt.Printf("%-10s skipped: %s\n", s.name, s.skip)
+		return
+	}
 	status := "ok"
 	if len(s.violations) > 0 {
 		status = fmt.Sprintf("%d VIOLATIONS", len(s.violations))
@@ -129,6 +134,10 @@ func (s *soak) run(ctx context.Context, sc scenario) *summary {
 	fmt.Printf("\n== %s (seed %d)\n", s.name, s.seed)
 	if c, ok := sc.(closer); ok {
 		defer c.close()
+	}
+	if s.sum.skip != "" {
+		fmt.Printf("[%s] skipped: %s\n", s.name, s.sum.skip)
+		return s.sum
 	}
 	if s.sum.err != nil {
 		return s.sum
