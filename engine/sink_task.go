@@ -52,7 +52,9 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 	committed := make(chan error, 1)
 	pctx, stopPolling := context.WithCancel(soft)
 	defer stopPolling()
-	go func() { committed <- r.commitSinkOffsets(hard, consumer, commits, stopPolling) }()
+	go func() {
+		committed <- r.commitSinkOffsets(hard, consumer, commits, stopPolling, commitTiming{sinkCommitInterval, sinkIdleCommit})
+	}()
 	err = r.deliver(hard, pctx, sink, consumer, c, commits)
 	close(commits) // drain: the committer stores the last offsets
 	if cerr := <-committed; err == nil {
@@ -175,23 +177,42 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 }
 
 // sinkCommitInterval is the least time between two group commits of a
-// sink: offsets of batches delivered meanwhile are merged into the next
-// commit. Delivery is at least once either way; the interval bounds how
-// much is delivered again after a crash, and saves an fsync per batch when
-// batches are small (Kafka Connect commits every 60 s by default).
+// sink while batches keep coming: offsets of batches delivered meanwhile
+// are merged into the next commit. Delivery is at least once either way;
+// the interval bounds how much is delivered again after a crash, and saves
+// an fsync per batch when batches are small (Kafka Connect commits every
+// 60 s by default).
 const sinkCommitInterval = 200 * time.Millisecond
 
-// commitSinkOffsets commits group offsets of delivered batches, at most
-// every sinkCommitInterval, and once more when commits is closed. On a
-// failure it calls stopPolling and drains.
-func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commits <-chan []PartitionOffset, stopPolling func()) error {
+// sinkIdleCommit is the least time a sink waits after a delivered batch
+// before it commits early, when no other batch came meanwhile: once a
+// burst is written, the group's offsets (and the lag that monitoring
+// reads from them) catch up at once instead of up to sinkCommitInterval
+// later, and a crash after the burst delivers nothing again. The wait is
+// twice the gap between the last two batches when that is longer, so that
+// a sink whose writes take a while (or whose batches trickle in) does not
+// take the gaps of a steady flow for the end of one: while batches keep
+// coming at their pace it commits at the interval.
+const sinkIdleCommit = 20 * time.Millisecond
+
+// commitTiming says when commitSinkOffsets commits: sinkCommitInterval and
+// sinkIdleCommit, but in tests.
+type commitTiming struct{ interval, idle time.Duration }
+
+// commitSinkOffsets commits group offsets of delivered batches: at most
+// every sinkCommitInterval while batches keep coming, soon after the last
+// one when none follows (sinkIdleCommit), and once more when commits is
+// closed.
+// On a failure it calls stopPolling and drains.
+func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commits <-chan []PartitionOffset, stopPolling func(), timing commitTiming) error {
 	type tp struct {
 		t string
 		p int32
 	}
 	merged := map[tp]int64{}
 	var failed error
-	var last time.Time
+	var last time.Time    // of the last commit
+	var arrived time.Time // of the last batch
 	var timer *time.Timer
 	var fire <-chan time.Time
 	defer func() {
@@ -228,12 +249,30 @@ func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commi
 					merged[k] = o.Offset
 				}
 			}
-			if wait := sinkCommitInterval - time.Since(last); wait <= 0 {
-				commit()
-			} else if fire == nil {
-				timer = time.NewTimer(wait)
-				fire = timer.C
+			now := time.Now()
+			idle := timing.idle
+			if !arrived.IsZero() {
+				idle = max(idle, 2*now.Sub(arrived))
 			}
+			arrived = now
+			wait := timing.interval - now.Sub(last)
+			if wait <= 0 {
+				commit()
+				if timer != nil {
+					timer.Stop()
+				}
+				fire = nil
+				continue
+			}
+			// Commit at the interval, or sooner when no batch follows
+			// this one for a while.
+			wait = min(wait, idle)
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
 		case <-fire:
 			fire = nil
 			commit()
