@@ -560,6 +560,7 @@ type latencyResult struct {
 	beforeP50, beforeP99 time.Duration
 	inP50, inP99         time.Duration
 	flow
+	disk diskStats // the disk's flush times meanwhile
 }
 
 // runLatency runs the pipeline with the generator at c.rate for
@@ -575,6 +576,7 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	if err != nil {
 		return latencyResult{}, err
 	}
+	_, stopProbe := startDiskProbe(ctx, dir)
 	start, u0, log0 := time.Now(), usageNow(), p.log.Metrics().Batches.Load()
 	err = p.start(ctx, filepath.Join(dir, "out"), gen)
 	if err == nil {
@@ -584,6 +586,9 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	}
 	res := latencyResult{throughput: throughput{records: events, bytes: events * int64(c.size), elapsed: time.Since(start)}}
 	res.cost(u0, p.log)
+	if res.disk = stopProbe(); res.disk.err != nil {
+		err = errors.Join(err, res.disk.err)
+	}
 	res.flow = p.flow(pr, log0)
 	if err := errors.Join(err, p.close()); err != nil {
 		return latencyResult{}, err
@@ -889,6 +894,17 @@ func printResults(w io.Writer, c config, rounds []round) {
 		i99, ilo, ihi := msOf(func(l latencyResult) time.Duration { return l.inP99 })
 		fmt.Fprintf(w, "  parts: until the sink's write starts p50 %.1f ms, p99 %s ms; the sink's write (fsync included) p50 %.1f ms, p99 %s ms\n",
 			b50, spread(n, "%.1f", b99, blo, bhi), i50, spread(n, "%.1f", i99, ilo, ihi))
+		d50, _, _ := msOf(func(l latencyResult) time.Duration { return l.disk.p50 })
+		d99, dlo, dhi := msOf(func(l latencyResult) time.Duration { return l.disk.p99 })
+		dmx, dmlo, dmhi := msOf(func(l latencyResult) time.Duration { return l.disk.max })
+		stalls, slo, shi := medianOf(latRounds, func(l latencyResult) float64 { return float64(l.disk.stalls) })
+		ops, _, _ := medianOf(latRounds, func(l latencyResult) float64 { return float64(l.disk.ops) })
+		share, shlo, shhi := medianOf(latRounds, func(l latencyResult) float64 { return 100 * l.disk.stalled.Seconds() / l.elapsed.Seconds() })
+		fmt.Fprintf(w, "  the disk meanwhile (baseline: 4 KiB append + fdatasync every %s beside the log, %.0f times): p50 %.1f ms, p99 %s ms, max %s ms;\n",
+			diskProbeEvery, ops, d50, spread(n, "%.1f", d99, dlo, dhi), spread(n, "%.1f", dmx, dmlo, dmhi))
+		fmt.Fprintf(w, "  %s flushes of %s or more, stalled %s%% of the phase\n", spread(n, "%.0f", stalls, slo, shi), diskStall, spread(n, "%.1f", share, shlo, shhi))
+		fmt.Fprintln(w, "  (an event waits for two flushes, the log's and the sink's: while the disk is stalled more than 1% of the")
+		fmt.Fprintln(w, "  time, in stalls longer than the target, no pipeline that waits for durability can meet the p99 target)")
 	}
 	fmt.Fprintf(w, "\nTargets (issue 3), medians of %d round(s)\n%-52s %22s %10s\n", len(rounds), "", "measured", "target")
 	if len(appends) > 0 && len(e2es) > 0 {
