@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,11 +18,12 @@ import (
 // catalog resolves types and keys from the system catalogue and builds the
 // relations events are made from. It is used by one goroutine at a time.
 type catalog struct {
-	conn   *pgx.Conn
-	set    *settings
-	mapper *mapper
-	types  map[uint32]*pgType
-	log    *slog.Logger
+	conn    *pgx.Conn
+	set     *settings
+	mapper  *mapper
+	types   map[uint32]*pgType
+	log     *slog.Logger
+	version int // server_version_num, 0 until read
 }
 
 func newCatalog(conn *pgx.Conn, set *settings, m *mapper, log *slog.Logger) *catalog {
@@ -103,7 +106,10 @@ type relation struct {
 	schema  *connect.EventSchema // nil unless schemas are embedded
 	skip    bool                 // not a captured table (a publication FOR ALL TABLES sends every table)
 	signal  bool                 // the signal table: its inserts are signals, not events
-
+	// filter is the publication's row filter of the table, an SQL
+	// expression on its columns that the snapshots read by; "" for
+	// every row. Only snapshotRelation sets it.
+	filter string
 }
 
 // colDef is a column as the stream or the catalogue describes it.
@@ -251,14 +257,116 @@ ORDER BY k.ord NULLS LAST, a.attnum`, table)
 	return keys, notNull, nil
 }
 
+// snapshotRelation builds the relation of a table as the snapshots read
+// it: what the publication publishes, as pgoutput sends it to the stream
+// (PostgreSQL 15 and later): the columns of its column list, and, in
+// filter, its row filter. So a snapshot record is the streamed insert of
+// the same row but for source and op.
+func (c *catalog) snapshotRelation(ctx context.Context, ref tableRef) (*relation, error) {
+	pub, err := c.published(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	cols, ident, err := c.tableColumns(ctx, ref, pub.columns)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := c.relation(ctx, ref, 0, cols, ident)
+	if err != nil {
+		return nil, err
+	}
+	if pub.columns != nil && !rel.skip {
+		if missing := unpublishedKeys(c.keysOf(ctx, ref, ident), pub.columns); len(missing) > 0 {
+			return nil, connect.Permanent(columnListErr(c.set.publication, ref, missing, pub))
+		}
+	}
+	rel.filter = pub.filter
+	return rel, nil
+}
+
+// keysOf returns the key columns of a table (nil when they cannot be read:
+// the caller then finds none missing, and relation reads them again).
+func (c *catalog) keysOf(ctx context.Context, ref tableRef, ident byte) []string {
+	keys, _, err := c.attributes(ctx, ref, 0, ident)
+	if err != nil {
+		return nil
+	}
+	return keys
+}
+
+// pubTable is what a publication publishes of a table.
+type pubTable struct {
+	// filter is the row filter (pg_publication_tables.rowfilter), "" when
+	// every row is published: no filter, a publication FOR ALL TABLES or
+	// FOR TABLES IN SCHEMA of the table's schema (PostgreSQL shows no
+	// filter for those, as pgoutput applies none), PostgreSQL 14.
+	filter string
+	// columns are the published columns (pg_publication_tables.attnames),
+	// in table order; nil when every column is published: PostgreSQL 14,
+	// or a table the publication does not publish.
+	columns []string
+}
+
+// published reads what the source's publication publishes of a table.
+// The connector streams one publication, so its row filter is the one
+// pgoutput applies (with several, PostgreSQL ORs them, and one without a
+// filter publishes every row). pg_publication_tables has rowfilter and
+// attnames from PostgreSQL 15 on: to_jsonb reads them where they exist,
+// so the one query works on 14 too. A table outside the publication
+// (never streamed; initial_only without a publication) is read whole.
+func (c *catalog) published(ctx context.Context, ref tableRef) (pubTable, error) {
+	var filter *string
+	var attnames []byte
+	err := c.conn.QueryRow(ctx, `
+SELECT to_jsonb(pt) ->> 'rowfilter', to_jsonb(pt) -> 'attnames'
+FROM pg_publication_tables pt
+WHERE pt.pubname = $1 AND pt.schemaname = $2 AND pt.tablename = $3`, c.set.publication, ref.schema, ref.name).Scan(&filter, &attnames)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pubTable{}, nil
+	}
+	if err != nil {
+		return pubTable{}, fmt.Errorf("read what publication %s publishes of %s: %w", c.set.publication, ref, err)
+	}
+	var pub pubTable
+	if filter != nil {
+		pub.filter = *filter
+	}
+	if attnames != nil {
+		if err := json.Unmarshal(attnames, &pub.columns); err != nil {
+			return pubTable{}, fmt.Errorf("read the column list of %s in publication %s: %w", ref, c.set.publication, err)
+		}
+	}
+	return pub, nil
+}
+
+// serverVersion returns server_version_num, read once.
+func (c *catalog) serverVersion(ctx context.Context) (int, error) {
+	if c.version == 0 {
+		if err := c.conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&c.version); err != nil {
+			return 0, fmt.Errorf("read the server version: %w", err)
+		}
+	}
+	return c.version, nil
+}
+
 // tableColumns reads the published columns of a table and its replica
-// identity, for the snapshot.
-func (c *catalog) tableColumns(ctx context.Context, ref tableRef) ([]colDef, byte, error) {
+// identity, for the snapshots: those of the publication's column list
+// (published, nil for all), in table order. Before PostgreSQL 18 pgoutput
+// never sends generated columns, though attnames lists them when there is
+// no column list; from 18 on attnames is exactly what it sends
+// (publish_generated_columns, or generated columns in a column list).
+func (c *catalog) tableColumns(ctx context.Context, ref tableRef, published []string) ([]colDef, byte, error) {
+	version, err := c.serverVersion(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
 	rows, err := c.conn.Query(ctx, `
 SELECT a.attname::text, a.atttypid, a.atttypmod
 FROM pg_attribute a
-WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-ORDER BY a.attnum`, ref.quoted())
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped
+  AND ($2::text[] IS NULL OR a.attname = ANY($2::text[]))
+  AND (a.attgenerated = '' OR $3 AND a.attname = ANY($2::text[]))
+ORDER BY a.attnum`, ref.quoted(), published, version >= 180000)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the columns of %s: %w", ref, err)
 	}
@@ -278,4 +386,103 @@ ORDER BY a.attnum`, ref.quoted())
 		return nil, 0, fmt.Errorf("read the replica identity of %s: %w", ref, err)
 	}
 	return cols, ident[0], nil
+}
+
+// unpublishedKeys returns the key columns missing from the published ones.
+func unpublishedKeys(keys, published []string) []string {
+	var out []string
+	for _, k := range keys {
+		if !slices.Contains(published, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// columnListErr is the error of a column list that leaves out key
+// columns: the events' keys (the primary key, or the replica identity
+// index) could not be formed, and PostgreSQL itself refuses updates and
+// deletes of the table while a publication of them does not cover its
+// replica identity. PostgreSQL changes the column list of one table of a
+// publication only by dropping and adding it again.
+func columnListErr(publication string, ref tableRef, missing []string, pub pubTable) error {
+	cols := slices.Clone(pub.columns)
+	for _, m := range missing {
+		if !slices.Contains(cols, m) {
+			cols = append(cols, m)
+		}
+	}
+	list := make([]string, len(cols))
+	for i, col := range cols {
+		list[i] = pgx.Identifier{col}.Sanitize()
+	}
+	where := ""
+	if pub.filter != "" {
+		where = " WHERE (" + pub.filter + ")"
+	}
+	ident := pgx.Identifier{publication}.Sanitize()
+	return fmt.Errorf("publication %s publishes table %s without its key column(s) %s (left out of its column list), which the events' keys need; "+
+		"add them to the column list: run ALTER PUBLICATION %s DROP TABLE %s; ALTER PUBLICATION %s ADD TABLE %s (%s)%s;",
+		publication, ref, strings.Join(missing, ", "), ident, ref.quoted(), ident, ref.quoted(), strings.Join(list, ", "), where)
+}
+
+// checkColumnLists fails when the publication's column list of a captured
+// table leaves out a column of its key (see columnListErr). Nothing to
+// check before PostgreSQL 15, which has no column lists, nor when the
+// publication does not exist yet.
+func (c *catalog) checkColumnLists(ctx context.Context, tables []tableRef) error {
+	version, err := c.serverVersion(ctx)
+	if err != nil || version < 150000 {
+		return err
+	}
+	captured := map[string]bool{}
+	for _, t := range tables {
+		captured[t.String()] = true
+	}
+	// The key columns of each published table that its attnames lack,
+	// with the key as attributes reads it.
+	rows, err := c.conn.Query(ctx, `
+SELECT pt.schemaname::text, pt.tablename::text, a.attname::text
+FROM pg_publication_tables pt
+JOIN pg_namespace n ON n.nspname = pt.schemaname
+JOIN pg_class r ON r.relnamespace = n.oid AND r.relname = pt.tablename
+JOIN pg_index i ON i.indrelid = r.oid AND CASE WHEN r.relreplident = 'i' THEN i.indisreplident ELSE i.indisprimary END
+JOIN unnest(i.indkey) WITH ORDINALITY AS u(attnum, ord) ON true
+JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum = u.attnum
+WHERE pt.pubname = $1 AND NOT a.attname = ANY(pt.attnames)
+ORDER BY 1, 2, u.ord`, c.set.publication)
+	if err != nil {
+		return fmt.Errorf("read the column lists of publication %s: %w", c.set.publication, err)
+	}
+	missing := map[tableRef][]string{}
+	var order []tableRef
+	for rows.Next() {
+		var t tableRef
+		var col string
+		if err := rows.Scan(&t.schema, &t.name, &col); err != nil {
+			return fmt.Errorf("read the column lists of publication %s: %w", c.set.publication, err)
+		}
+		if !captured[t.String()] {
+			continue
+		}
+		if missing[t] == nil {
+			order = append(order, t)
+		}
+		missing[t] = append(missing[t], col)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the column lists of publication %s: %w", c.set.publication, err)
+	}
+	var errs []error
+	for _, t := range order {
+		pub, err := c.published(ctx, t)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, columnListErr(c.set.publication, t, missing[t], pub))
+	}
+	if len(errs) > 0 {
+		return connect.Permanent(errors.Join(errs...))
+	}
+	return nil
 }

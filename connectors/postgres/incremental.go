@@ -298,11 +298,7 @@ func (st *streamer) nextChunk(ctx context.Context) error {
 		name := st.inc.Tables[0]
 		schema, table, _ := strings.Cut(name, ".")
 		ref := tableRef{schema, table}
-		cols, ident, err := st.cat.tableColumns(ctx, ref)
-		if err != nil {
-			return err
-		}
-		rel, err := st.cat.relation(ctx, ref, 0, cols, ident)
+		rel, err := st.cat.snapshotRelation(ctx, ref)
 		if err != nil {
 			return err
 		}
@@ -350,13 +346,20 @@ func (st *streamer) readChunk(ctx context.Context, rel *relation, id string) (*i
 	}
 	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + rel.ref.quoted()
 	var params [][]byte
+	var where []string
+	if rel.filter != "" {
+		where = append(where, "("+rel.filter+")") // the publication's row filter
+	}
 	if last := st.inc.Last; len(last) == len(keys) {
 		ph := make([]string, len(keys))
 		for i := range keys {
 			params = append(params, []byte(last[i]))
 			ph[i] = fmt.Sprintf("$%d", i+1)
 		}
-		sql += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.Join(ph, ", ") + ")"
+		where = append(where, "("+strings.Join(keys, ", ")+") > ("+strings.Join(ph, ", ")+")")
+	}
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
 	}
 	sql += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + strconv.Itoa(st.src.set.chunkSize)
 	c := &incChunk{id: id, table: rel.ref.String(), rel: rel, recs: map[string]connect.Record{}}

@@ -76,11 +76,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 			s.rep.snapshotTable(name, n, n)
 			continue
 		}
-		cols, ident, err := cat.tableColumns(ctx, t)
-		if err != nil {
-			return err
-		}
-		rel, err := cat.relation(ctx, t, 0, cols, ident)
+		rel, err := cat.snapshotRelation(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -311,6 +307,9 @@ func (s *Source) readUnit(ctx context.Context, conn *pgx.Conn, enc *encoder, u *
 	sql := "SELECT " + strings.Join(cols, ", ") + " FROM " + rel.ref.quoted()
 	var params [][]byte
 	var where []string
+	if rel.filter != "" {
+		where = append(where, "("+rel.filter+")") // the publication's row filter
+	}
 	param := func(v string) string {
 		params = append(params, []byte(v))
 		return fmt.Sprintf("$%d", len(params))

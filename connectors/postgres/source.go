@@ -161,6 +161,9 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 	if p.snapshot && pos != nil && pos.Snapshot != nil {
 		p.resume = pos.Snapshot
 	}
+	if err := newCatalog(s.meta, &s.set, nil, s.log).checkColumnLists(ctx, p.tables); err != nil {
+		return err
+	}
 	if s.set.snapshotMode == snapshotInitialOnly {
 		// No slot: a plain snapshot, then nothing more.
 		return nil
