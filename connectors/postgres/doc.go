@@ -12,7 +12,10 @@
 // publication that covers the tables, a slot nobody else uses and that has
 // not moved past the stored position, PostgreSQL 14 or later. A
 // partitioned table is captured as one table: the publication publishes
-// its partitions' changes as its own (publish_via_partition_root). It creates the publication and the
+// its partitions' changes as its own (publish_via_partition_root). The
+// snapshots read what the publication publishes (its row filter and column
+// list, PostgreSQL 15 and later: catalog.go), as the stream gets it; a
+// column list without a key column fails. It creates the publication and the
 // slot when they are missing, and adds the tables that match but are
 // missing (created since the last start) to a publication its user owns
 // (publication.autocreate.mode=filtered); while streaming, the runner
