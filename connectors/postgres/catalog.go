@@ -276,22 +276,17 @@ func (c *catalog) snapshotRelation(ctx context.Context, ref tableRef) (*relation
 		return nil, err
 	}
 	if pub.columns != nil && !rel.skip {
-		if missing := unpublishedKeys(c.keysOf(ctx, ref, ident), pub.columns); len(missing) > 0 {
+		// relation leaves out key columns that are not among cols.
+		keys, _, err := c.attributes(ctx, ref, 0, ident)
+		if err != nil {
+			return nil, err
+		}
+		if missing := unpublishedKeys(keys, pub.columns); len(missing) > 0 {
 			return nil, connect.Permanent(columnListErr(c.set.publication, ref, missing, pub))
 		}
 	}
 	rel.filter = pub.filter
 	return rel, nil
-}
-
-// keysOf returns the key columns of a table (nil when they cannot be read:
-// the caller then finds none missing, and relation reads them again).
-func (c *catalog) keysOf(ctx context.Context, ref tableRef, ident byte) []string {
-	keys, _, err := c.attributes(ctx, ref, 0, ident)
-	if err != nil {
-		return nil
-	}
-	return keys
 }
 
 // pubTable is what a publication publishes of a table.
