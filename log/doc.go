@@ -17,8 +17,10 @@
 // log is reopened: the state of the file is then unknown. A roll to a new
 // segment that fails for want of file descriptors or disk space is not such
 // a failure: the append gets a *RollError, the partition stays as it was
-// and takes the appends that fit its active segment, and the next append
-// that needs a new segment tries the roll again.
+// and takes the appends that fit its active segment, and an append that
+// needs a new segment tries the roll again after a backoff (100 ms,
+// doubling with each failure in a row up to 10 s); until then such appends
+// fail at once, without touching the disk.
 //
 // # On disk
 //

@@ -55,9 +55,26 @@ type partition struct {
 	dataCh    chan struct{} // closed when visible moves or the partition closes
 	producers *producerState
 	failed    error // sticky write or fsync failure: the partition refuses appends
-	rollErr   error // the last roll failed with this *RollError (nil once one succeeds)
 	closed    bool
+
+	// After a roll fails with a *RollError, none is tried again before
+	// rollRetryAt: appends and retention that need one fail fast (see
+	// tryRollLocked). The wait doubles with every failure in a row, from
+	// rollBackoffMin to rollBackoffMax, and a successful roll resets it.
+	rollErr     *RollError // the last roll failed with this (nil once one succeeds)
+	rollBackoff time.Duration
+	rollRetryAt time.Time
 }
+
+// The wait after a failed roll before the next try: a roll that fails for
+// want of descriptors or disk space first fsyncs and rewrites the old
+// segment's indexes, which an append retrying at once would repeat on an
+// already sick disk. Once the cause is gone, a partition rolls again within
+// rollBackoffMax.
+const (
+	rollBackoffMin = 100 * time.Millisecond
+	rollBackoffMax = 10 * time.Second
+)
 
 func partitionDir(root, topic string, id int32) string {
 	return filepath.Join(root, fmt.Sprintf("%s-%d", topic, id))
@@ -310,8 +327,7 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 				if len(run) > 0 {
 					break // the run goes to this segment; the next one rolls
 				}
-				if err := p.rollLocked(now); err != nil {
-					p.rollFailedLocked(err)
+				if err := p.tryRollLocked(now); err != nil {
 					p.mu.Unlock()
 					// Runs this call wrote before stay written: wait for them.
 					return nil, end, err
@@ -515,27 +531,49 @@ func (p *partition) rollLocked(now time.Time) error {
 	}
 	p.l.metrics.SegmentsRolled.Add(1)
 	if p.rollErr != nil {
-		p.logger().Info("rolled a new segment again", "base_offset", base, "after", p.rollErr)
-		p.rollErr = nil
+		p.logger().Info("rolled a new segment again", "base_offset", base, "after", p.rollErr.Err)
+		p.rollErr, p.rollBackoff, p.rollRetryAt = nil, 0, time.Time{}
 	}
 	return nil
 }
 
-// rollFailedLocked handles an error of rollLocked: a *RollError leaves the
-// partition writable (it is logged when it is the first of a row, and
-// counted); any other error makes it read-only.
-func (p *partition) rollFailedLocked(err error) {
+// tryRollLocked rolls (rollLocked) at time now, unless a roll failed with
+// a *RollError less than the backoff ago: then it returns at once, without
+// touching the disk, a *RollError with Deferred set that carries the last
+// failure's cause and says when the next try is. The first append (or
+// retention pass) that needs a roll from then on tries it again.
+func (p *partition) tryRollLocked(now time.Time) error {
+	if last := p.rollErr; last != nil && now.Before(p.rollRetryAt) {
+		return &RollError{Partition: p.String(), Base: p.next, Err: last.Err, RetryAt: p.rollRetryAt, Deferred: true}
+	}
+	if err := p.rollLocked(now); err != nil {
+		return p.rollFailedLocked(err, now)
+	}
+	return nil
+}
+
+// rollFailedLocked handles an error of rollLocked at time now and returns
+// it: a *RollError leaves the partition writable and starts (or doubles)
+// the wait before the next try, whose time it notes in the error; it is
+// logged when it is the first of a row. Any other error makes the
+// partition read-only. Every failed try is counted.
+func (p *partition) rollFailedLocked(err error, now time.Time) error {
 	p.l.metrics.RollFailures.Add(1)
 	var re *RollError
 	if !errors.As(err, &re) {
 		p.failed = err
 		p.logger().Error("roll to a new segment failed; partition is now read-only", "error", err)
-		return
+		return err
 	}
+	p.rollBackoff = min(max(2*p.rollBackoff, rollBackoffMin), rollBackoffMax)
+	p.rollRetryAt = now.Add(p.rollBackoff)
+	re.RetryAt = p.rollRetryAt
 	if p.rollErr == nil {
-		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds", "error", err)
+		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds, tried again after a backoff of up to "+rollBackoffMax.String(),
+			"error", err, "retry_at", p.rollRetryAt)
 	}
-	p.rollErr = err
+	p.rollErr = re
+	return err
 }
 
 // syncLoop is the partition's only fsync caller. Each round covers every
