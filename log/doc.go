@@ -67,4 +67,17 @@
 // sound batches, or in an older segment, is corruption: it is left in place
 // and a read that reaches it returns a *CorruptionError naming the file and
 // position. Indexes that are missing or do not check out are rebuilt.
+//
+// A crash during a roll can leave the new segment half made: its .log,
+// .index and .timeindex created empty, some of them or none (the roll
+// fsyncs the directory once all three exist, then writes the producer
+// snapshot at the new base). Open removes these leftovers, fsyncs the
+// directory and logs a warning: index files without their .log, and an
+// empty newest .log whose base the producer snapshot is not at, when the
+// segment before it holds gapless sound batches up to or past its base;
+// the segment before it then becomes the active segment again. An
+// empty newest .log that stays (its roll completed, or its base lies past a
+// gap that compaction left, and holds the log's end offset) has its
+// directory fsync'ed; a newest .log with any bytes in it is data and goes
+// through the tail check.
 package log
