@@ -3,10 +3,12 @@ package log
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,11 +60,16 @@ func buildRollCrash(t *testing.T, afterRoll int) (string, int64) {
 // checkRecovered opens dir and checks that the partition holds records
 // 0..end-1, has segments at bases, no other segment files, found nothing to
 // truncate or report, and takes an append at end; then that a reopen finds
-// the same.
-func checkRecovered(t *testing.T, dir string, end int64, bases []int64) {
+// the same. It returns what the first open logged.
+func checkRecovered(t *testing.T, dir string, end int64, bases []int64) string {
 	t.Helper()
+	var logged lockedBuffer
 	for round := range 2 {
-		l := openTestLog(t, dir)
+		l := openTestLog(t, dir, func(o *Options) {
+			if round == 0 {
+				o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			}
+		})
 		p := testPartition(t, l, leftoverTopic, 0)
 		p.mu.Lock()
 		var got []int64
@@ -98,6 +105,25 @@ func checkRecovered(t *testing.T, dir string, end int64, bases []int64) {
 			t.Fatal(err)
 		}
 	}
+	return logged.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestPartition_Recover_UnfinishedRoll builds every state of the new
@@ -124,7 +150,16 @@ func TestPartition_Recover_UnfinishedRoll(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				checkRecovered(t, dir, end, []int64{0, 10, 20})
+				logged := checkRecovered(t, dir, end, []int64{0, 10, 20})
+				want := []string{"level=WARN", "did not complete"}
+				for _, ext := range made {
+					want = append(want, segmentName(30, ext))
+				}
+				for _, want := range want {
+					if !strings.Contains(logged, want) {
+						t.Fatalf("open logged %q; want a warning naming the files removed (%q missing)", logged, want)
+					}
+				}
 			})
 		}
 	}
