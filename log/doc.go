@@ -17,8 +17,10 @@
 // log is reopened: the state of the file is then unknown. A roll to a new
 // segment that fails for want of file descriptors or disk space is not such
 // a failure: the append gets a *RollError, the partition stays as it was
-// and takes the appends that fit its active segment, and the next append
-// that needs a new segment tries the roll again.
+// and takes the appends that fit its active segment, and an append that
+// needs a new segment tries the roll again after a backoff (100 ms,
+// doubling with each failure in a row up to 10 s); until then such appends
+// fail at once, without touching the disk.
 //
 // # On disk
 //
@@ -65,4 +67,17 @@
 // sound batches, or in an older segment, is corruption: it is left in place
 // and a read that reaches it returns a *CorruptionError naming the file and
 // position. Indexes that are missing or do not check out are rebuilt.
+//
+// A crash during a roll can leave the new segment half made: its .log,
+// .index and .timeindex created empty, some of them or none (the roll
+// fsyncs the directory once all three exist, then writes the producer
+// snapshot at the new base). Open removes these leftovers, fsyncs the
+// directory and logs a warning: index files without their .log, and an
+// empty newest .log whose base the producer snapshot is not at, when the
+// segment before it holds gapless sound batches up to or past its base;
+// the segment before it then becomes the active segment again. An
+// empty newest .log that stays (its roll completed, or its base lies past a
+// gap that compaction left, and holds the log's end offset) has its
+// directory fsync'ed; a newest .log with any bytes in it is data and goes
+// through the tail check.
 package log

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // Sentinel errors callers branch on.
@@ -52,24 +53,42 @@ func IsCorruption(err error) bool {
 // RollError reports that a partition could not start a new segment, for an
 // append or for retention. Nothing is lost and the partition stays
 // writable: the active segment is intact (its data fsync'ed), whatever the
-// roll had created of the new segment is removed again, and the next append
-// that needs a new segment tries the roll again, so the partition recovers
-// by itself once the cause is gone (descriptors or disk space freed).
-// Appends that fit the active segment go on meanwhile.
+// roll had created of the new segment is removed again, and appends that fit
+// the active segment go on meanwhile.
+//
+// After a failed roll the partition waits before it tries again: appends
+// (and retention) that need a new segment before RetryAt fail at once with
+// a RollError that has Deferred set and the last try's cause, without
+// touching the disk. The wait starts at 100 ms and doubles with each
+// failure in a row up to 10 s; a roll that succeeds resets it. So the
+// partition recovers by itself, within 10 s of the cause being gone
+// (descriptors or disk space freed), on the next append that needs a roll.
 //
 // A roll that fails where the state on disk is unknown (an fsync of the old
 // segment's data or of the directory fails, or a new file cannot be removed
 // again) returns a plain error instead and leaves the partition read-only
 // until the log is reopened, as a failed write or fsync of data does.
 type RollError struct {
-	Partition string // topic-partition, as "orders-3"
-	Base      int64  // base offset of the segment it could not start
-	Err       error
+	Partition string    // topic-partition, as "orders-3"
+	Base      int64     // base offset of the segment it could not start
+	Err       error     // the cause (of the last try, when Deferred)
+	RetryAt   time.Time // no roll is tried before this (zero if unknown)
+	// Deferred: no roll was tried, since the last try failed less than
+	// the backoff ago.
+	Deferred bool
 }
 
 func (e *RollError) Error() string {
-	return fmt.Sprintf("partition %s: roll to a new segment at offset %d: %v (the partition keeps every record and retries the roll on the next append%s)",
-		e.Partition, e.Base, e.Err, resourceHint(e.Err))
+	what := "roll to a new segment at offset %d: %v"
+	if e.Deferred {
+		what = "roll to a new segment at offset %d not tried again yet, the last try failed: %v"
+	}
+	retry := "the next append that needs a new segment"
+	if !e.RetryAt.IsZero() {
+		retry = "the first append that needs a new segment from " + e.RetryAt.UTC().Format("2006-01-02T15:04:05.000Z") + " on"
+	}
+	return fmt.Sprintf("partition %s: "+what+" (the partition keeps every record and retries the roll on %s%s)",
+		e.Partition, e.Base, e.Err, retry, resourceHint(e.Err))
 }
 
 func (e *RollError) Unwrap() error { return e.Err }

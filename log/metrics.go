@@ -16,7 +16,7 @@ type Metrics struct {
 	Fsyncs           atomic.Int64
 	FsyncNanos       atomic.Int64 // total time spent in fsync
 	SegmentsRolled   atomic.Int64
-	RollFailures     atomic.Int64 // rolls that failed (see RollError); appends retry them
+	RollFailures     atomic.Int64 // rolls tried that failed (see RollError); appends retry them after a backoff
 	SegmentsDeleted  atomic.Int64 // by retention
 	SegmentsCleaned  atomic.Int64 // rewritten by compaction
 	TailTruncations  atomic.Int64 // torn tails cut on open

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,9 +56,26 @@ type partition struct {
 	dataCh    chan struct{} // closed when visible moves or the partition closes
 	producers *producerState
 	failed    error // sticky write or fsync failure: the partition refuses appends
-	rollErr   error // the last roll failed with this *RollError (nil once one succeeds)
 	closed    bool
+
+	// After a roll fails with a *RollError, none is tried again before
+	// rollRetryAt: appends and retention that need one fail fast (see
+	// tryRollLocked). The wait doubles with every failure in a row, from
+	// rollBackoffMin to rollBackoffMax, and a successful roll resets it.
+	rollErr     *RollError // the last roll failed with this (nil once one succeeds)
+	rollBackoff time.Duration
+	rollRetryAt time.Time
 }
+
+// The wait after a failed roll before the next try: a roll that fails for
+// want of descriptors or disk space first fsyncs and rewrites the old
+// segment's indexes, which an append retrying at once would repeat on an
+// already sick disk. Once the cause is gone, a partition rolls again within
+// rollBackoffMax.
+const (
+	rollBackoffMin = 100 * time.Millisecond
+	rollBackoffMax = 10 * time.Second
+)
 
 func partitionDir(root, topic string, id int32) string {
 	return filepath.Join(root, fmt.Sprintf("%s-%d", topic, id))
@@ -112,8 +130,10 @@ func (p *partition) recover() error {
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-
 	state, from := readProducerSnapshot(p.dir)
+	if bases, err = p.removeRollLeftovers(entries, bases, from); err != nil {
+		return err
+	}
 	apply := func(m batchMeta) {
 		if m.BaseOffset >= from {
 			state.update(m)
@@ -173,6 +193,130 @@ func (p *partition) recover() error {
 	}
 	p.producers = state
 	return nil
+}
+
+// removeRollLeftovers removes, durably, what a roll that never completed
+// (the process killed, or the power lost, before the roll finished or
+// removed what it had created) left of the new segment, and returns the
+// bases of the segments that remain. bases are the sorted bases of the .log
+// files among entries, snapshot the offset of the producer snapshot.
+//
+// A roll seals the old segment, then creates the new segment's .log, .index
+// and .timeindex, empty, fsyncs the directory and writes the producer
+// snapshot at the new base; so a crash before that fsync can leave any of
+// the three files, and any can be missing. These are leftovers:
+//
+//   - index files whose .log is missing: indexes are hints, the .log is the
+//     truth (a crash while retention or a failed roll removes a segment,
+//     .log first, leaves them too);
+//   - an empty newest .log, with its index files, unless the producer
+//     snapshot is at its base (the roll completed and no append followed:
+//     it is the active segment), when the segment before it holds sound
+//     batches without gaps from its base up to or past the empty one's
+//     base. Past it: the old segment took appends after a failed roll whose
+//     cleanup the crash undid, and keeping the empty segment would hide
+//     them and hand their offsets out again.
+//
+// A leftover holds no record; the segment before it, sealed by the roll,
+// becomes the active one again. An empty newest .log that stays (the roll
+// completed, or its base lies past a gap, where compaction dropped the
+// last records before it, and holds the log's end offset) gets its
+// directory entry fsync'ed, as a completed roll leaves it. A newest .log
+// that holds any byte is data: the tail check of openSegment deals with it.
+func (p *partition) removeRollLeftovers(entries []os.DirEntry, bases []int64, snapshot int64) ([]int64, error) {
+	var gone []string
+	remove := func(name, what string) error {
+		err := os.Remove(filepath.Join(p.dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("remove %s, %s: %w", filepath.Join(p.dir, name), what, err)
+		}
+		gone = append(gone, name)
+		return nil
+	}
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if ext != ".index" && ext != ".timeindex" {
+			continue
+		}
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if err != nil || slices.Contains(bases, base) {
+			continue
+		}
+		if err := remove(name, "an index without its segment"); err != nil {
+			return bases, err
+		}
+	}
+	if n := len(bases); n >= 2 {
+		base := bases[n-1]
+		fi, err := os.Stat(filepath.Join(p.dir, segmentName(base, ".log")))
+		if err != nil {
+			return bases, fmt.Errorf("stat segment %s: %w", filepath.Join(p.dir, segmentName(base, ".log")), err)
+		}
+		if fi.Size() == 0 {
+			leftover := false
+			if snapshot != base {
+				end, err := gaplessEnd(p.dir, bases[n-2])
+				if err != nil {
+					return bases, err
+				}
+				leftover = end >= base
+			}
+			if leftover {
+				for _, ext := range []string{".log", ".index", ".timeindex"} {
+					if err := remove(segmentName(base, ext), "the empty segment of a roll that did not complete"); err != nil {
+						return bases, err
+					}
+				}
+				bases = bases[:n-1]
+			} else if err := syncDir(p.dir); err != nil {
+				return bases, err
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return bases, nil
+	}
+	if err := syncDir(p.dir); err != nil {
+		return bases, err
+	}
+	p.logger().Warn("removed the files of a segment roll that did not complete (a crash during a roll, or during the removal of a segment); no record was in them",
+		"files", gone)
+	return bases, nil
+}
+
+// gaplessEnd reads the segment at base in dir from its start and returns
+// the offset after the last of its sound batches that follow each other
+// without a gap in their offsets, as only appends (never compaction) leave
+// them.
+func gaplessEnd(dir string, base int64) (int64, error) {
+	s := &segment{base: base, dir: dir}
+	f, err := os.Open(s.path(".log"))
+	if err != nil {
+		return 0, fmt.Errorf("open segment %s: %w", s.path(".log"), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat segment %s: %w", s.path(".log"), err)
+	}
+	s.f = f
+	next := base
+	it := s.iter(0, fi.Size())
+	for {
+		raw, _, err := it.next()
+		if err != nil {
+			return next, nil // the end, or damage: the batches before it count
+		}
+		_, meta, reason := checkBatch(raw)
+		if reason != "" || meta.BaseOffset != next {
+			return next, nil
+		}
+		next = meta.LastOffset + 1
+	}
 }
 
 // report logs and counts what recovery did to a segment.
@@ -310,8 +454,7 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 				if len(run) > 0 {
 					break // the run goes to this segment; the next one rolls
 				}
-				if err := p.rollLocked(now); err != nil {
-					p.rollFailedLocked(err)
+				if err := p.tryRollLocked(now); err != nil {
 					p.mu.Unlock()
 					// Runs this call wrote before stay written: wait for them.
 					return nil, end, err
@@ -515,27 +658,49 @@ func (p *partition) rollLocked(now time.Time) error {
 	}
 	p.l.metrics.SegmentsRolled.Add(1)
 	if p.rollErr != nil {
-		p.logger().Info("rolled a new segment again", "base_offset", base, "after", p.rollErr)
-		p.rollErr = nil
+		p.logger().Info("rolled a new segment again", "base_offset", base, "after", p.rollErr.Err)
+		p.rollErr, p.rollBackoff, p.rollRetryAt = nil, 0, time.Time{}
 	}
 	return nil
 }
 
-// rollFailedLocked handles an error of rollLocked: a *RollError leaves the
-// partition writable (it is logged when it is the first of a row, and
-// counted); any other error makes it read-only.
-func (p *partition) rollFailedLocked(err error) {
+// tryRollLocked rolls (rollLocked) at time now, unless a roll failed with
+// a *RollError less than the backoff ago: then it returns at once, without
+// touching the disk, a *RollError with Deferred set that carries the last
+// failure's cause and says when the next try is. The first append (or
+// retention pass) that needs a roll from then on tries it again.
+func (p *partition) tryRollLocked(now time.Time) error {
+	if last := p.rollErr; last != nil && now.Before(p.rollRetryAt) {
+		return &RollError{Partition: p.String(), Base: p.next, Err: last.Err, RetryAt: p.rollRetryAt, Deferred: true}
+	}
+	if err := p.rollLocked(now); err != nil {
+		return p.rollFailedLocked(err, now)
+	}
+	return nil
+}
+
+// rollFailedLocked handles an error of rollLocked at time now and returns
+// it: a *RollError leaves the partition writable and starts (or doubles)
+// the wait before the next try, whose time it notes in the error; it is
+// logged when it is the first of a row. Any other error makes the
+// partition read-only. Every failed try is counted.
+func (p *partition) rollFailedLocked(err error, now time.Time) error {
 	p.l.metrics.RollFailures.Add(1)
 	var re *RollError
 	if !errors.As(err, &re) {
 		p.failed = err
 		p.logger().Error("roll to a new segment failed; partition is now read-only", "error", err)
-		return
+		return err
 	}
+	p.rollBackoff = min(max(2*p.rollBackoff, rollBackoffMin), rollBackoffMax)
+	p.rollRetryAt = now.Add(p.rollBackoff)
+	re.RetryAt = p.rollRetryAt
 	if p.rollErr == nil {
-		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds", "error", err)
+		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds, tried again after a backoff of up to "+rollBackoffMax.String(),
+			"error", err, "retry_at", p.rollRetryAt)
 	}
-	p.rollErr = err
+	p.rollErr = re
+	return err
 }
 
 // syncLoop is the partition's only fsync caller. Each round covers every

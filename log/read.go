@@ -263,8 +263,7 @@ func (p *partition) rollExpiredActive(now time.Time, cfg TopicConfig) error {
 	if active.size == 0 || active.maxTs < 0 || now.UnixMilli()-active.maxTs <= cfg.RetentionMs {
 		return nil
 	}
-	if err := p.rollLocked(now); err != nil {
-		p.rollFailedLocked(err)
+	if err := p.tryRollLocked(now); err != nil {
 		return fmt.Errorf("roll the expired active segment: %w", err)
 	}
 	return nil

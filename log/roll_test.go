@@ -100,7 +100,11 @@ func TestPartition_RollFailure_OutOfFileDescriptorsIsTransient(t *testing.T) {
 }
 
 func rollChild(t *testing.T, dir string) {
-	l := openTestLog(t, dir, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+	// The clock moves the partition past the wait after a failed roll.
+	clock := &testClock{t: time.Now()}
+	l := openTestLog(t, dir, func(o *Options) {
+		o.RetentionCheckInterval, o.CleanerInterval, o.Now = time.Hour, time.Hour, clock.now
+	})
 	if err := l.CreateTopic(rollTopic, 1, map[string]string{ConfigSegmentBytes: strconv.Itoa(rollSegBytes)}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,8 @@ func rollChild(t *testing.T, dir string) {
 		if _, n := activeSize(); n != segs {
 			t.Fatalf("with %d spare descriptors: %d segments after the failed roll, want %d", spare, n, segs)
 		}
-		// The cause is gone: the next append rolls.
+		// The cause is gone: the next append after the wait rolls.
+		clock.advance(rollBackoffMax)
 		mustAppend(rollBigValue)
 		if _, n := activeSize(); n != segs+1 {
 			t.Fatalf("with %d spare descriptors: %d segments after the retried roll, want %d", spare, n, segs+1)
@@ -200,7 +205,7 @@ func rollChild(t *testing.T, dir string) {
 	cfg := p.cfg()
 	cfg.RetentionMs = 1
 	allowOnly(t, 1, lim)
-	err := p.rollExpiredActive(time.Now().Add(time.Hour), cfg)
+	err := p.rollExpiredActive(clock.now().Add(time.Hour), cfg)
 	restore()
 	if err == nil {
 		t.Fatal("with 1 spare descriptor: the roll of the expired active segment succeeded")
@@ -226,7 +231,7 @@ func rollChild(t *testing.T, dir string) {
 	pe.mu.Lock()
 	segs = len(pe.segments)
 	pe.mu.Unlock()
-	later := time.Now().Add(time.Hour)
+	later := clock.now().Add(time.Hour)
 	allowOnly(t, 1, lim)
 	n, err := pe.enforceRetention(later)
 	restore()
@@ -235,7 +240,7 @@ func rollChild(t *testing.T, dir string) {
 	}
 	checkRollError(t, err, "expire-0")
 	checkSegmentFiles(t, pe)
-	if n, err := pe.enforceRetention(later); err != nil || n != 1 {
+	if n, err := pe.enforceRetention(later.Add(rollBackoffMax)); err != nil || n != 1 {
 		t.Fatalf("retention, descriptors free again: deleted %d segments, error %v; want 1 (the expired active one, rolled), nil", n, err)
 	}
 	if _, err := l.Append(t.Context(), "expire", 0, []Record{{Value: rollValue(0, rollSmallValue)}}); err != nil {
@@ -245,6 +250,7 @@ func rollChild(t *testing.T, dir string) {
 
 	// Leave the log as a crash would, right after a failed roll and an
 	// append into the old segment.
+	clock.advance(time.Hour + rollBackoffMax) // past the wait after retention's failed roll
 	fill()
 	allowOnly(t, 2, lim)
 	err = appendOne(rollBigValue)
@@ -344,4 +350,190 @@ func allowOnly(t *testing.T, spare int, lim syscall.Rlimit) {
 func fdOpen(fd int) bool {
 	_, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
 	return errno == 0
+}
+
+const rollBackoffChildEnv = "TRIBUTARY_ROLL_BACKOFF_CHILD" // data dir: run as the child
+
+// TestPartition_RollFailure_Backoff runs a child whose rolls fail for lack
+// of file descriptors (as in the test above) while appends that need a
+// roll keep coming: the partition tries the roll once per backoff period
+// (counted by Metrics.RollFailures), and the appends in between fail at
+// once with a deferred *RollError that keeps the cause and says when the
+// next try is. The wait doubles from rollBackoffMin to rollBackoffMax;
+// retention's roll waits too; once descriptors are free the first append
+// after the wait rolls, and that resets the wait. Every acknowledged record
+// reads back. A settable clock stands in for the wait.
+func TestPartition_RollFailure_Backoff(t *testing.T) {
+	if dir := os.Getenv(rollBackoffChildEnv); dir != "" {
+		rollBackoffChild(t, dir)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_Backoff$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), rollBackoffChildEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+func rollBackoffChild(t *testing.T, dir string) {
+	clock := &testClock{t: time.Now()}
+	l := openTestLog(t, dir, func(o *Options) {
+		o.RetentionCheckInterval, o.CleanerInterval, o.Now = time.Hour, time.Hour, clock.now
+	})
+	defer l.Close()
+	if err := l.CreateTopic(rollTopic, 1, map[string]string{ConfigSegmentBytes: strconv.Itoa(rollSegBytes)}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, rollTopic, 0)
+	var sizes []int // of every acknowledged record, by offset
+	appendOne := func(size int) error {
+		t.Helper()
+		next := int64(len(sizes))
+		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
+		if err != nil {
+			return err
+		}
+		if base != next {
+			t.Fatalf("Append went to offset %d, want %d", base, next)
+		}
+		sizes = append(sizes, size)
+		return nil
+	}
+	segments := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.segments)
+	}
+	fill := func() {
+		for {
+			p.mu.Lock()
+			size := p.segments[len(p.segments)-1].size
+			p.mu.Unlock()
+			if size+rollBigValue > rollSegBytes {
+				return
+			}
+			if err := appendOne(rollSmallValue); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tries := func() int64 { return l.Metrics().RollFailures.Load() }
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		t.Helper()
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer restore()
+	// rollFails appends a record that needs a roll and checks that it
+	// fails with a *RollError for lack of descriptors, deferred or not,
+	// and the next try at retryAt.
+	rollFails := func(what string, deferred bool, retryAt time.Time) {
+		t.Helper()
+		before := tries()
+		err := appendOne(rollBigValue)
+		if err == nil {
+			t.Fatalf("%s: the append that needs a roll succeeded", what)
+		}
+		checkRollError(t, err, "roll-0")
+		var re *RollError
+		errors.As(err, &re)
+		wantTries := before + 1
+		if deferred {
+			wantTries = before
+		}
+		if re.Deferred != deferred || !re.RetryAt.Equal(retryAt) || tries() != wantTries {
+			t.Fatalf("%s: %v: deferred %v, retry at %v, %d roll tries; want %v, %v, %d", what, err, re.Deferred, re.RetryAt, tries(), deferred, retryAt, wantTries)
+		}
+		if want := retryAt.UTC().Format("15:04:05.000"); !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: error %q does not say when the next try is (%s)", what, err, want)
+		}
+	}
+
+	for range 3 {
+		if err := appendOne(rollBigValue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill()
+	segs := segments()
+	allowOnly(t, 1, lim)
+	retryAt := clock.now().Add(rollBackoffMin)
+	rollFails("first try", false, retryAt)
+	// Within the wait, appends that need a roll fail at once; those that
+	// fit the active segment go on.
+	for i := range 5 {
+		rollFails(fmt.Sprintf("append %d within the first wait", i), true, retryAt)
+	}
+	if err := appendOne(rollSmallValue); err != nil {
+		t.Fatalf("an append that fits the active segment: %v", err)
+	}
+	// One try per wait, the wait doubling up to rollBackoffMax.
+	wait := rollBackoffMin
+	for range 10 {
+		clock.advance(wait - time.Millisecond)
+		rollFails(fmt.Sprintf("just before the end of a wait of %v", wait), true, retryAt)
+		clock.advance(time.Millisecond)
+		wait = min(2*wait, rollBackoffMax)
+		retryAt = clock.now().Add(wait)
+		rollFails(fmt.Sprintf("at the end of the wait, the next one %v", wait), false, retryAt)
+	}
+	if wait != rollBackoffMax {
+		t.Fatalf("the wait grew to %v, want %v", wait, rollBackoffMax)
+	}
+	// Retention's roll of the expired active segment waits too.
+	clock.advance(5 * time.Millisecond)
+	cfg := p.cfg()
+	cfg.RetentionMs = 1
+	before := tries()
+	err := p.rollExpiredActive(clock.now(), cfg)
+	var re *RollError
+	if !errors.As(err, &re) || !re.Deferred || tries() != before {
+		t.Fatalf("retention's roll within the wait: %v, %d roll tries; want a deferred *RollError and %d tries", err, tries(), before)
+	}
+	checkSegmentFiles(t, p)
+
+	// The cause is gone: the wait still holds, and the first append after
+	// it rolls.
+	restore()
+	rollFails("descriptors free again, within the wait", true, retryAt)
+	clock.advance(retryAt.Sub(clock.now()))
+	if err := appendOne(rollBigValue); err != nil {
+		t.Fatalf("descriptors free again, the wait over: %v", err)
+	}
+	if n := segments(); n != segs+1 {
+		t.Fatalf("%d segments after the roll, want %d", n, segs+1)
+	}
+	checkSegmentFiles(t, p)
+
+	// The roll reset the wait.
+	fill()
+	allowOnly(t, 1, lim)
+	rollFails("first try after a roll", false, clock.now().Add(rollBackoffMin))
+	restore()
+	clock.advance(rollBackoffMin)
+	if err := appendOne(rollBigValue); err != nil {
+		t.Fatalf("after the first wait: %v", err)
+	}
+	if n := segments(); n != segs+2 {
+		t.Fatalf("%d segments after the second roll, want %d", n, segs+2)
+	}
+	checkSegmentFiles(t, p)
+
+	got := readAll(t, l, rollTopic, 0, 0)
+	if len(got) != len(sizes) {
+		t.Fatalf("the log holds %d records; %d were acknowledged", len(got), len(sizes))
+	}
+	for i, r := range got {
+		if r.Offset != int64(i) || !bytes.Equal(r.Value, rollValue(int64(i), sizes[i])) {
+			t.Fatalf("record %d: offset %d, value %.20q…; want offset %d, %d bytes", i, r.Offset, r.Value, i, sizes[i])
+		}
+	}
+	t.Logf("%d records, %d roll tries", len(sizes), tries())
 }

@@ -1,0 +1,259 @@
+package log
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const leftoverTopic = "left"
+
+// buildRollCrash makes a data dir as a process killed during a roll leaves
+// it: a copy taken of an open log (the page cache survives a kill) whose
+// partition has segments at 0, 10 and 20 and whose active segment was
+// sealed at offset 30, as a roll seals it before it creates the new
+// segment's files. afterRoll more records follow in the old segment, as
+// after a roll that failed while its files were being removed. It returns
+// the data dir and how many records the partition holds.
+func buildRollCrash(t *testing.T, afterRoll int) (string, int64) {
+	t.Helper()
+	src := t.TempDir()
+	l := openTestLog(t, src, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+	defer l.Close()
+	if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, leftoverTopic, 0)
+	appendN := func(n int) {
+		t.Helper()
+		for range n {
+			next := p.next
+			if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(next, 100)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 2 {
+		appendN(10)
+		rollNow(t, p)
+	}
+	appendN(10)
+	p.mu.Lock()
+	err := p.segments[len(p.segments)-1].seal()
+	p.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(afterRoll)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	return dir, 30 + int64(afterRoll)
+}
+
+// checkRecovered opens dir and checks that the partition holds records
+// 0..end-1, has segments at bases, no other segment files, found nothing to
+// truncate or report, and takes an append at end; then that a reopen finds
+// the same. It returns what the first open logged.
+func checkRecovered(t *testing.T, dir string, end int64, bases []int64) string {
+	t.Helper()
+	var logged lockedBuffer
+	for round := range 2 {
+		l := openTestLog(t, dir, func(o *Options) {
+			if round == 0 {
+				o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			}
+		})
+		p := testPartition(t, l, leftoverTopic, 0)
+		p.mu.Lock()
+		var got []int64
+		for _, s := range p.segments {
+			got = append(got, s.base)
+		}
+		failed := p.failed
+		p.mu.Unlock()
+		if failed != nil {
+			t.Fatalf("open %d: partition is read-only: %v", round, failed)
+		}
+		if !slices.Equal(got, bases) {
+			t.Fatalf("open %d: segments at %v, want %v", round, got, bases)
+		}
+		checkSegmentFiles(t, p)
+		recs := readAll(t, l, leftoverTopic, 0, 0)
+		if int64(len(recs)) != end {
+			t.Fatalf("open %d: %d records, want %d", round, len(recs), end)
+		}
+		for i, r := range recs {
+			if r.Offset != int64(i) || !bytes.Equal(r.Value, rollValue(int64(i), 100)) {
+				t.Fatalf("open %d: record %d: offset %d, value %.20q", round, i, r.Offset, r.Value)
+			}
+		}
+		if m := l.Metrics(); m.TailTruncations.Load() != 0 || m.CorruptBatches.Load() != 0 {
+			t.Fatalf("open %d: recovery truncated %d tails and found %d corrupt batches; want none", round, m.TailTruncations.Load(), m.CorruptBatches.Load())
+		}
+		if base, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(end, 100)}}); err != nil || base != end {
+			t.Fatalf("open %d: Append = %d, %v; want %d, nil", round, base, err, end)
+		}
+		end++
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logged.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPartition_Recover_UnfinishedRoll builds every state of the new
+// segment's files a crash during a roll can leave (each of the .log,
+// .index and .timeindex missing or empty, the directory not yet fsync'ed,
+// so any of them may be gone), with and without appends to the old segment
+// after it, and checks that open removes them: the partition opens
+// writable, with its segments and every record, and no stray file.
+func TestPartition_Recover_UnfinishedRoll(t *testing.T) {
+	exts := []string{".log", ".index", ".timeindex"}
+	for _, afterRoll := range []int{0, 3} {
+		for mask := 1; mask < 1<<len(exts); mask++ {
+			var made []string
+			for i, ext := range exts {
+				if mask&(1<<i) != 0 {
+					made = append(made, ext)
+				}
+			}
+			t.Run(fmt.Sprintf("%s/then%d", strings.Join(made, "+"), afterRoll), func(t *testing.T) {
+				dir, end := buildRollCrash(t, afterRoll)
+				partDir := partitionDir(dir, leftoverTopic, 0)
+				for _, ext := range made {
+					if err := os.WriteFile(filepath.Join(partDir, segmentName(30, ext)), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				logged := checkRecovered(t, dir, end, []int64{0, 10, 20})
+				want := []string{"level=WARN", "did not complete"}
+				for _, ext := range made {
+					want = append(want, segmentName(30, ext))
+				}
+				for _, want := range want {
+					if !strings.Contains(logged, want) {
+						t.Fatalf("open logged %q; want a warning naming the files removed (%q missing)", logged, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPartition_Recover_KeepsNewestSegmentWithData: a newest segment that
+// holds a batch is data, not the leftover of a roll, whatever index files
+// it has.
+func TestPartition_Recover_KeepsNewestSegmentWithData(t *testing.T) {
+	dir, _ := buildRollCrash(t, 0)
+	partDir := partitionDir(dir, leftoverTopic, 0)
+	// The roll went through and took an append, whose batch is the new
+	// segment's first; its index files are gone.
+	one := filepath.Join(t.TempDir(), "one")
+	l := openTestLog(t, one)
+	if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 31 {
+		if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(int64(i), 100)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(partitionDir(one, leftoverTopic, 0), segmentName(0, ".log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := lastBatch(t, data)
+	if err := os.WriteFile(filepath.Join(partDir, segmentName(30, ".log")), last, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkRecovered(t, dir, 31, []int64{0, 10, 20, 30})
+}
+
+// lastBatch returns the last batch of a segment file's bytes.
+func lastBatch(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var last []byte
+	for pos := 0; pos < len(data); {
+		_, size := frameLength(data[pos:])
+		last = data[pos : pos+size]
+		pos += size
+	}
+	if _, _, reason := checkBatch(last); reason != "" {
+		t.Fatal(reason)
+	}
+	return last
+}
+
+// TestPartition_Recover_KeepsEmptyNewestSegmentPastAGap: an empty newest
+// segment whose base lies past the end of the batches before it (as when
+// compaction dropped the last records of the segment before it) holds the
+// log's end offset: it stays, so that no offset is handed out twice.
+func TestPartition_Recover_KeepsEmptyNewestSegmentPastAGap(t *testing.T) {
+	dir, _ := buildRollCrash(t, 0)
+	partDir := partitionDir(dir, leftoverTopic, 0)
+	if err := os.WriteFile(filepath.Join(partDir, segmentName(35, ".log")), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := openTestLog(t, dir)
+	defer l.Close()
+	if base, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(35, 100)}}); err != nil || base != 35 {
+		t.Fatalf("Append = %d, %v; want 35, nil", base, err)
+	}
+	p := testPartition(t, l, leftoverTopic, 0)
+	checkSegmentFiles(t, p)
+	if n := len(readAll(t, l, leftoverTopic, 0, 0)); n != 31 {
+		t.Fatalf("%d records, want 31", n)
+	}
+}
+
+// TestPartition_Recover_KeepsEmptySegmentOfCompletedRoll: a roll that
+// completed (its producer snapshot written at the new base) and took no
+// append before a crash leaves an empty newest segment that is the active
+// one, not a leftover: it stays, and the segment before it stays sealed
+// (compaction may clean it).
+func TestPartition_Recover_KeepsEmptySegmentOfCompletedRoll(t *testing.T) {
+	src := t.TempDir()
+	l := openTestLog(t, src, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+	defer l.Close()
+	if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, leftoverTopic, 0)
+	for i := range 10 {
+		if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(int64(i), 100)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rollNow(t, p)
+	dir := t.TempDir()
+	copyDir(t, src, dir)
+	checkRecovered(t, dir, 10, []int64{0, 10})
+}
