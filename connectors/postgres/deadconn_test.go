@@ -28,10 +28,11 @@ import (
 type partitionProxy struct {
 	ln net.Listener
 	wg sync.WaitGroup
-	// mu guards up and conns.
-	mu    sync.Mutex
-	up    chan struct{} // closed while the network is up
-	conns []net.Conn
+	// mu guards up, conns and closed.
+	mu     sync.Mutex
+	up     chan struct{} // closed while the network is up
+	conns  []net.Conn
+	closed bool
 }
 
 func startPartitionProxy(t *testing.T, target string) *partitionProxy {
@@ -56,9 +57,15 @@ func startPartitionProxy(t *testing.T, target string) *partitionProxy {
 				continue
 			}
 			p.mu.Lock()
+			if p.closed {
+				p.mu.Unlock()
+				c.Close()
+				u.Close()
+				return
+			}
 			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
 			p.wg.Add(2)
+			p.mu.Unlock()
 			go func() { defer p.wg.Done(); p.forward(u, c) }()
 			go func() { defer p.wg.Done(); p.forward(c, u) }()
 		}
@@ -123,6 +130,7 @@ func (p *partitionProxy) close() {
 	p.heal()
 	p.ln.Close()
 	p.mu.Lock()
+	p.closed = true
 	for _, c := range p.conns {
 		c.Close()
 	}
@@ -262,19 +270,19 @@ func TestStream_DeadConnection_Partitioned(t *testing.T) {
 func TestStream_DeadConnection_IdleStaysUp(t *testing.T) {
 	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
 	p := startPartitionProxy(t, "127.0.0.1:"+strconv.Itoa(server.port))
-	dsn := proxiedDSN(db, p, "1s")
+	dsn := proxiedDSN(db, p, "2s")
 	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never", "tables": "public.t", "heartbeat.interval": "0",
-		"wal.receiver.timeout": "1s", "batch.size": "1"}, nil, nil)
+		"wal.receiver.timeout": "2s", "batch.size": "1"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
 	db.exec(t, "INSERT INTO t VALUES (1)")
 	readRecords(t, s, 1, 30*time.Second)
-	expectQuiet(t, s, 5*time.Second) // five timeouts of silence
+	expectQuiet(t, s, 8*time.Second) // four timeouts of silence
 
 	db.exec(t, "INSERT INTO t SELECT g FROM generate_series(2, 20) g")
-	time.Sleep(3 * time.Second) // the runner waits for Read to take its records
+	time.Sleep(5 * time.Second) // the runner waits for Read to take its records
 	db.exec(t, "INSERT INTO t VALUES (-1)")
 	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return slices.Contains(ids(t, r), -1) })
 	if n := len(ids(t, recs)); n != 20 {
