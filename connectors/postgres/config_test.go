@@ -30,7 +30,7 @@ func TestSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.slot != "tributary_my_source" || s.publication != "tributary_my_source" || s.prefix != "My Source" ||
-		s.topicFor("public", "t") != "My Source.public.t" || s.decimals != decimalString || !s.tombstones || s.heartbeat != 10*time.Second {
+		s.topicFor("public", "t") != "My Source.public.t" || s.decimals != decimalString || !s.tombstones || s.heartbeat != 10*time.Second || s.deadAfter != time.Minute {
 		t.Errorf("defaults: %+v", s)
 	}
 	if shown := fmt.Sprint(cfg); strings.Contains(shown, "pw") || !strings.Contains(shown, connect.Masked) {

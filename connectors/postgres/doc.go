@@ -46,6 +46,11 @@
 // temporary file past a memory budget), drops aborted subtransactions and
 // replays a transaction as protocol 1 messages at its stream commit. The
 // receive loop wakes on a read deadline rather than a context per message.
+// When it wakes to silence, it checks the connection as PostgreSQL's
+// walreceiver does (wal.receiver.timeout): it asks for a reply after half
+// the timeout, and takes the connection for dead, a plain error that
+// restarts the task, when nothing came by its end; the queries it makes on
+// the catalogue connection are bounded by the same timeout.
 //
 // Incremental snapshots (incremental.go) read chunks on the catalogue
 // connection between two watermark messages written into the WAL, and

@@ -65,6 +65,8 @@ func spec() connect.Spec {
 			Description: "Topic of a table's events; {prefix}, {schema} and {table} are replaced. Required in a pipeline file, as the source's own topic key (topic: shop.{schema}.{table}), which the worker passes here (config.topic, if also given, must agree with it); the default applies only to a program that opens the source without one."},
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to write a heartbeat into the WAL (pg_logical_emit_message) and emit it to __debezium-heartbeat.<prefix>, so the slot advances while the captured tables are idle. 0 disables heartbeats."},
+		{Name: "wal.receiver.timeout", Type: connect.TypeDuration, Min: "0s", Default: "60s",
+			Description: "How long the replication connection may stay silent before the connector takes it for dead (a vanished server host, a dropped NAT or firewall flow, a network partition: no reset ever comes), as the server's own wal_receiver_timeout does for its subscribers: after half of it without a message the connector asks the server for a reply, and when none comes it closes the connection and fails the task, which the worker restarts from the last acknowledged position. The heartbeats and slot readings made while streaming give up after it too. Never shorter than the server's wal_sender_timeout (a walsender busy decoding a large transaction answers only every half of that). 0 disables the check."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
 			Enum:        []string{string(decimalString), string(decimalPrecise), string(decimalDouble)},
 			Description: "How numeric and money values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
@@ -109,6 +111,7 @@ type settings struct {
 	prefix       string
 	topic        string
 	heartbeat    time.Duration
+	deadAfter    time.Duration // wal.receiver.timeout; 0 = never
 	decimals     decimalMode
 	tombstones   bool
 	skipped      cdc.SkippedOps
@@ -185,6 +188,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	add(err)
 	if s.heartbeat < 0 {
 		field("heartbeat.interval", "%s: give 0 (off) or a positive duration", s.heartbeat)
+	}
+	s.deadAfter, err = cfg.Duration("wal.receiver.timeout")
+	add(err)
+	if s.deadAfter < 0 {
+		field("wal.receiver.timeout", "%s: give 0 (off) or a positive duration", s.deadAfter)
 	}
 	dm, err := cfg.String("decimal.handling.mode")
 	add(err)

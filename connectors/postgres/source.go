@@ -390,7 +390,9 @@ func (s *Source) closeConns() {
 	if s.repl != nil {
 		s.repl.Close(ctx)
 		s.repl = nil
-		if s.meta != nil {
+		// After a dead connection the server cannot hear of the close
+		// either: its walsender holds the slot until wal_sender_timeout.
+		if s.meta != nil && !errors.Is(s.err, errDeadConn) {
 			s.awaitSlotReleased(ctx)
 		}
 	}

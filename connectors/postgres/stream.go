@@ -28,6 +28,9 @@ const (
 	streamLinger = time.Millisecond
 )
 
+// errDeadConn is the error of a connection taken for dead (see alive).
+var errDeadConn = errors.New("the connection to the server is dead")
+
 // heartbeatPrefix is the prefix of the logical decoding messages the
 // connector writes as heartbeats; the slot name follows it, so that every
 // source reacts to its own heartbeats only.
@@ -63,6 +66,12 @@ type streamer struct {
 	statusEvery time.Duration // statusInterval, shorter for a short wal_sender_timeout
 	nextBeat    time.Time
 	nextReport  time.Time
+
+	// A dead connection (wal.receiver.timeout): see alive.
+	deadAfter time.Duration // 0: never taken for dead
+	heard     bool          // a message came since alive last looked
+	lastHeard time.Time     // when one last came (at the latest)
+	probed    time.Time     // when a reply was asked for since; zero when none
 
 	// Protocol 2: large transactions streamed while in progress.
 	proto     int                  // pgoutput protocol version in use
@@ -104,13 +113,25 @@ func (st *streamer) run(ctx context.Context) error {
 	// runner does not read while it waits for Read or replays a large
 	// streamed transaction: it confirms on its own, often enough.
 	st.statusEvery = statusInterval
-	if timeout, err := walSenderTimeout(ctx, s.repl); err != nil {
+	timeout, err := walSenderTimeout(ctx, s.repl)
+	if err != nil {
 		return err
-	} else if timeout > 0 {
+	}
+	if timeout > 0 {
 		st.statusEvery = min(statusInterval, max(timeout/4, 10*time.Millisecond))
 	}
+	// A walsender decoding a large transaction (one it sends nothing of,
+	// say of unpublished tables) reads replies only when half of its
+	// wal_sender_timeout has passed since it last did: it may take that
+	// long to answer, so a shorter timeout would take a busy server for a
+	// dead one, and reconnect to decode the same transaction again.
+	st.deadAfter = s.set.deadAfter
+	if st.deadAfter > 0 && timeout > st.deadAfter {
+		s.log.Info("postgres: wal.receiver.timeout raised to the server's wal_sender_timeout", "wal.receiver.timeout", s.set.deadAfter, "wal_sender_timeout", timeout)
+		st.deadAfter = timeout
+	}
 	s.waitEvery = min(s.waitEvery, st.statusEvery)
-	err := pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
+	err = pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
@@ -129,6 +150,7 @@ func (st *streamer) run(ctx context.Context) error {
 		s.log.Info("postgres: resuming the incremental snapshot", "tables", inc.Tables)
 	}
 	st.nextStatus = time.Now().Add(st.statusEvery)
+	st.lastHeard = time.Now()
 	st.setIncPhase()
 	if s.set.heartbeat > 0 {
 		st.nextBeat = time.Now().Add(s.set.heartbeat)
@@ -154,8 +176,13 @@ func (st *streamer) run(ctx context.Context) error {
 		}
 		if now := time.Now(); !now.Before(st.nextReport) {
 			st.nextReport = now.Add(s.reportEvery)
-			s.readRetained(ctx, st.cat.conn)
-			s.warnUnpublished(ctx, st.cat.conn)
+			qctx, cancel := st.bounded(ctx)
+			s.readRetained(qctx, st.cat.conn)
+			s.warnUnpublished(qctx, st.cat.conn)
+			cancel()
+			if errors.Is(qctx.Err(), context.DeadlineExceeded) {
+				return st.deadMeta("read the slot's retained WAL")
+			}
 		}
 		st.takeSignals()
 		if err := st.persistIncremental(ctx); err != nil {
@@ -187,6 +214,9 @@ func (st *streamer) run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if pgconn.Timeout(err) {
+				if err := st.alive(); err != nil {
+					return err
+				}
 				if err := st.flush(ctx, false); err != nil {
 					return err
 				}
@@ -198,6 +228,7 @@ func (st *streamer) run(ctx context.Context) error {
 			}
 			return st.lostSlot(ctx, fmt.Errorf("receive from slot %s: %w", s.set.slot, err))
 		}
+		st.heard = true
 		switch msg := msg.(type) {
 		case *pgproto3.CopyData:
 			if len(msg.Data) == 0 {
@@ -231,6 +262,57 @@ func (st *streamer) run(ctx context.Context) error {
 			return fmt.Errorf("replication from slot %s: the server ended the stream", s.set.slot)
 		}
 	}
+}
+
+// alive checks, when a wait for a message timed out, that the replication
+// connection still works, as PostgreSQL's walreceiver does with
+// wal_receiver_timeout. A silent connection may be idle (the walsender
+// sends nothing while there is nothing to send and the status updates keep
+// it content) or dead without a sign (a vanished host, a dropped NAT or
+// firewall flow, a partition: no FIN, no RST; the kernel gives up on it
+// only after ~15 minutes of retransmissions). So after deadAfter/2 without
+// a message, alive asks for a reply, which the walsender sends at once; when
+// nothing at all has come deadAfter after the last message, and at least
+// deadAfter/2 after the request (the runner may have been busy elsewhere:
+// an answer would be waiting), the connection is dead: alive closes it and
+// returns errDeadConn. The error is not permanent: the worker restarts the
+// task, which resumes from the last acknowledged position.
+func (st *streamer) alive() error {
+	if st.deadAfter <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if st.heard {
+		st.heard, st.lastHeard, st.probed = false, now, time.Time{}
+		return nil
+	}
+	silent := now.Sub(st.lastHeard)
+	if st.probed.IsZero() {
+		if silent < st.deadAfter/2 {
+			return nil
+		}
+		st.probed = now
+		ack := max(pglogrepl.LSN(st.src.acked.Load()), st.src.plan.startLSN, st.sent)
+		err := pglogrepl.SendStandbyStatusUpdate(context.Background(), st.src.repl, pglogrepl.StandbyStatusUpdate{
+			WALWritePosition: ack, WALFlushPosition: ack, WALApplyPosition: ack, ReplyRequested: true,
+		})
+		if err != nil {
+			return fmt.Errorf("ask the server for a keepalive on slot %s: %w", st.src.set.slot, err)
+		}
+		st.sent, st.lastStatus, st.nextStatus = ack, now, now.Add(st.statusEvery)
+		return nil
+	}
+	if silent < st.deadAfter || now.Sub(st.probed) < st.deadAfter/2 {
+		return nil
+	}
+	s := st.src
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	s.repl.Close(ctx) // nothing to wait for: the server is unreachable
+	cancel()
+	s.log.Warn("postgres: the replication connection is dead; the task restarts", "slot", s.set.slot, "silent_for", silent.Round(time.Millisecond), "wal.receiver.timeout", st.deadAfter)
+	return fmt.Errorf("receive from slot %s: %w: nothing came for %s, not even the answer to a keepalive request (the server host vanished, or a firewall, NAT or network partition dropped the connection?); "+
+		"the task restarts from the last acknowledged position. If the server is only slow to answer, raise wal.receiver.timeout",
+		s.set.slot, errDeadConn, silent.Round(time.Millisecond))
 }
 
 // lostSlot returns, for a stream that ended with err, the permanent error
@@ -431,14 +513,39 @@ func (st *streamer) maybeHeartbeat(ctx context.Context) error {
 		return nil
 	}
 	st.nextBeat = time.Now().Add(st.src.set.heartbeat)
-	_, err := st.cat.conn.Exec(ctx, "SELECT pg_logical_emit_message(false, $1, '')", heartbeatPrefix+st.src.set.slot)
+	qctx, cancel := st.bounded(ctx)
+	_, err := st.cat.conn.Exec(qctx, "SELECT pg_logical_emit_message(false, $1, '')", heartbeatPrefix+st.src.set.slot)
+	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(qctx.Err(), context.DeadlineExceeded) {
+			return st.deadMeta("write heartbeat (pg_logical_emit_message)")
+		}
 		return fmt.Errorf("write heartbeat (pg_logical_emit_message): %w", err)
 	}
 	return nil
+}
+
+// bounded returns ctx bounded by wal.receiver.timeout, for a query the
+// receive loop makes on the other connection (the catalogue's): through
+// a dead network it would wait as long as the replication connection.
+func (st *streamer) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if st.deadAfter <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, st.deadAfter)
+}
+
+// deadMeta is the error of a query of the receive loop (what) that got no
+// answer within wal.receiver.timeout.
+func (st *streamer) deadMeta(what string) error {
+	s := st.src
+	s.log.Warn("postgres: the database connection is dead; the task restarts", "query", what, "wal.receiver.timeout", st.deadAfter)
+	return fmt.Errorf("%s: %w: no answer within %s (the server host vanished, or a firewall, NAT or network partition dropped the connection?); "+
+		"the task restarts from the last acknowledged position. If the server is only slow to answer, raise wal.receiver.timeout",
+		what, errDeadConn, st.deadAfter)
 }
 
 // flush hands the pending records to Read. At a commit it does so only
