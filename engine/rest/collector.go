@@ -26,7 +26,7 @@ func newLogCollector(l *tlog.Log) *logCollector {
 		fsyncs:        prometheus.NewDesc("tributary_log_fsyncs_total", "fsync calls (each covers every append waiting for it).", nil, nil),
 		fsyncSeconds:  prometheus.NewDesc("tributary_log_fsync_seconds_total", "Time spent in fsync.", nil, nil),
 		truncations:   prometheus.NewDesc("tributary_log_tail_truncations_total", "Torn segment tails truncated on open.", nil, nil),
-		rollFailures:  prometheus.NewDesc("tributary_log_roll_failures_total", "Rolls to a new segment that failed (out of file descriptors or disk space: appends that need one fail until a roll succeeds).", nil, nil),
+		rollFailures:  prometheus.NewDesc("tributary_log_roll_failures_total", "Attempts to roll to a new segment that failed (out of file descriptors or disk space). A partition tries again after 100 ms, doubling to 10 s; appends that need a roll fail until one succeeds.", nil, nil),
 		start:         prometheus.NewDesc("tributary_log_start_offset", "First offset of a partition.", tp, nil),
 		end:           prometheus.NewDesc("tributary_log_end_offset", "Offset after the last durable record of a partition.", tp, nil),
 		size:          prometheus.NewDesc("tributary_log_size_bytes", "Bytes on disk of a partition.", tp, nil),
