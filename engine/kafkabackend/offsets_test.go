@@ -85,7 +85,10 @@ func produceKeyed(t *testing.T, b engine.Backend, topic string, from, n int) {
 // own last commit and position are stored before them, not over them. The
 // sink resumed starts from the patched offsets, the source from the start.
 func TestOffsets_ChangeRightAfterClusterWideStop(t *testing.T) {
-	c := startListener(t)
+	forEachCluster(t, testChangeRightAfterClusterWideStop)
+}
+
+func testChangeRightAfterClusterWideStop(t *testing.T, c *cluster) {
 	ctx := t.Context()
 	a := newWorker(t, c.backend(t), "a")
 	b := newWorker(t, c.backend(t), "b")
@@ -215,7 +218,10 @@ func TestOffsets_ChangeRightAfterClusterWideStop(t *testing.T) {
 // member and what to do. The source's lease likewise, with a worker that
 // never leaves it. Once they leave, the changes go through.
 func TestOffsets_MemberThatDoesNotLeave(t *testing.T) {
-	c := startListener(t)
+	forEachCluster(t, testMemberThatDoesNotLeave)
+}
+
+func testMemberThatDoesNotLeave(t *testing.T, c *cluster) {
 	ctx := t.Context()
 	a := newWorker(t, c.backend(t), "a")
 	produceValues(t, a.b, "in", "1", "2", "3")
