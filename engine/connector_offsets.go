@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tributary-io/tributary/connect"
 	tlog "github.com/tributary-io/tributary/log"
@@ -55,25 +56,32 @@ func (r *runner) offsets(ctx context.Context) ([]OffsetEntry, error) {
 	}
 }
 
-// alterOffsets applies a PATCH of offsets.
+// alterOffsets applies a PATCH of offsets, once the connector's task in
+// this worker has ended (waitStoppedHere) and no other worker (or other
+// consumer) is left in its group (waitGroupEmpty).
 func (r *runner) alterOffsets(ctx context.Context, entries []OffsetEntry) error {
+	deadline := time.Now().Add(offsetsLeaveWait)
+	if err := r.waitStoppedHere(ctx, deadline); err != nil {
+		return err
+	}
 	switch r.spec.Kind {
 	case connect.KindSource:
-		if err := r.checkNoOtherWorker(ctx); err != nil {
-			return err
-		}
-		for _, e := range entries {
+		positions := make([][]byte, len(entries))
+		for i, e := range entries {
 			if e.Offset == nil {
-				if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, nil); err != nil {
-					return err
-				}
 				continue
 			}
 			b, err := json.Marshal(e.Offset)
 			if err != nil {
 				return fmt.Errorf("%w: offset %v: %v", ErrBadRequest, e.Offset, err)
 			}
-			if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, b); err != nil {
+			positions[i] = b
+		}
+		if err := r.waitGroupEmpty(ctx, deadline); err != nil {
+			return err
+		}
+		for _, pos := range positions {
+			if err := r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, pos); err != nil {
 				return err
 			}
 		}
@@ -83,7 +91,13 @@ func (r *runner) alterOffsets(ctx context.Context, entries []OffsetEntry) error 
 		if err != nil {
 			return err
 		}
-		return r.w.opts.Backend.CommitGroupOffsets(ctx, r.spec.Group, set)
+		if err := r.waitGroupEmpty(ctx, deadline); err != nil {
+			return err
+		}
+		if err := r.w.opts.Backend.CommitGroupOffsets(ctx, r.spec.Group, set); err != nil {
+			return r.refusedForMembers(ctx, err)
+		}
+		return nil
 	}
 }
 
@@ -191,34 +205,171 @@ func (r *runner) sinkOffsets(ctx context.Context, entries []OffsetEntry) (set []
 	return set, notes, nil
 }
 
+// resetOffsets applies a DELETE of offsets, once the connector's task in
+// this worker has ended (waitStoppedHere) and no other worker (or other
+// consumer) is left in its group (waitGroupEmpty).
 func (r *runner) resetOffsets(ctx context.Context) error {
+	deadline := time.Now().Add(offsetsLeaveWait)
+	if err := r.waitStoppedHere(ctx, deadline); err != nil {
+		return err
+	}
+	if err := r.waitGroupEmpty(ctx, deadline); err != nil {
+		return err
+	}
 	if r.spec.Kind == connect.KindSource {
-		if err := r.checkNoOtherWorker(ctx); err != nil {
-			return err
-		}
 		return r.w.offsets.Put(ctx, r.spec.Pipeline, r.spec.Name, nil)
 	}
-	return r.w.opts.Backend.DeleteGroup(ctx, r.spec.Group)
-}
-
-// checkNoOtherWorker refuses to change a source's offsets while other workers
-// run it or stand by for it: on a backend that leases sources (kafka),
-// stopping the source here stops this worker's task only, and the worker
-// holding the lease would go on from its own position, overwriting the one
-// changed here.
-func (r *runner) checkNoOtherWorker(ctx context.Context) error {
-	l, ok := r.w.opts.Backend.(SourceLeaser)
-	if !ok {
-		return nil
-	}
-	members, err := l.LeaseMembers(ctx, r.spec.Pipeline, r.spec.Name)
-	if err != nil {
-		return fmt.Errorf("find out whether another worker runs source %s: %w", r.spec.Name, err)
-	}
-	if len(members) > 0 {
-		return fmt.Errorf("%w: source %s still runs on (or stands by in) worker %s: stop it on every worker that runs the pipeline (PUT /connectors/%s/stop on each) before changing its offsets", ErrBadRequest, r.spec.Name, strings.Join(members, ", worker "), r.spec.Name)
+	if err := r.w.opts.Backend.DeleteGroup(ctx, r.spec.Group); err != nil {
+		return r.refusedForMembers(ctx, err)
 	}
 	return nil
+}
+
+// GroupMemberLister is an optional Backend capability: the members of a
+// consumer group, each named for the user (client id, host), asked without
+// joining the group. A backend that several workers share (kafka)
+// implements it, so that a change to a stopped sink's offsets waits for the
+// other workers' consumers to leave the sink's group.
+type GroupMemberLister interface {
+	GroupMembers(ctx context.Context, group string) ([]string, error)
+}
+
+// offsetsLeaveWait bounds how long a PATCH or DELETE of a stopped
+// connector's offsets waits for the other workers to leave its group, on a
+// backend that shares target states (kafka). A stop made through one
+// worker reaches the others through TargetsTopic within a fetch (half a
+// second); each then finishes its batch in flight, stores its position or
+// commits its offsets, and leaves: well under a second, a few seconds on a
+// loaded machine. 30 s leaves room for a slow drain and stays below the 60
+// s that proxies and HTTP clients commonly give a request. It is shorter
+// than Kafka's default session timeout (45 s) on purpose: a member that
+// stays that long has not seen the stop (an older worker, one that does not
+// read TargetsTopic, a consumer outside tributary) or has died, and the
+// answer names it rather than keep the request open. The request's context
+// ends the wait sooner.
+const offsetsLeaveWait = 30 * time.Second
+
+// groupMembers returns how to list the members of the connector's group on
+// this backend (a source's lease, a sink's consumer group), and what the
+// group is, for messages; nil when the backend has none to ask (embedded:
+// one worker owns the log, and its own task has stopped).
+func (r *runner) groupMembers() (list func(context.Context) ([]string, error), what string) {
+	if r.spec.Kind == connect.KindSource {
+		l, ok := r.w.opts.Backend.(SourceLeaser)
+		if !ok {
+			return nil, ""
+		}
+		return func(ctx context.Context) ([]string, error) {
+			return l.LeaseMembers(ctx, r.spec.Pipeline, r.spec.Name)
+		}, "its lease"
+	}
+	l, ok := r.w.opts.Backend.(GroupMemberLister)
+	if !ok {
+		return nil, ""
+	}
+	return func(ctx context.Context) ([]string, error) {
+		return l.GroupMembers(ctx, r.spec.Group)
+	}, "its consumer group " + r.spec.Group
+}
+
+// waitStoppedHere waits until the stopped connector's task in this worker
+// has ended: it finishes its batch in flight and stores its position (or
+// commits its offsets) first. On a backend that shares target states
+// (kafka) the stop may have come through another worker an instant ago:
+// the wait lasts until then, at most until deadline or until ctx ends,
+// after which it refuses with ErrConflict. Otherwise the stop was made
+// through this worker, which answered it once the task had ended: a task
+// still stopping is refused at once.
+func (r *runner) waitStoppedHere(ctx context.Context, deadline time.Time) error {
+	if !r.running() {
+		return nil
+	}
+	if _, shared := r.w.sharer(); !shared {
+		return fmt.Errorf("%w: connector %s is stopping: its task has not finished and stored its position yet; retry in a moment", ErrBadRequest, r.spec.Name)
+	}
+	start := time.Now()
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := r.waitStopped(wctx)
+	if err != nil && wctx.Err() != nil {
+		return fmt.Errorf("%w: connector %s is stopped, but its task in this worker (%s) has not finished its batch in flight after %s; see its status and this worker's log, and retry once it has",
+			ErrConflict, r.spec.Name, r.w.opts.WorkerID, time.Since(start).Round(100*time.Millisecond))
+	}
+	return err
+}
+
+// waitGroupEmpty waits until the group of a stopped connector (a source's
+// lease, a sink's consumer group) has no member left, as Kafka changes a
+// group's offsets only when the group is empty: a worker still in it has
+// not finished stopping its task, and would store its own position or
+// commit its own offsets over the new ones. On a backend that shares
+// target states (kafka) the stop reaches every worker, and each leaves
+// once its task has stopped: the wait lasts until then, at most until
+// deadline or until ctx ends, after which it refuses with ErrConflict
+// naming the members left. Without shared target states it checks once.
+func (r *runner) waitGroupEmpty(ctx context.Context, deadline time.Time) error {
+	list, what := r.groupMembers()
+	if list == nil {
+		return nil
+	}
+	if _, shared := r.w.sharer(); !shared {
+		deadline = time.Time{}
+	}
+	start := time.Now()
+	bo := backoff{initial: 50 * time.Millisecond, max: 500 * time.Millisecond} // a leave is seen within 0.5 s
+	var members []string
+	for {
+		m, err := list(ctx)
+		if err != nil {
+			if ctx.Err() != nil && members != nil {
+				// The request ended while asking again.
+				return r.membersLeft(what, members, time.Since(start))
+			}
+			return fmt.Errorf("find out whether a worker is still in %s (%s %s): %w", what, r.spec.Kind, r.spec.Name, err)
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		members = m
+		left := time.Until(deadline)
+		if left <= 0 || sleep(ctx, min(bo.next(), left)) != nil {
+			return r.membersLeft(what, members, time.Since(start))
+		}
+	}
+}
+
+// refusedForMembers turns the backend's refusal to change the offsets of
+// a group that has members again (one joined since waitGroupEmpty: the
+// connector resumed meanwhile, or a consumer outside tributary) into the
+// conflict naming them.
+func (r *runner) refusedForMembers(ctx context.Context, err error) error {
+	list, what := r.groupMembers()
+	if list == nil {
+		return err
+	}
+	if members, lerr := list(ctx); lerr == nil && len(members) > 0 {
+		return fmt.Errorf("%w (%v)", r.membersLeft(what, members, 0), err)
+	}
+	return err
+}
+
+// membersLeft is the conflict of a change of offsets refused because
+// members are still in the connector's group after waiting waited.
+func (r *runner) membersLeft(what string, members []string, waited time.Duration) error {
+	who := "worker " + strings.Join(members, ", worker ")
+	outside := ""
+	if r.spec.Kind != connect.KindSource {
+		who = "member " + strings.Join(members, ", member ")
+		outside = fmt.Sprintf("; a member that is no worker is a consumer outside tributary reading as group %s: stop it", r.spec.Group)
+	}
+	after := ""
+	if waited = waited.Round(100 * time.Millisecond); waited > 0 {
+		after = fmt.Sprintf(" after %s", waited)
+	}
+	return fmt.Errorf("%w: %s %s is stopped, but %s is still in %s%s; its offsets change only once every worker has stopped the task and left. "+
+		"A worker that stays has not applied the stop (read from %s): it runs an older version of tributary (stop the connector through it, PUT /connectors/%s/stop on that worker, or shut it down) "+
+		"or cannot read %s (see its log); or it has died, and leaves once its session times out (log.kafka.session_timeout)%s. Retry once it has left",
+		ErrConflict, r.spec.Kind, r.spec.Name, who, what, after, TargetsTopic, r.spec.Name, TargetsTopic, outside)
 }
 
 func asInt(v any) (int64, bool) {

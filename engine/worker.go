@@ -488,12 +488,6 @@ func (w *Worker) AlterOffsets(ctx context.Context, name string, entries []Offset
 	if r.targetState() != StateStopped {
 		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
 	}
-	if r.running() {
-		return fmt.Errorf("%w: connector %s is stopping: its task has not finished and stored its position yet; retry in a moment", ErrBadRequest, name)
-	}
-	if err := w.checkLeaseLeft(ctx, r); err != nil {
-		return err
-	}
 	return r.alterOffsets(ctx, entries)
 }
 
@@ -506,35 +500,7 @@ func (w *Worker) ResetOffsets(ctx context.Context, name string) error {
 	if r.targetState() != StateStopped {
 		return fmt.Errorf("%w: Connectors must be in the STOPPED state before their offsets can be reset. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint", ErrBadRequest, name)
 	}
-	if r.running() {
-		return fmt.Errorf("%w: connector %s is stopping: its task has not finished and stored its position yet; retry in a moment", ErrBadRequest, name)
-	}
-	if err := w.checkLeaseLeft(ctx, r); err != nil {
-		return err
-	}
 	return r.resetOffsets(ctx)
-}
-
-// checkLeaseLeft refuses to change a stopped source's offsets while a
-// worker is still in its lease group, on a backend that shares target
-// states and leases sources (kafka): the stop has reached every worker
-// through TargetsTopic, but a worker still running the task would store its
-// own position over the new one. Each leaves the group once its task has
-// stopped and stored its position, so the caller only waits and retries.
-func (w *Worker) checkLeaseLeft(ctx context.Context, r *runner) error {
-	l, leased := w.opts.Backend.(SourceLeaser)
-	if _, shared := w.sharer(); !shared || !leased || r.spec.Kind != connect.KindSource {
-		return nil
-	}
-	members, err := l.LeaseMembers(ctx, r.spec.Pipeline, r.spec.Name)
-	if err != nil {
-		return fmt.Errorf("find out whether another worker runs source %s: %w", r.spec.Name, err)
-	}
-	if len(members) > 0 {
-		return fmt.Errorf("%w: source %s is stopped, but worker %s has not left its lease yet (it is finishing its task and storing its position): retry in a moment; a worker that keeps the lease has not seen the stop, so check that it reads %s",
-			ErrBadRequest, r.spec.Name, strings.Join(members, ", worker "), TargetsTopic)
-	}
-	return nil
 }
 
 // Shutdown drains every connector (finish the batch in flight, commit,

@@ -2,12 +2,14 @@ package kafkabackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/tributary-io/tributary/engine"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,7 +38,10 @@ func LeaseGroup(pipeline, connector string) string {
 	return "_tributary-source." + pipeline + "." + connector
 }
 
-var _ engine.SourceLeaser = (*Backend)(nil)
+var (
+	_ engine.SourceLeaser      = (*Backend)(nil)
+	_ engine.GroupMemberLister = (*Backend)(nil)
+)
 
 // LeaseSource implements engine.SourceLeaser: it joins the source's lease
 // group as worker workerID (the member's client id, so that the other
@@ -192,6 +197,32 @@ func (l *lease) Holder(ctx context.Context) (string, error) {
 func (b *Backend) LeaseMembers(ctx context.Context, pipeline, connector string) ([]string, error) {
 	_, members, err := b.leaseMembers(ctx, LeaseGroup(pipeline, connector))
 	return members, err
+}
+
+// GroupMembers implements engine.GroupMemberLister: the members of a
+// consumer group (a sink's), asked without joining it (DescribeGroups),
+// each as its client id, host and member id; none when the group does not
+// exist. A worker's sink consumers have the backend's client id (Options.ClientID).
+func (b *Backend) GroupMembers(ctx context.Context, group string) ([]string, error) {
+	gs, err := b.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	g, err := gs.On(group, nil)
+	if err == nil {
+		err = g.Err
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	var members []string
+	for _, m := range g.Members {
+		members = append(members, fmt.Sprintf("%s (%s, member id %s)", m.ClientID, m.ClientHost, m.MemberID))
+	}
+	return members, nil
 }
 
 // leaseMembers describes group (DescribeGroups): the member assigned the

@@ -324,9 +324,10 @@ func TestLease_FailoverOnLostSession(t *testing.T) {
 
 // A source stopped (cluster-wide) while another worker is still in its
 // lease group (here one that joined it directly, as a worker that has not
-// yet stopped its task): changing its offsets is refused, naming that
-// worker, as Kafka alters a group's offsets only when the group is empty;
-// once it has left, the change goes through.
+// yet stopped its task): changing its offsets waits for it, as Kafka alters
+// a group's offsets only when the group is empty, and is refused as a
+// conflict naming that worker when it stays; once it has left, the change
+// goes through.
 func TestLease_OffsetsChangeWaitsForEveryWorker(t *testing.T) {
 	forEachCluster(t, func(t *testing.T, c *cluster) {
 		ctx := t.Context()
@@ -351,19 +352,26 @@ func TestLease_OffsetsChangeWaitsForEveryWorker(t *testing.T) {
 			return err == nil && len(members) == 1 && strings.HasPrefix(members[0], "w9 ")
 		})
 		patch := []engine.OffsetEntry{{Partition: map[string]any{"pipeline": "p"}, Offset: map[string]any{"n": 7}}}
-		err = w1.w.AlterOffsets(ctx, "src", patch)
-		if !errors.Is(err, engine.ErrBadRequest) || !strings.Contains(err.Error(), "worker w9 ") {
-			t.Fatalf("PATCH offsets while w9 is in the lease group: %v; want a bad request naming w9", err)
+		// The changes wait for w9 to leave, here until the request's
+		// context ends.
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err = w1.w.AlterOffsets(rctx, "src", patch)
+		cancel()
+		if !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "worker w9 ") {
+			t.Fatalf("PATCH offsets while w9 is in the lease group: %v; want a conflict naming w9", err)
 		}
-		if err := w1.w.ResetOffsets(ctx, "src"); !errors.Is(err, engine.ErrBadRequest) {
-			t.Fatalf("DELETE offsets while w9 is in the lease group: %v; want a bad request", err)
+		rctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+		err = w1.w.ResetOffsets(rctx, "src")
+		cancel()
+		if !errors.Is(err, engine.ErrConflict) {
+			t.Fatalf("DELETE offsets while w9 is in the lease group: %v; want a conflict", err)
 		}
 		if err := other.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the PATCH to go through once no worker is in the lease group", 15*time.Second, func() bool {
-			return w1.w.AlterOffsets(ctx, "src", patch) == nil
-		})
+		if err := w1.w.AlterOffsets(ctx, "src", patch); err != nil {
+			t.Fatalf("PATCH offsets once w9 left the lease group: %v", err)
+		}
 		got, err := w1.w.Offsets(ctx, "src")
 		if err != nil || len(got) != 1 || fmt.Sprint(got[0].Offset) != fmt.Sprint(map[string]any{"n": float64(7)}) {
 			t.Fatalf("offsets after the PATCH = %v, %v; want n 7", got, err)

@@ -147,7 +147,7 @@ func (s *countSource) Ack(ctx context.Context, pos connect.Position) error {
 	return nil
 }
 
-func (s *countSource) Close(ctx context.Context) error { return nil }
+func (s *countSource) Close(ctx context.Context) error { return s.wt.passGate(ctx) }
 
 // tailSource is countSource that wants to see the tail of its topic
 // (connect.TailRecoverer).
@@ -170,6 +170,9 @@ type memSink struct{ wt *workerUnderTest }
 
 func (s *memSink) Open(ctx context.Context, cfg connect.Config) error { return nil }
 func (s *memSink) Write(ctx context.Context, recs []connect.Record) error {
+	if err := s.wt.passGate(ctx); err != nil {
+		return err
+	}
 	s.wt.mu.Lock()
 	defer s.wt.mu.Unlock()
 	if s.wt.fail > 0 {
@@ -245,6 +248,49 @@ type workerUnderTest struct {
 	// Reads fail with a permanent error.
 	sourceOpens int
 	failRead    bool
+	// gate, while set, holds memSink's Writes and countSource's Close
+	// until it is closed (or their context ends); gated counts the calls
+	// it has held.
+	gate  chan struct{}
+	gated int
+}
+
+// passGate waits while the worker's gate is set and open.
+func (wt *workerUnderTest) passGate(ctx context.Context) error {
+	wt.mu.Lock()
+	gate := wt.gate
+	if gate != nil {
+		wt.gated++
+	}
+	wt.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// holdAt sets the worker's gate and returns the function that opens it,
+// which the test's cleanup calls too (before the worker shuts down).
+func (wt *workerUnderTest) holdAt(t *testing.T) (open func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	wt.set(func(wt *workerUnderTest) { wt.gate = gate })
+	t.Cleanup(open)
+	return open
+}
+
+// heldCalls returns how many calls the gate has held.
+func (wt *workerUnderTest) heldCalls() int {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.gated
 }
 
 func (wt *workerUnderTest) received() []connect.Record {
