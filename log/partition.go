@@ -151,8 +151,12 @@ func (p *partition) recover() error {
 			p.closeSegments()
 			return err
 		}
-		if !tail && !rec.rebuiltIndex && from < expectNext && from >= base {
-			// The snapshot predates this sealed segment's end: replay it.
+		if !tail && !rec.rebuiltIndex && from < expectNext {
+			// The snapshot predates this sealed segment's end: replay it
+			// (apply skips its batches below the snapshot). Every such
+			// segment, not only the one holding the snapshot's offset: a
+			// missing snapshot counts as one at 0, and one whose writes
+			// failed (disk full) lags by as many segments as rolls since.
 			if err := s.scanMeta(apply); err != nil {
 				s.close()
 				p.closeSegments()

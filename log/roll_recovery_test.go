@@ -257,3 +257,76 @@ func TestPartition_Recover_KeepsEmptySegmentOfCompletedRoll(t *testing.T) {
 	copyDir(t, src, dir)
 	checkRecovered(t, dir, 10, []int64{0, 10})
 }
+
+// TestPartition_Recover_ProducerStateWithoutSnapshot: a missing (or
+// unreadable, or stale) producer snapshot makes open rebuild the producers'
+// state from every sealed segment after the snapshot's offset, not only from
+// the one that holds it and the newest: a retry of an idempotent batch that
+// lies in a sealed segment in between is recognized as a duplicate, not
+// appended a second time at new offsets.
+func TestPartition_Recover_ProducerStateWithoutSnapshot(t *testing.T) {
+	for _, snapshot := range []string{"missing", "garbage", "stale"} {
+		t.Run(snapshot, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openTestLog(t, dir, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+			if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			p := testPartition(t, l, leftoverTopic, 0)
+			plain := func(n int) {
+				t.Helper()
+				for range n {
+					if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: []byte("plain")}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			id, epoch, err := l.InitProducerID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := func(seq int32) []Record {
+				return []Record{{Value: fmt.Appendf(nil, "p%d", seq)}, {Value: fmt.Appendf(nil, "p%d", seq+1)}}
+			}
+			plain(5)
+			rollNow(t, p) // segment 0: 0..4
+			for _, seq := range []int32{0, 2} {
+				if _, err := l.AppendIdempotent(t.Context(), leftoverTopic, 0, batch(seq), ProducerInfo{ID: id, Epoch: epoch, Sequence: seq}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rollNow(t, p) // segment 5: the producer's batches at 5..6 and 7..8
+			plain(3)
+			rollNow(t, p) // segment 9: 9..11
+			plain(1)      // active segment 12
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			snap := filepath.Join(partitionDir(dir, leftoverTopic, 0), producerSnapshotFile)
+			switch snapshot {
+			case "missing":
+				err = os.Remove(snap)
+			case "garbage":
+				err = os.WriteFile(snap, []byte("{not json"), 0o644)
+			case "stale": // two snapshot writes in a row failed (disk full, say)
+				err = newProducerState().writeSnapshot(filepath.Dir(snap), 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			l = openTestLog(t, dir)
+			defer l.Close()
+			for _, seq := range []int32{0, 2} {
+				want := 5 + int64(seq)
+				base, err := l.AppendIdempotent(t.Context(), leftoverTopic, 0, batch(seq), ProducerInfo{ID: id, Epoch: epoch, Sequence: seq})
+				if err != nil || base != want {
+					t.Fatalf("retry of the batch at %d after a reopen with the snapshot %s = %d, %v; want %d (a duplicate), nil", want, snapshot, base, err, want)
+				}
+			}
+			if _, end, err := l.Offsets(leftoverTopic, 0); err != nil || end != 13 {
+				t.Fatalf("log end %d, %v after the retry; want 13 (nothing appended)", end, err)
+			}
+		})
+	}
+}
