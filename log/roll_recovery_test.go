@@ -515,3 +515,77 @@ func TestPartition_Recover_OddSegmentFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPartition_Recover_CompactedSegmentBeforeEmptyNewest: a roll that
+// completed but whose producer snapshot write failed (disk full) leaves an
+// empty active segment and a snapshot below its base; the cleaner may then
+// clean the segment before it. Whatever the cleaning left (whole batches
+// dropped, at the end or at the start; records dropped from inside a batch,
+// which keeps its offset range), open keeps every surviving record, and
+// the first append goes to the empty segment's base: no offset the
+// cleaned segment held is handed out again.
+func TestPartition_Recover_CompactedSegmentBeforeEmptyNewest(t *testing.T) {
+	type kvRec struct{ key, value string } // value "" is a tombstone
+	cases := []struct {
+		name    string
+		batches [][]kvRec // appended to segment 0, one Append each
+		want    []string  // what survives the cleaning, as kv renders it
+		end     int64     // the empty segment's base
+	}{
+		{"last batch dropped", [][]kvRec{{{"a", "1"}}, {{"b", "1"}}, {{"b", ""}}}, []string{"0:a=1"}, 3},
+		{"first batch dropped", [][]kvRec{{{"a", "1"}}, {{"b", "1"}}, {{"a", "2"}}}, []string{"1:b=1", "2:a=2"}, 3},
+		{"records dropped inside a batch", [][]kvRec{{{"a", "1"}, {"a", "2"}}, {{"b", "1"}, {"b", "2"}}}, []string{"1:a=2", "3:b=2"}, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := t.TempDir()
+			clock := newTestClock()
+			l := openCompactLog(t, src, clock)
+			defer l.Close()
+			if err := l.CreateTopic(leftoverTopic, 1, map[string]string{ConfigCleanupPolicy: "compact", ConfigDeleteRetentionMs: "0"}); err != nil {
+				t.Fatal(err)
+			}
+			p := testPartition(t, l, leftoverTopic, 0)
+			for _, b := range c.batches {
+				var recs []Record
+				for _, r := range b {
+					rec := Record{Key: []byte(r.key)}
+					if r.value != "" {
+						rec.Value = []byte(r.value)
+					}
+					recs = append(recs, rec)
+				}
+				if _, err := l.Append(t.Context(), leftoverTopic, 0, recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rollNow(t, p)
+			clock.advance(time.Minute) // past delete.retention.ms
+			compactNow(t, p, true)
+			wantRecords(t, "after the cleaning", readAll(t, l, leftoverTopic, 0, 0), c.want)
+			dir := t.TempDir()
+			copyDir(t, src, dir)
+			partDir := partitionDir(dir, leftoverTopic, 0)
+			if err := newProducerState().writeSnapshot(partDir, 0); err != nil { // the roll's write of it failed
+				t.Fatal(err)
+			}
+
+			for round := range 2 {
+				l := openCompactLog(t, dir, clock)
+				if m := l.Metrics(); m.CorruptBatches.Load() != 0 || m.TailTruncations.Load() != 0 {
+					t.Fatalf("open %d: %d corrupt batches, %d tails truncated; want none", round, m.CorruptBatches.Load(), m.TailTruncations.Load())
+				}
+				wantRecords(t, fmt.Sprintf("open %d", round), readAll(t, l, leftoverTopic, 0, 0), c.want)
+				off := put(t, l, leftoverTopic, "z", []byte("z"))
+				if want := c.end + int64(round); off != want {
+					t.Fatalf("open %d: append went to offset %d, want %d", round, off, want)
+				}
+				c.want = append(c.want, fmt.Sprintf("%d:z=z", off))
+				checkSegmentFiles(t, testPartition(t, l, leftoverTopic, 0))
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
