@@ -151,8 +151,12 @@ func (p *partition) recover() error {
 			p.closeSegments()
 			return err
 		}
-		if !tail && !rec.rebuiltIndex && from < expectNext && from >= base {
-			// The snapshot predates this sealed segment's end: replay it.
+		if !tail && !rec.rebuiltIndex && from < expectNext {
+			// The snapshot predates this sealed segment's end: replay it
+			// (apply skips its batches below the snapshot). Every such
+			// segment, not only the one holding the snapshot's offset: a
+			// missing snapshot counts as one at 0, and one whose writes
+			// failed (disk full) lags by as many segments as rolls since.
 			if err := s.scanMeta(apply); err != nil {
 				s.close()
 				p.closeSegments()
@@ -669,8 +673,13 @@ func (p *partition) rollLocked(now time.Time) error {
 // touching the disk, a *RollError with Deferred set that carries the last
 // failure's cause and says when the next try is. The first append (or
 // retention pass) that needs a roll from then on tries it again.
+//
+// A wait longer than the backoff (plus rollBackoffMax of slack for a now
+// read before the writer got wmu) means the clock (Options.Now) went back
+// since the last try: then the roll is tried, so that a clock set back by
+// an hour does not hold rolls back for an hour.
 func (p *partition) tryRollLocked(now time.Time) error {
-	if last := p.rollErr; last != nil && now.Before(p.rollRetryAt) {
+	if last := p.rollErr; last != nil && now.Before(p.rollRetryAt) && p.rollRetryAt.Sub(now) <= p.rollBackoff+rollBackoffMax {
 		return &RollError{Partition: p.String(), Base: p.next, Err: last.Err, RetryAt: p.rollRetryAt, Deferred: true}
 	}
 	if err := p.rollLocked(now); err != nil {

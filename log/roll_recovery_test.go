@@ -257,3 +257,335 @@ func TestPartition_Recover_KeepsEmptySegmentOfCompletedRoll(t *testing.T) {
 	copyDir(t, src, dir)
 	checkRecovered(t, dir, 10, []int64{0, 10})
 }
+
+// TestPartition_Recover_ProducerStateWithoutSnapshot: a missing (or
+// unreadable, or stale) producer snapshot makes open rebuild the producers'
+// state from every sealed segment after the snapshot's offset, not only from
+// the one that holds it and the newest: a retry of an idempotent batch that
+// lies in a sealed segment in between is recognized as a duplicate, not
+// appended a second time at new offsets.
+func TestPartition_Recover_ProducerStateWithoutSnapshot(t *testing.T) {
+	for _, snapshot := range []string{"missing", "garbage", "stale"} {
+		t.Run(snapshot, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openTestLog(t, dir, func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour })
+			if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			p := testPartition(t, l, leftoverTopic, 0)
+			plain := func(n int) {
+				t.Helper()
+				for range n {
+					if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: []byte("plain")}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			id, epoch, err := l.InitProducerID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := func(seq int32) []Record {
+				return []Record{{Value: fmt.Appendf(nil, "p%d", seq)}, {Value: fmt.Appendf(nil, "p%d", seq+1)}}
+			}
+			plain(5)
+			rollNow(t, p) // segment 0: 0..4
+			for _, seq := range []int32{0, 2} {
+				if _, err := l.AppendIdempotent(t.Context(), leftoverTopic, 0, batch(seq), ProducerInfo{ID: id, Epoch: epoch, Sequence: seq}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rollNow(t, p) // segment 5: the producer's batches at 5..6 and 7..8
+			plain(3)
+			rollNow(t, p) // segment 9: 9..11
+			plain(1)      // active segment 12
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			snap := filepath.Join(partitionDir(dir, leftoverTopic, 0), producerSnapshotFile)
+			switch snapshot {
+			case "missing":
+				err = os.Remove(snap)
+			case "garbage":
+				err = os.WriteFile(snap, []byte("{not json"), 0o644)
+			case "stale": // two snapshot writes in a row failed (disk full, say)
+				err = newProducerState().writeSnapshot(filepath.Dir(snap), 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			l = openTestLog(t, dir)
+			defer l.Close()
+			for _, seq := range []int32{0, 2} {
+				want := 5 + int64(seq)
+				base, err := l.AppendIdempotent(t.Context(), leftoverTopic, 0, batch(seq), ProducerInfo{ID: id, Epoch: epoch, Sequence: seq})
+				if err != nil || base != want {
+					t.Fatalf("retry of the batch at %d after a reopen with the snapshot %s = %d, %v; want %d (a duplicate), nil", want, snapshot, base, err, want)
+				}
+			}
+			if _, end, err := l.Offsets(leftoverTopic, 0); err != nil || end != 13 {
+				t.Fatalf("log end %d, %v after the retry; want 13 (nothing appended)", end, err)
+			}
+		})
+	}
+}
+
+// TestPartition_Recover_EmptyNewestAfterDamagedSegment: an empty newest
+// segment after a segment whose last batch is damaged (as no roll leaves
+// it: a roll fsyncs the old segment before it creates the new one's files)
+// stays, whatever the producer snapshot says: the damage is reported, the
+// records before it read back, and the offsets of the damaged batch are
+// never handed out again.
+func TestPartition_Recover_EmptyNewestAfterDamagedSegment(t *testing.T) {
+	for _, damage := range []string{"torn", "flipped"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, _ := buildRollCrash(t, 0)
+			partDir := partitionDir(dir, leftoverTopic, 0)
+			last := filepath.Join(partDir, segmentName(20, ".log"))
+			fi, err := os.Stat(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch damage {
+			case "torn":
+				err = os.Truncate(last, fi.Size()-7)
+			case "flipped":
+				var f *os.File
+				if f, err = os.OpenFile(last, os.O_RDWR, 0); err == nil {
+					_, err = f.WriteAt([]byte{'X'}, fi.Size()-3)
+					f.Close()
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(partDir, segmentName(30, ".log")), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for round := range 2 {
+				l := openTestLog(t, dir)
+				p := testPartition(t, l, leftoverTopic, 0)
+				if m := l.Metrics(); m.CorruptBatches.Load() != 1 || m.TailTruncations.Load() != 0 {
+					t.Fatalf("open %d: %d corrupt batches reported, %d tails truncated; want 1, 0", round, m.CorruptBatches.Load(), m.TailTruncations.Load())
+				}
+				res, err := l.Read(t.Context(), leftoverTopic, 0, 0, ReadOptions{MaxBytes: 1 << 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Records) != 29 {
+					t.Fatalf("open %d: read %d records before the damage, want 29", round, len(res.Records))
+				}
+				for i, r := range res.Records {
+					if r.Offset != int64(i) || !bytes.Equal(r.Value, rollValue(int64(i), 100)) {
+						t.Fatalf("open %d: record %d: offset %d, value %.20q", round, i, r.Offset, r.Value)
+					}
+				}
+				if _, err := l.Read(t.Context(), leftoverTopic, 0, 29, ReadOptions{MaxBytes: 1 << 20}); !IsCorruption(err) {
+					t.Fatalf("open %d: read at the damaged offset 29: %v; want a corruption error", round, err)
+				}
+				want := 30 + int64(round)
+				if base, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(want, 100)}}); err != nil || base != want {
+					t.Fatalf("open %d: Append = %d, %v; want %d, nil (offset 29 is the damaged record's)", round, base, err, want)
+				}
+				checkSegmentFiles(t, p)
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestPartition_Recover_OddSegmentFiles: states no roll leaves, built by
+// hand. Open must keep every record, hand out no offset twice and stay
+// writable: two empty segments at the end; the leftovers of a roll in a
+// partition with a single segment; index files of the active or a sealed
+// segment missing, one of two; files with names that are no segment's.
+func TestPartition_Recover_OddSegmentFiles(t *testing.T) {
+	type state struct {
+		name   string
+		build  func(t *testing.T) (dir string, end int64)
+		change func(t *testing.T, partDir string)
+		bases  []int64 // the segments open must end up with
+		next   int64   // where the first append must go
+	}
+	write := func(t *testing.T, partDir string, names ...string) {
+		t.Helper()
+		for _, name := range names {
+			if err := os.WriteFile(filepath.Join(partDir, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(t *testing.T, partDir string, names ...string) {
+		t.Helper()
+		for _, name := range names {
+			if err := os.Remove(filepath.Join(partDir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	threeSegments := func(t *testing.T) (string, int64) { return buildRollCrash(t, 0) }
+	oneSegment := func(t *testing.T) (string, int64) {
+		src := t.TempDir()
+		l := openTestLog(t, src)
+		defer l.Close()
+		if err := l.CreateTopic(leftoverTopic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if _, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(int64(i), 100)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir := t.TempDir()
+		copyDir(t, src, dir)
+		return dir, 10
+	}
+	states := []state{
+		{name: "two empty segments at the end", build: threeSegments, change: func(t *testing.T, d string) {
+			write(t, d, segmentName(30, ".log"), segmentName(40, ".log"))
+		}, bases: []int64{0, 10, 20, 30, 40}, next: 40},
+		{name: "single segment, empty .log of an unfinished roll", build: oneSegment, change: func(t *testing.T, d string) {
+			write(t, d, segmentName(10, ".log"), segmentName(10, ".timeindex"))
+		}, bases: []int64{0}, next: 10},
+		{name: "single segment, index files of an unfinished roll", build: oneSegment, change: func(t *testing.T, d string) {
+			write(t, d, segmentName(10, ".index"), segmentName(10, ".timeindex"))
+		}, bases: []int64{0}, next: 10},
+		{name: "active segment without index files", build: threeSegments, change: func(t *testing.T, d string) {
+			remove(t, d, segmentName(20, ".index"), segmentName(20, ".timeindex"))
+		}, bases: []int64{0, 10, 20}, next: 30},
+		{name: "active segment with a time index only", build: threeSegments, change: func(t *testing.T, d string) {
+			remove(t, d, segmentName(20, ".index"))
+		}, bases: []int64{0, 10, 20}, next: 30},
+		{name: "sealed segment with a time index only, leftover after it", build: threeSegments, change: func(t *testing.T, d string) {
+			remove(t, d, segmentName(10, ".index"))
+			write(t, d, segmentName(30, ".log"))
+		}, bases: []int64{0, 10, 20}, next: 30},
+		{name: "sealed segment with an offset index only", build: threeSegments, change: func(t *testing.T, d string) {
+			remove(t, d, segmentName(0, ".timeindex"))
+		}, bases: []int64{0, 10, 20}, next: 30},
+	}
+	for _, st := range states {
+		t.Run(st.name, func(t *testing.T) {
+			dir, end := st.build(t)
+			partDir := partitionDir(dir, leftoverTopic, 0)
+			st.change(t, partDir)
+			// Files that are no segment's stay as they are.
+			strays := []string{"notes.txt", "foo.index", segmentName(20, ".index.bak"), segmentName(30, ".log.old")}
+			write(t, partDir, strays...)
+			for round := range 2 {
+				l := openTestLog(t, dir)
+				p := testPartition(t, l, leftoverTopic, 0)
+				p.mu.Lock()
+				var bases []int64
+				for _, s := range p.segments {
+					bases = append(bases, s.base)
+				}
+				p.mu.Unlock()
+				if !slices.Equal(bases, st.bases) {
+					t.Fatalf("open %d: segments at %v, want %v", round, bases, st.bases)
+				}
+				if m := l.Metrics(); m.CorruptBatches.Load() != 0 || m.TailTruncations.Load() != 0 {
+					t.Fatalf("open %d: %d corrupt batches, %d tails truncated; want none", round, m.CorruptBatches.Load(), m.TailTruncations.Load())
+				}
+				recs := readAll(t, l, leftoverTopic, 0, 0)
+				if int64(len(recs)) != end+int64(round) {
+					t.Fatalf("open %d: %d records, want %d", round, len(recs), end+int64(round))
+				}
+				for i, r := range recs[:end] {
+					if r.Offset != int64(i) || !bytes.Equal(r.Value, rollValue(int64(i), 100)) {
+						t.Fatalf("open %d: record %d: offset %d, value %.20q", round, i, r.Offset, r.Value)
+					}
+				}
+				want := st.next + int64(round)
+				if base, err := l.Append(t.Context(), leftoverTopic, 0, []Record{{Value: rollValue(want, 100)}}); err != nil || base != want {
+					t.Fatalf("open %d: Append = %d, %v; want %d, nil", round, base, err, want)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range strays {
+				if _, err := os.Stat(filepath.Join(partDir, name)); err != nil {
+					t.Errorf("open removed (or lost) %s, no segment's file: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPartition_Recover_CompactedSegmentBeforeEmptyNewest: a roll that
+// completed but whose producer snapshot write failed (disk full) leaves an
+// empty active segment and a snapshot below its base; the cleaner may then
+// clean the segment before it. Whatever the cleaning left (whole batches
+// dropped, at the end or at the start; records dropped from inside a batch,
+// which keeps its offset range), open keeps every surviving record, and
+// the first append goes to the empty segment's base: no offset the
+// cleaned segment held is handed out again.
+func TestPartition_Recover_CompactedSegmentBeforeEmptyNewest(t *testing.T) {
+	type kvRec struct{ key, value string } // value "" is a tombstone
+	cases := []struct {
+		name    string
+		batches [][]kvRec // appended to segment 0, one Append each
+		want    []string  // what survives the cleaning, as kv renders it
+		end     int64     // the empty segment's base
+	}{
+		{"last batch dropped", [][]kvRec{{{"a", "1"}}, {{"b", "1"}}, {{"b", ""}}}, []string{"0:a=1"}, 3},
+		{"first batch dropped", [][]kvRec{{{"a", "1"}}, {{"b", "1"}}, {{"a", "2"}}}, []string{"1:b=1", "2:a=2"}, 3},
+		{"records dropped inside a batch", [][]kvRec{{{"a", "1"}, {"a", "2"}}, {{"b", "1"}, {"b", "2"}}}, []string{"1:a=2", "3:b=2"}, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := t.TempDir()
+			clock := newTestClock()
+			l := openCompactLog(t, src, clock)
+			defer l.Close()
+			if err := l.CreateTopic(leftoverTopic, 1, map[string]string{ConfigCleanupPolicy: "compact", ConfigDeleteRetentionMs: "0"}); err != nil {
+				t.Fatal(err)
+			}
+			p := testPartition(t, l, leftoverTopic, 0)
+			for _, b := range c.batches {
+				var recs []Record
+				for _, r := range b {
+					rec := Record{Key: []byte(r.key)}
+					if r.value != "" {
+						rec.Value = []byte(r.value)
+					}
+					recs = append(recs, rec)
+				}
+				if _, err := l.Append(t.Context(), leftoverTopic, 0, recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rollNow(t, p)
+			clock.advance(time.Minute) // past delete.retention.ms
+			compactNow(t, p, true)
+			wantRecords(t, "after the cleaning", readAll(t, l, leftoverTopic, 0, 0), c.want)
+			dir := t.TempDir()
+			copyDir(t, src, dir)
+			partDir := partitionDir(dir, leftoverTopic, 0)
+			if err := newProducerState().writeSnapshot(partDir, 0); err != nil { // the roll's write of it failed
+				t.Fatal(err)
+			}
+
+			for round := range 2 {
+				l := openCompactLog(t, dir, clock)
+				if m := l.Metrics(); m.CorruptBatches.Load() != 0 || m.TailTruncations.Load() != 0 {
+					t.Fatalf("open %d: %d corrupt batches, %d tails truncated; want none", round, m.CorruptBatches.Load(), m.TailTruncations.Load())
+				}
+				wantRecords(t, fmt.Sprintf("open %d", round), readAll(t, l, leftoverTopic, 0, 0), c.want)
+				off := put(t, l, leftoverTopic, "z", []byte("z"))
+				if want := c.end + int64(round); off != want {
+					t.Fatalf("open %d: append went to offset %d, want %d", round, off, want)
+				}
+				c.want = append(c.want, fmt.Sprintf("%d:z=z", off))
+				checkSegmentFiles(t, testPartition(t, l, leftoverTopic, 0))
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

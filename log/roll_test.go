@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -536,4 +539,209 @@ func rollBackoffChild(t *testing.T, dir string) {
 		}
 	}
 	t.Logf("%d records, %d roll tries", len(sizes), tries())
+}
+
+const rollConcurrentChildEnv = "TRIBUTARY_ROLL_CONCURRENT_CHILD" // data dir: run as the child
+
+// TestPartition_RollFailure_ConcurrentAppenders runs a child in which
+// several goroutines append to one partition, records that need a roll and
+// records that fit, while its rolls fail for lack of descriptors, retention
+// tries its own roll of the expired active segment, and the clock moves on
+// past the backoff and, once, back: every append either succeeds at an
+// offset no other got or fails with a *RollError; once descriptors are free
+// the partition rolls again; every acknowledged record reads back at its
+// offset, also after a close during a backoff and a reopen, where the
+// first append that needs a roll rolls at once.
+func TestPartition_RollFailure_ConcurrentAppenders(t *testing.T) {
+	if dir := os.Getenv(rollConcurrentChildEnv); dir != "" {
+		rollConcurrentChild(t, dir)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_ConcurrentAppenders$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), rollConcurrentChildEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+func rollConcurrentChild(t *testing.T, dir string) {
+	clock := &testClock{t: time.Now()}
+	opts := func(o *Options) { o.RetentionCheckInterval, o.CleanerInterval, o.Now = time.Hour, time.Hour, clock.now }
+	l := openTestLog(t, dir, opts)
+	if err := l.CreateTopic(rollTopic, 1, map[string]string{ConfigSegmentBytes: strconv.Itoa(rollSegBytes)}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPartition(t, l, rollTopic, 0)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			panic(err)
+		}
+	}
+	defer restore()
+
+	var mu sync.Mutex
+	acked := map[int64][]byte{} // offset -> value of every acknowledged record
+	value := func(g, i, size int) []byte {
+		v := fmt.Appendf(nil, "g%d-%d-", g, i)
+		return append(v, bytes.Repeat([]byte{'v'}, size-len(v))...)
+	}
+	appendOne := func(v []byte) error {
+		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: v}})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if old, ok := acked[base]; ok {
+			t.Errorf("offset %d handed out twice: to %.8q and %.8q", base, old, v)
+		}
+		acked[base] = v
+		return nil
+	}
+	check := func(l *Log) {
+		t.Helper()
+		got := readAll(t, l, rollTopic, 0, 0)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != len(acked) {
+			t.Fatalf("the log holds %d records; %d were acknowledged", len(got), len(acked))
+		}
+		for i, r := range got {
+			if r.Offset != int64(i) || !bytes.Equal(r.Value, acked[r.Offset]) {
+				t.Fatalf("record %d: offset %d, value %.12q; want %.12q", i, r.Offset, r.Value, acked[int64(i)])
+			}
+		}
+	}
+	for i := range 8 {
+		if err := appendOne(value(9, i, rollBigValue)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	fill := func(tag int) {
+		t.Helper()
+		for i := 0; ; i++ {
+			p.mu.Lock()
+			size := p.segments[len(p.segments)-1].size
+			p.mu.Unlock()
+			if size+rollBigValue > rollSegBytes {
+				return
+			}
+			if err := appendOne(value(tag, i, rollSmallValue)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The clock goes back by an hour right after a failed roll: the wait
+	// is still at most rollBackoffMax, not an hour more.
+	fill(10)
+	allowOnly(t, 1, lim)
+	err := appendOne(value(10, 100, rollBigValue))
+	restore()
+	var re *RollError
+	if !errors.As(err, &re) || re.Deferred {
+		t.Fatalf("append that needs a roll, 1 spare descriptor: %v; want a *RollError of a roll tried", err)
+	}
+	clock.advance(-time.Hour)
+	clock.advance(rollBackoffMax)
+	if err := appendOne(value(10, 101, rollBigValue)); err != nil {
+		t.Fatalf("clock back by an hour after a failed roll, then on by %v: %v", rollBackoffMax, err)
+	}
+
+	fill(11)
+	allowOnly(t, 1, lim)
+	const appenders, perAppender = 4, 60
+	var wg sync.WaitGroup
+	var rollErrs, deferred atomic.Int64
+	for g := range appenders {
+		wg.Go(func() {
+			for i := range perAppender {
+				size := rollSmallValue
+				if (g+i)%3 == 0 {
+					size = rollBigValue
+				}
+				err := appendOne(value(g, i, size))
+				var re *RollError
+				switch {
+				case err == nil:
+				case errors.As(err, &re):
+					rollErrs.Add(1)
+					if re.Deferred {
+						deferred.Add(1)
+					}
+				default:
+					t.Errorf("append %d of appender %d: %v; want nil or a *RollError", i, g, err)
+				}
+				if g == 0 && i == perAppender/2 {
+					restore() // the cause is gone; the backoff still holds for a while
+				}
+			}
+		})
+	}
+	wg.Go(func() { // retention's roll of the expired active segment
+		cfg := p.cfg()
+		cfg.RetentionMs = 1
+		for range perAppender {
+			if err := p.rollExpiredActive(clock.now().Add(time.Hour), cfg); err != nil {
+				var re *RollError
+				if !errors.As(err, &re) {
+					t.Errorf("retention's roll: %v; want nil or a *RollError", err)
+				}
+			}
+			runtime.Gosched()
+		}
+	})
+	wg.Go(func() { // the clock: past the waits, and once back by an hour
+		for i := range perAppender {
+			d := 40 * time.Millisecond
+			if i == perAppender/3 {
+				d = -time.Hour
+			}
+			clock.advance(d)
+			runtime.Gosched()
+		}
+	})
+	wg.Wait()
+	restore()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d appends failed with a RollError, %d of them deferred; %d roll tries failed", rollErrs.Load(), deferred.Load(), l.Metrics().RollFailures.Load())
+	if rollErrs.Load() == 0 || deferred.Load() == 0 {
+		t.Fatalf("%d appends failed with a RollError, %d deferred; the test wants both", rollErrs.Load(), deferred.Load())
+	}
+	check(l)
+	clock.advance(rollBackoffMax)
+	if err := appendOne(value(9, 100, rollBigValue)); err != nil {
+		t.Fatalf("descriptors free, the wait over: %v", err)
+	}
+	check(l)
+	checkSegmentFiles(t, p)
+
+	// Close during a backoff, reopen: nothing lost, and the backoff is gone.
+	fill(12)
+	allowOnly(t, 1, lim)
+	err = appendOne(value(9, 300, rollBigValue))
+	restore()
+	if !errors.As(err, &re) {
+		t.Fatalf("append that needs a roll, 1 spare descriptor: %v; want a *RollError", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("close during a backoff: %v", err)
+	}
+	l = openTestLog(t, dir, opts)
+	defer l.Close()
+	check(l)
+	if err := appendOne(value(9, 400, rollBigValue)); err != nil {
+		t.Fatalf("first append after the reopen, which needs a roll: %v", err)
+	}
+	check(l)
+	checkSegmentFiles(t, testPartition(t, l, rollTopic, 0))
 }
