@@ -24,9 +24,10 @@ type Backend interface {
 	// wait returns once they are durable, with every record's Partition
 	// and Offset set. A caller can so keep several batches in flight.
 	Append(ctx context.Context, records []connect.Record) (wait func(context.Context) error, err error)
-	// Consumer reads topics as consumer group, from the group's committed
-	// offsets, or from the earliest offset where it has none.
-	Consumer(ctx context.Context, group string, topics []string) (Consumer, error)
+	// Consumer reads spec.Topics as consumer group spec.Group, from the
+	// group's committed offsets, or from the earliest offset where it has
+	// none.
+	Consumer(ctx context.Context, spec ConsumerSpec) (Consumer, error)
 	// ReadAll calls fn for every record of a topic, from its start to its
 	// end at the time of the call, partition by partition.
 	ReadAll(ctx context.Context, topic string, fn func(connect.Record) error) error
@@ -59,6 +60,17 @@ type TopicInfo struct {
 	// Config holds the effective value of every config the backend knows
 	// (the topic's own, else the default).
 	Config map[string]string
+}
+
+// ConsumerSpec says what a Consumer reads and how it names itself.
+type ConsumerSpec struct {
+	Group  string
+	Topics []string
+	// ClientID names the consumer to a Kafka cluster, as Kafka Connect
+	// names a sink task's consumer: connector-consumer-<connector>-<task>.
+	// A backend may leave it out (the embedded log's groups show the same
+	// name from the connector's state).
+	ClientID string
 }
 
 // PartitionOffset is an offset of one partition.

@@ -306,7 +306,8 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 // watcher sees them, within partitionCheckInterval, and are read from the
 // group's committed offset or from their start, as a new partition is by
 // a Kafka consumer (auto.offset.reset=earliest).
-func (e *Embedded) Consumer(ctx context.Context, group string, topics []string) (Consumer, error) {
+func (e *Embedded) Consumer(ctx context.Context, spec ConsumerSpec) (Consumer, error) {
+	group, topics := spec.Group, spec.Topics
 	fctx, cancel := context.WithCancel(context.Background())
 	c := &embeddedConsumer{e: e, group: group, batches: make(chan []tlog.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
 	for _, topic := range topics {

@@ -32,7 +32,7 @@ func TestEmbeddedConsumer_PositionPastEndResetsToEarliest(t *testing.T) {
 	if _, err := l.Append(ctx, "web.tracking", 0, []tlog.Record{{Value: []byte("new-0")}, {Value: []byte("new-1")}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewEmbedded(l, logger).Consumer(ctx, "sink", []string{"web.tracking"})
+	c, err := NewEmbedded(l, logger).Consumer(ctx, ConsumerSpec{Group: "sink", Topics: []string{"web.tracking"}})
 	if err != nil {
 		t.Fatal(err)
 	}

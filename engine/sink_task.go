@@ -43,7 +43,9 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 			r.logger.Warn("close sink", "error", err)
 		}
 	}()
-	consumer, err := r.w.opts.Backend.Consumer(hard, r.spec.Group, topics)
+	consumer, err := r.w.opts.Backend.Consumer(hard, ConsumerSpec{
+		Group: r.spec.Group, Topics: topics, ClientID: fmt.Sprintf("connector-consumer-%s-0", r.spec.Name),
+	})
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
 	}

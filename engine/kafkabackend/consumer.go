@@ -23,7 +23,8 @@ const fetchMaxWait = 500 * time.Millisecond
 // Consumer implements engine.Backend: a kgo group member. It starts at the
 // group's committed offsets (the earliest offset where there is none),
 // never commits on its own, and leaves the group on Close.
-func (b *Backend) Consumer(ctx context.Context, group string, topics []string) (engine.Consumer, error) {
+func (b *Backend) Consumer(ctx context.Context, spec engine.ConsumerSpec) (engine.Consumer, error) {
+	group, topics := spec.Group, spec.Topics
 	c := &consumer{b: b, group: group, owned: map[string]map[int32]bool{}}
 	opts := append(b.base[:len(b.base):len(b.base)],
 		kgo.ConsumerGroup(group),
@@ -39,6 +40,9 @@ func (b *Backend) Consumer(ctx context.Context, group string, topics []string) (
 		kgo.OnPartitionsLost(c.revoked),
 	)
 	opts = append(opts, b.groupTiming()...)
+	if spec.ClientID != "" {
+		opts = append(opts, kgo.ClientID(spec.ClientID)) // overrides the backend's
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", group, err)

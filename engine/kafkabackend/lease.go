@@ -202,7 +202,8 @@ func (b *Backend) LeaseMembers(ctx context.Context, pipeline, connector string) 
 // GroupMembers implements engine.GroupMemberLister: the members of a
 // consumer group (a sink's), asked without joining it (DescribeGroups),
 // each as its client id, host and member id; none when the group does not
-// exist. A worker's sink consumers have the backend's client id (Options.ClientID).
+// exist. A worker's sink consumer has client id
+// connector-consumer-<connector>-0, as Kafka Connect names it.
 func (b *Backend) GroupMembers(ctx context.Context, group string) ([]string, error) {
 	gs, err := b.adm.DescribeGroups(ctx, group)
 	if err != nil {

@@ -131,6 +131,13 @@ func testChangeRightAfterClusterWideStop(t *testing.T, c *cluster) {
 		})
 	}
 
+	// Each worker's sink consumer is named as Kafka Connect names a sink
+	// task's (what kafka-consumer-groups.sh --describe shows).
+	waitFor(t, "dst's members named connector-consumer-dst-0", 15*time.Second, func() bool {
+		ids := groupClients(t, a.b, "dst")
+		return len(ids) == 2 && ids[0] == "connector-consumer-dst-0" && ids[1] == ids[0]
+	})
+
 	api := restAPI(t, a)
 	for _, name := range []string{"dst", "src"} {
 		if err := a.w.Stop(ctx, name); err != nil {
