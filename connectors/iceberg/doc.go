@@ -45,8 +45,8 @@
 //
 // # Exactly once
 //
-// Write validates and buffers; a commit (Flush, or commit.records /
-// commit.interval reached in Write) writes the data files and commits one
+// Write validates and buffers; a commit (Flush, or commit.records,
+// commit.bytes or commit.interval reached in Write) writes the data files and commits one
 // snapshot per table whose summary holds, under
 // "tributary.offsets.<pipeline>.<sink>", the highest log offset per topic
 // and partition that the table holds, as JSON {"topic":{"0":41}}. When the

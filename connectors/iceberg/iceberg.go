@@ -91,6 +91,8 @@ func spec() connect.Spec {
 			Description: "Commit a snapshot at least this often while records arrive; the worker's flush (every 5 s, and before a pause or stop) also commits."},
 		{Name: "commit.records", Type: connect.TypeInt, Default: "100000", Positive: true,
 			Description: "Commit a snapshot once this many records are buffered."},
+		{Name: "commit.bytes", Type: connect.TypeSize, Default: "256MiB", Min: "1MiB",
+			Description: "Commit a snapshot once the buffered records' keys and values (as read from the log) add up to this much: bounds the sink's memory when records are large."},
 		{Name: "partition", Type: connect.TypeList,
 			Description: "The partition spec of tables the sink creates: columns and transforms, e.g. [day(ts), bucket(16, user_id)]; identity(c), year, month, day, hour, bucket(N, c), truncate(W, c). In upsert mode, key columns only."},
 		{Name: "target.file.size", Type: connect.TypeSize, Default: "512MiB", Min: "1MiB",
@@ -134,6 +136,7 @@ type options struct {
 	keyColumns      []string
 	commitInterval  time.Duration
 	commitRecords   int64
+	commitBytes     int64
 	partition       []partField
 	targetFileSize  int64
 	pinned          map[string]pinnedColumn
@@ -191,6 +194,8 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 	o.commitInterval, err = cfg.Duration("commit.interval")
 	errs = append(errs, err)
 	o.commitRecords, err = cfg.Int("commit.records")
+	errs = append(errs, err)
+	o.commitBytes, err = cfg.Size("commit.bytes")
 	errs = append(errs, err)
 	o.targetFileSize, err = cfg.Size("target.file.size")
 	errs = append(errs, err)
@@ -309,9 +314,11 @@ type Sink struct {
 	tables map[string]*tableWriter
 	names  map[nameKey]string // table names by topic and source block
 	seen   map[tp]int64       // the highest offset buffered or skipped, per topic-partition
-	// pending counts buffered records over all tables.
-	pending    int64
-	lastCommit time.Time
+	// pending counts buffered records over all tables, pendingBytes
+	// their keys' and values' bytes.
+	pending      int64
+	pendingBytes int64
+	lastCommit   time.Time
 	// failed is set when a commit failed: whether it landed is unknown, so
 	// the task must restart and read the table's offsets again.
 	failed error
@@ -362,7 +369,8 @@ func (s *Sink) Open(ctx context.Context, cfg connect.Config) error {
 }
 
 // Write validates and buffers the records; it commits when commit.records
-// records are buffered or commit.interval has passed since the last commit.
+// records or commit.bytes are buffered, or commit.interval has passed since
+// the last commit.
 // A record that cannot be written (not JSON, a type Iceberg cannot change
 // the column to, a missing key) is reported with BadRecordAt; the records
 // before it stay buffered.
@@ -397,7 +405,7 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 		s.seen[k] = r.Offset
 	}
 	s.stats.pending.Store(s.pending)
-	if s.pending >= s.o.commitRecords || (s.pending > 0 && time.Since(s.lastCommit) >= s.o.commitInterval) {
+	if s.pending >= s.o.commitRecords || s.pendingBytes >= s.o.commitBytes || (s.pending > 0 && time.Since(s.lastCommit) >= s.o.commitInterval) {
 		return s.commit(ctx)
 	}
 	return nil
@@ -426,7 +434,10 @@ func (s *Sink) add(ctx context.Context, r *connect.Record) error {
 	if err := w.add(ctx, r, &ev); err != nil {
 		return err
 	}
-	s.pending += int64(w.count - before)
+	if added := w.count - before; added > 0 {
+		s.pending += int64(added)
+		s.pendingBytes += int64(len(r.Key) + len(r.Value))
+	}
 	s.stats.skipped.Add(w.nskipped - skipped)
 	return nil
 }
@@ -466,6 +477,7 @@ func (s *Sink) commit(ctx context.Context) error {
 		s.stats.commits.Add(1)
 		s.maintain(ctx, w)
 	}
+	s.pendingBytes = 0 // every table with records is committed
 	s.lastCommit = time.Now()
 	s.stats.pending.Store(s.pending)
 	return nil

@@ -558,3 +558,24 @@ func TestSink_ExpireSnapshots(t *testing.T) {
 		t.Errorf("after expiry and a restart the table holds %s", got)
 	}
 }
+
+// Large records commit once commit.bytes are buffered, long before
+// commit.records: the sink's memory stays bounded by bytes, not a count.
+func TestSink_Write_CommitsAtCommitBytes(t *testing.T) {
+	e := newEnv(t, map[string]string{"commit.records": "1000000", "commit.bytes": "1MiB", "commit.interval": "1h"})
+	s := e.open(t)
+	pad := strings.Repeat("x", 100<<10)
+	for o := int64(0); o < 10; o++ { // 1,000 KiB: under 1 MiB
+		write(t, s, rec("big", 0, o, fmt.Sprintf(`{"o":%d,"pad":%q}`, o, pad)))
+	}
+	if n := s.stats.commits.Load(); n != 0 {
+		t.Fatalf("%d commits before commit.bytes were buffered, want 0", n)
+	}
+	write(t, s, rec("big", 0, 10, fmt.Sprintf(`{"o":10,"pad":%q}`, pad))) // 1,100 KiB
+	if n := len(e.table(t, "default.big").Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots once commit.bytes were buffered, want 1 (committed without a flush)", n)
+	}
+	if got := e.rows(t, "default.big", "o"); len(got) != 11 {
+		t.Fatalf("table has %d rows, want 11", len(got))
+	}
+}
