@@ -277,8 +277,8 @@ var noGeneration = memberGeneration{generation: -1}
 // member's commit only from a current member of the current generation.
 func (gr *consumerGroup) checkCommit(gen memberGeneration) error {
 	if gen.generation < 0 && gen.memberID == "" {
-		if len(gr.members) > 0 {
-			return fmt.Errorf("%w (%d): only a member of generation %d may commit; stop the consumers to commit from outside the group", ErrGroupNotEmpty, len(gr.members), gr.generation)
+		if !gr.idle() {
+			return fmt.Errorf("%w (%d, state %s): only a member of generation %d may commit; stop the consumers to commit from outside the group", ErrGroupNotEmpty, len(gr.members), gr.state, gr.generation)
 		}
 		return nil
 	}
@@ -291,9 +291,17 @@ func (gr *consumerGroup) checkCommit(gen memberGeneration) error {
 	return nil
 }
 
+// idle reports whether the group is Empty: no members, and no rebalance
+// waiting for a member that is joining (a coordinator publishes
+// PreparingRebalance without members then, and Kafka refuses changes from
+// outside until the group is Empty again).
+func (gr *consumerGroup) idle() bool {
+	return len(gr.members) == 0 && gr.state == groupEmpty
+}
+
 // checkNoMembers refuses operations that need an idle group.
 func (gr *consumerGroup) checkNoMembers(op string) error {
-	if n := len(gr.members); n > 0 {
+	if n := len(gr.members); !gr.idle() {
 		return fmt.Errorf("%s group %s: %w (%d, state %s); stop its consumers first", op, gr.name, ErrGroupNotEmpty, n, gr.state)
 	}
 	return nil
@@ -318,7 +326,10 @@ func newGroups(l *Log) *Groups {
 // Kafka listener) calls it after every change, so that Describe shows who
 // owns each partition and Delete, DeleteOffsets, ApplyReset and Commit
 // refuse while the group has members. A membership without members (the
-// last member left, or the coordinator stopped) makes the group idle again.
+// last member left, or the coordinator stopped) makes the group idle again,
+// unless its State is PreparingRebalance: a rebalance waiting for a member
+// that is joining, during which those operations still refuse, as Kafka's
+// coordinator refuses them in every state but Empty.
 //
 // Memberships live in memory only: after a restart every group is empty
 // until its consumers join again, as with Kafka's coordinator after its
@@ -348,7 +359,7 @@ func (g *Groups) SetMembership(group string, m Membership) error {
 	defer g.mu.Unlock()
 	gr, ok := g.groups[group]
 	if !ok {
-		if len(members) == 0 {
+		if len(members) == 0 && st == groupEmpty {
 			return nil // nothing known, nothing to forget
 		}
 		gr = newGroup(group)
@@ -357,7 +368,7 @@ func (g *Groups) SetMembership(group string, m Membership) error {
 	gr.state, gr.generation = st, m.Generation
 	gr.protocolType, gr.protocol, gr.leader = m.ProtocolType, m.Protocol, m.Leader
 	gr.members = members
-	if len(members) == 0 {
+	if len(members) == 0 && st != groupPreparingRebalance {
 		gr.state, gr.protocol, gr.leader = groupEmpty, "", ""
 		g.pruneLocked(gr)
 	}
@@ -452,7 +463,7 @@ func (g *Groups) pruneLocked(gr *consumerGroup) {
 			delete(gr.offsets, tp)
 		}
 	}
-	if len(gr.offsets) == 0 && len(gr.members) == 0 && g.groups[gr.name] == gr {
+	if len(gr.offsets) == 0 && gr.idle() && g.groups[gr.name] == gr {
 		gr.state = groupDead
 		delete(g.groups, gr.name)
 	}

@@ -52,7 +52,9 @@
 // Members of groups joined through the listener are published to the log
 // (Groups.SetMembership) on every join, sync, leave and expiry: the log's
 // own group commands (tributary groups describe, reset-offsets, delete) see
-// them, and refuse to reset or delete a group while it has members.
+// them, and refuse to reset or delete a group, or to commit to it from
+// outside, while it has members or is rebalancing (any state but Empty, as
+// Kafka's coordinator refuses commits with generation -1).
 //
 // Any other request, or a version outside these, is answered with its own
 // response kind carrying UNSUPPORTED_VERSION. A frame that does not decode

@@ -23,8 +23,10 @@ package kafka
 //
 // Offset commits from members are checked against the generation: only a
 // current member of the current generation may commit, and not while the
-// group completes a rebalance; commits from outside (generation -1, no
-// member id) only while the group has no members.
+// group completes a rebalance; commits from outside (generation -1) only
+// while the group is Empty. A group whose last member left while another
+// is pending (its member id handed out, its join not come yet) stays in
+// PreparingRebalance with no member, and refuses them too, as Kafka does.
 //
 // # Concurrency
 //
@@ -234,9 +236,20 @@ func (c *coordinator) prepareRebalance(g *group, reason string) {
 	c.s.logger.Debug("kafka group rebalancing", "group", g.name, "generation", g.generation, "reason", reason)
 }
 
-// tryCompleteJoin completes the rebalance when every member has rejoined.
+// tryCompleteJoin completes the rebalance when every member has rejoined,
+// or at once when its time is already up: a rebalance that the last member
+// started by leaving has a timeout of 0 (the largest of no members'), as
+// Kafka's DelayedJoin of 0 ms, even when a member is pending; the reaper
+// would end it on its next round anyway.
 func (c *coordinator) tryCompleteJoin(g *group) {
-	if g.state != statePreparingRebalance || g.delayed || len(g.pending) > 0 {
+	if g.state != statePreparingRebalance {
+		return
+	}
+	if !c.now().Before(g.rebalanceDeadline) {
+		c.completeJoin(g)
+		return
+	}
+	if g.delayed || len(g.pending) > 0 {
 		return
 	}
 	for _, m := range g.members {

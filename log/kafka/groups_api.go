@@ -260,13 +260,14 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if req.Group == "" {
 		code = codeInvalidGroupID
 	} else {
-		g = c.group(req.Group, false)
+		g = c.lockGroup(req.Group)
 	}
 	if g != nil {
-		g.mu.Lock()
 		defer g.mu.Unlock()
 		code = c.checkCommit(g, req)
-	} else if code == 0 && (req.Generation >= 0 || req.MemberID != "") {
+	} else if code == 0 && req.Generation >= 0 {
+		// Kafka: a generation of a group the coordinator does not know
+		// is an old one; generation -1 commits from outside.
 		code = codeIllegalGeneration
 	}
 	var commits []tlog.OffsetCommit
@@ -309,7 +310,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		// checks them again against what publish told it (the same, under
 		// g.mu), and refuses a commit from outside a group with members.
 		var err error
-		if req.Generation >= 0 || req.MemberID != "" {
+		if req.Generation >= 0 {
 			err = c.s.log.Groups().CommitMember(ctx, req.Group, req.MemberID, req.Generation, commits)
 		} else {
 			err = c.s.log.Groups().Commit(ctx, req.Group, commits)
@@ -328,14 +329,43 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
+// lockGroup returns a group known to the coordinator, locked, or nil. A
+// group reaped (Dead) between the lookup and the lock is looked up again:
+// Kafka answers COORDINATOR_NOT_AVAILABLE for it and the client retries;
+// here the retry is the next lookup.
+func (c *coordinator) lockGroup(name string) *group {
+	for {
+		g := c.group(name, false)
+		if g == nil {
+			return nil
+		}
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
 // checkCommit decides whether a commit may go ahead, as Kafka's
-// coordinator does. It runs under g.mu and refreshes the member's session.
+// coordinator does (GroupCoordinator.validateOffsetCommit). It runs under
+// g.mu and refreshes the member's session.
+//
+// Generation -1 commits from outside the group (kadm's CommitOffsets,
+// kafka-consumer-groups.sh --reset-offsets), whatever the member id: it is
+// accepted while the group is Empty and refused with UNKNOWN_MEMBER_ID in
+// any other state. The state decides, not the member count: a group whose
+// last member left while another is pending (KIP-394: its id handed out,
+// its join not come yet) stays in PreparingRebalance with no member until
+// that join, and refuses commits from outside meanwhile.
 func (c *coordinator) checkCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
-	if req.Generation < 0 && req.MemberID == "" {
-		if len(g.members) > 0 {
+	if req.Generation < 0 {
+		if g.state == stateEmpty && len(g.members) == 0 {
+			return 0
+		}
+		if req.MemberID == "" {
 			return codeUnknownMemberID
 		}
-		return 0
 	}
 	m := g.members[req.MemberID]
 	switch {

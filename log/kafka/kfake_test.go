@@ -358,6 +358,7 @@ func diffScript() []diffStep {
 			return out
 		}, nil, ""},
 		{"group protocol: two members, rebalances, generations", groupScript, nil, ""},
+		{"group: commit from outside once the only member left, one pending", pendingScript, nil, ""},
 		{"delete group offsets", func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) []string {
 			r, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"t": {0: {}}})
 			out := []string{errName(err), errName(r.Error())}
@@ -521,6 +522,7 @@ func groupScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
 		say("A sync: %s assignment %q", codeName(s.ErrorCode), s.MemberAssignment)
 	}
 	say("A heartbeat: %s", heartbeat(a, aID, 1))
+	say("commit from outside while Stable: %s", commit(a, "", -1))
 
 	// B joins: its join waits until A rejoined.
 	type joined struct {
@@ -548,6 +550,7 @@ func groupScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	say("A heartbeat while B joins: %s", hb)
+	say("commit from outside while B joins: %s", commit(a, "", -1))
 	r, err = join(a, aID)
 	if err != nil {
 		say("A rejoin: %s", errName(err))
@@ -562,6 +565,7 @@ func groupScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
 	say("A rejoin: %s generation %d, leads %v, members %d", codeName(r.ErrorCode), r.Generation, r.LeaderID == aID, len(r.Members))
 	say("B join: %s generation %d, leads %v, members %d", codeName(bj.r.ErrorCode), bj.r.Generation, bj.r.LeaderID == bj.id, len(bj.r.Members))
 	gen := r.Generation
+	say("commit from outside before the syncs: %s", commit(a, "", -1))
 	bSync := make(chan string, 1)
 	go func() {
 		s, err := sync(b, bj.id, gen, nil)
@@ -606,5 +610,68 @@ func groupScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
 		g := d.Groups[0]
 		say("describe: %s state %s protocol %s/%s members %d", codeName(g.ErrorCode), g.State, g.ProtocolType, g.Protocol, len(g.Members))
 	}
+	return out
+}
+
+// pendingScript: A joins group "gq" and syncs; B gets its member id
+// (KIP-394) but does not join yet; A leaves. The rebalance A's leave
+// starts has no member, so its timeout is 0 and it ends at once (Kafka's
+// DelayedJoin of the largest rebalance timeout of no members): the group
+// is Empty and takes commits from outside, with or without a member id.
+func pendingScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	const group = "gq"
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	join := func(member string) (*kmsg.JoinGroupResponse, error) {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 3000
+		jp := kmsg.NewJoinGroupRequestProtocol()
+		jp.Name, jp.Metadata = "range", []byte{0, 0, 0, 0, 0, 0}
+		req.Protocols = append(req.Protocols, jp)
+		return req.RequestWith(ctx, a)
+	}
+	commit := func(member string) string {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.MemberID, req.Generation = group, member, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "t", topicIDOf(ctx, a, "t")
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, a)
+		if err != nil {
+			return errName(err)
+		}
+		return codeName(r.Topics[0].Partitions[0].ErrorCode)
+	}
+	r, err := join("")
+	if err != nil {
+		return []string{errName(err)}
+	}
+	aID := r.MemberID
+	if r, err = join(aID); err != nil {
+		return []string{errName(err)}
+	}
+	say("A join: %s", codeName(r.ErrorCode))
+	sreq := kmsg.NewPtrSyncGroupRequest()
+	sreq.Group, sreq.MemberID, sreq.Generation = group, aID, r.Generation
+	sreq.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: aID}}
+	if _, err := sreq.RequestWith(ctx, a); err != nil {
+		return append(out, errName(err))
+	}
+	if r, err = join(""); err != nil {
+		return append(out, errName(err))
+	}
+	say("B first join: %s", codeName(r.ErrorCode))
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.Group, lr.MemberID = group, aID
+	lr.Members = []kmsg.LeaveGroupRequestMember{{MemberID: aID}}
+	if l, err := lr.RequestWith(ctx, a); err == nil {
+		say("A leaves: %s", codeName(l.ErrorCode))
+	}
+	say("commit from outside: %s", commit(""))
+	say("commit of generation -1 with a member id: %s", commit(aID))
 	return out
 }
