@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,4 +326,41 @@ func rollRetentionChild(t *testing.T, dir string) {
 	}
 	expireOnce(1)
 	expireOnce(2)
+}
+
+// TestRollDue checks why a segment must roll before a batch: size and the
+// offset range (hard: the append fails when the roll does) come before
+// segment.ms (housekeeping), which a failed roll in the same write turns
+// off; an empty segment never rolls.
+func TestRollDue(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	cfg := TopicConfig{SegmentBytes: 1000, SegmentMs: 60_000}
+	young := &segment{base: 100, created: now}
+	old := &segment{base: 100, created: now.Add(-time.Hour)}
+	one := batchMeta{BaseOffset: 0, LastOffset: 0}
+	wide := batchMeta{BaseOffset: 0, LastOffset: 10}
+	for _, tc := range []struct {
+		name      string
+		active    *segment
+		pos, next int64
+		size      int64
+		meta      batchMeta
+		aged      bool
+		want      string
+	}{
+		{"fits", young, 500, 150, 100, one, false, ""},
+		{"empty segment, too big and old", old, 0, 100, 5000, one, false, ""},
+		{"too big", young, 950, 150, 100, one, false, rollFull},
+		{"too big and old", old, 950, 150, 100, one, false, rollFull},
+		{"too big, old, an aged roll failed", old, 950, 150, 100, one, true, rollFull},
+		{"last offset past int32", young, 500, 100 + math.MaxInt32 - 5, 100, wide, false, rollOffsets},
+		{"last offset at int32", young, 500, 100 + math.MaxInt32 - 10, 100, wide, false, ""},
+		{"offsets and old, an aged roll failed", old, 500, 100 + math.MaxInt32 + 1, 100, one, true, rollOffsets},
+		{"old", old, 500, 150, 100, one, false, rollAged},
+		{"old, an aged roll failed", old, 500, 150, 100, one, true, ""},
+	} {
+		if got := rollDue(cfg, tc.active, tc.pos, tc.next, tc.size, tc.meta, now, tc.aged); got != tc.want {
+			t.Errorf("%s: rollDue = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
