@@ -20,7 +20,12 @@
 // and takes the appends that fit its active segment, and an append that
 // needs a new segment tries the roll again after a backoff (100 ms,
 // doubling with each failure in a row up to 10 s); until then such appends
-// fail at once, without touching the disk.
+// fail at once, without touching the disk. A roll due only by age
+// (segment.ms) fails no append: the batch goes into the active segment and
+// the roll is tried again after the backoff, so that segment outlives
+// segment.ms (and its records retention.ms, and compaction, which never
+// cleans the active segment) by as long as rolls fail. A run of failed
+// rolls is logged once, at Warn, with the time of the next try.
 //
 // # On disk
 //

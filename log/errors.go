@@ -54,7 +54,9 @@ func IsCorruption(err error) bool {
 // append or for retention. Nothing is lost and the partition stays
 // writable: the active segment is intact (its data fsync'ed), whatever the
 // roll had created of the new segment is removed again, and appends that fit
-// the active segment go on meanwhile.
+// the active segment go on meanwhile. An append whose roll is due only by
+// the segment's age (segment.ms) gets no RollError: it goes into the
+// active segment, and the roll is tried again after the backoff.
 //
 // After a failed roll the partition waits before it tries again: appends
 // (and retention) that need a new segment before RetryAt fail at once with

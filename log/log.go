@@ -1239,7 +1239,12 @@ func (l *Log) EnforceRetention() {
 	for _, t := range l.topicList() {
 		for _, p := range t.parts {
 			if _, err := p.enforceRetention(now); err != nil {
-				l.logger.Error("retention", "partition", p.String(), "error", err)
+				// A failed roll of the expired active segment is logged
+				// by the partition, once per run of failures
+				// (rollFailedLocked), not on every check of its backoff.
+				if err := withoutRollErrors(err); err != nil {
+					l.logger.Error("retention", "partition", p.String(), "error", err)
+				}
 			}
 		}
 	}

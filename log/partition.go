@@ -417,6 +417,10 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 	defer p.wmu.Unlock()
 	end = -1
 	var records, bytes int64
+	// aged: a roll due by segment.ms only failed (or waits out its
+	// backoff) in this call: the rest of the call goes into the active
+	// segment as far as it fits, without trying again.
+	aged := false
 	run := make([]plannedBatch, 0, len(batches))
 	for i := 0; i < len(batches); {
 		p.mu.Lock()
@@ -453,18 +457,24 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 				p.l.metrics.DuplicateBatches.Add(1)
 				continue
 			}
-			if pos > 0 && (pos+int64(len(b)) > cfg.SegmentBytes || now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond ||
-				next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32) { // indexes hold offsets relative to the base
+			if why := rollDue(cfg, active, pos, next, int64(len(b)), meta, now, aged); why != "" {
 				if len(run) > 0 {
 					break // the run goes to this segment; the next one rolls
 				}
-				if err := p.tryRollLocked(now); err != nil {
+				var re *RollError
+				if err := p.tryRollLocked(now, why); err == nil {
+					active = p.segments[len(p.segments)-1]
+					pos = active.size
+				} else if why == rollAged && errors.As(err, &re) {
+					// The batch fits: it goes into the active segment,
+					// which a failed roll leaves as it was. The roll is
+					// tried again after the backoff.
+					aged = true
+				} else {
 					p.mu.Unlock()
 					// Runs this call wrote before stay written: wait for them.
 					return nil, end, err
 				}
-				active = p.segments[len(p.segments)-1]
-				pos = active.size
 			}
 			setBaseOffset(b, next)
 			if cfg.LogAppendTime {
@@ -523,6 +533,40 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 	}
 	p.kickSyncer()
 	return bases, end, nil
+}
+
+// Why a segment rolls, as logged with a failed roll. A roll due by size or
+// by the offset range is needed: the batch cannot go into the active
+// segment, so the append fails when the roll does. One due by time
+// (segment.ms), or by retention of an expired active segment, is
+// housekeeping: when it fails, appends go on into the active segment.
+// (Kafka also rolls when a segment's index is full, segment.index.bytes;
+// here indexes are not preallocated and have no such limit: a segment's
+// positions fit in uint32 since segment.bytes is at most MaxInt32.)
+const (
+	rollFull    = "segment.bytes" // the batch does not fit the active segment
+	rollOffsets = "offset range"  // its offsets, relative to the base, would not fit int32
+	rollAged    = "segment.ms"    // the active segment is old enough; the batch fits
+	rollExpired = "retention.ms"  // retention rolls an active segment that expired whole
+)
+
+// rollDue says why the active segment, of which pos bytes are planned,
+// must roll before a batch of size bytes (meta) that would get offsets
+// from next, or "" when it takes the batch. An empty segment never rolls.
+// aged means a roll due by segment.ms failed in this write: it is not due
+// again.
+func rollDue(cfg TopicConfig, active *segment, pos, next, size int64, meta batchMeta, now time.Time, aged bool) string {
+	switch {
+	case pos == 0:
+		return ""
+	case pos+size > cfg.SegmentBytes:
+		return rollFull
+	case next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32: // indexes hold offsets relative to the base
+		return rollOffsets
+	case !aged && now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond:
+		return rollAged
+	}
+	return ""
 }
 
 // plannedBatch is a batch of a write with its offsets assigned (meta) and
@@ -668,32 +712,35 @@ func (p *partition) rollLocked(now time.Time) error {
 	return nil
 }
 
-// tryRollLocked rolls (rollLocked) at time now, unless a roll failed with
-// a *RollError less than the backoff ago: then it returns at once, without
-// touching the disk, a *RollError with Deferred set that carries the last
-// failure's cause and says when the next try is. The first append (or
-// retention pass) that needs a roll from then on tries it again.
+// tryRollLocked rolls (rollLocked) at time now, for the reason why (one of
+// the roll* reasons), unless a roll failed with a *RollError less than the
+// backoff ago: then it returns at once, without touching the disk, a
+// *RollError with Deferred set that carries the last failure's cause and
+// says when the next try is. The first append (or retention pass) that
+// wants a roll from then on tries it again.
 //
 // A wait longer than the backoff (plus rollBackoffMax of slack for a now
 // read before the writer got wmu) means the clock (Options.Now) went back
 // since the last try: then the roll is tried, so that a clock set back by
 // an hour does not hold rolls back for an hour.
-func (p *partition) tryRollLocked(now time.Time) error {
+func (p *partition) tryRollLocked(now time.Time, why string) error {
 	if last := p.rollErr; last != nil && now.Before(p.rollRetryAt) && p.rollRetryAt.Sub(now) <= p.rollBackoff+rollBackoffMax {
 		return &RollError{Partition: p.String(), Base: p.next, Err: last.Err, RetryAt: p.rollRetryAt, Deferred: true}
 	}
 	if err := p.rollLocked(now); err != nil {
-		return p.rollFailedLocked(err, now)
+		return p.rollFailedLocked(err, now, why)
 	}
 	return nil
 }
 
-// rollFailedLocked handles an error of rollLocked at time now and returns
-// it: a *RollError leaves the partition writable and starts (or doubles)
-// the wait before the next try, whose time it notes in the error; it is
-// logged when it is the first of a row. Any other error makes the
-// partition read-only. Every failed try is counted.
-func (p *partition) rollFailedLocked(err error, now time.Time) error {
+// rollFailedLocked handles an error of rollLocked, tried at time now for
+// the reason why, and returns it: a *RollError leaves the partition
+// writable and starts (or doubles) the wait before the next try, whose
+// time it notes in the error; it is logged, at Warn, when it is the first
+// of a row (one line per run of failures, whatever wanted the roll: the
+// caller does not log it again). Any other error makes the partition
+// read-only. Every failed try is counted.
+func (p *partition) rollFailedLocked(err error, now time.Time, why string) error {
 	p.l.metrics.RollFailures.Add(1)
 	var re *RollError
 	if !errors.As(err, &re) {
@@ -705,8 +752,8 @@ func (p *partition) rollFailedLocked(err error, now time.Time) error {
 	p.rollRetryAt = now.Add(p.rollBackoff)
 	re.RetryAt = p.rollRetryAt
 	if p.rollErr == nil {
-		p.logger().Warn("roll to a new segment failed; appends that need one fail until a roll succeeds, tried again after a backoff of up to "+rollBackoffMax.String(),
-			"error", err, "retry_at", p.rollRetryAt)
+		p.logger().Warn("roll to a new segment failed; appends that fit the active segment go on into it (also when the roll is due by segment.ms only), those that need a new segment fail until a roll succeeds; tried again after a backoff of up to "+rollBackoffMax.String(),
+			"reason", why, "error", err, "retry_at", p.rollRetryAt)
 	}
 	p.rollErr = re
 	return err

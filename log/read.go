@@ -243,6 +243,22 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	return n, errors.Join(rollErr, firstErr)
 }
 
+// withoutRollErrors returns err (one error, or several joined) without the
+// errors that are or wrap a *RollError, or nil when none is left.
+func withoutRollErrors(err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var rest []error
+	for _, e := range errs {
+		if re := (*RollError)(nil); !errors.As(e, &re) {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
+}
+
 // rollExpiredActive rolls the active segment when every record in it is
 // past retention.ms, so that the loop of enforceRetention deletes it: a
 // topic nobody writes to any more would otherwise keep its last segment,
@@ -263,7 +279,7 @@ func (p *partition) rollExpiredActive(now time.Time, cfg TopicConfig) error {
 	if active.size == 0 || active.maxTs < 0 || now.UnixMilli()-active.maxTs <= cfg.RetentionMs {
 		return nil
 	}
-	if err := p.tryRollLocked(now); err != nil {
+	if err := p.tryRollLocked(now, rollExpired); err != nil {
 		return fmt.Errorf("roll the expired active segment: %w", err)
 	}
 	return nil
