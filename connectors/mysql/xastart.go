@@ -44,10 +44,10 @@ import (
 // busy with short XA transactions does not keep the source from starting.
 //
 // The wait never holds a lock: on MySQL the snapshot takes FLUSH TABLES
-// WITH READ LOCK only while its transactions start, and XA COMMIT (and
-// XA PREPARE) block under it (MariaDB 10.11 checked by hand), so waiting
-// under it would wait for a commit the lock blocks. openSnapshots has
-// released it when startClear checks.
+// WITH READ LOCK only while its transactions start, and it blocks commits,
+// XA COMMIT and XA PREPARE among them (checked on MariaDB 10.11), so
+// waiting under it would wait for a commit the lock blocks. openSnapshots
+// has released it when startClear checks.
 //
 // The wait is bounded by xa.start.wait; beyond it the task fails for good
 // (connect.Permanent: a restart would wait again), naming the transactions

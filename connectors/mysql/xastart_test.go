@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -166,5 +167,35 @@ func TestXAStart_NeverModeWaits(t *testing.T) {
 	xaRun(t, d, "XA COMMIT 'n2'", "INSERT INTO t VALUES (3, 'after')")
 	if got, want := changeIDs(t, readTo(t, s, 3)), "c2 c3"; got != want {
 		t.Fatalf("changes %q, want %q", got, want)
+	}
+}
+
+// TestXAStart_PreparedBefore checks which transactions a start position
+// has to wait for: those prepared before it and undecided, and those
+// prepared before it and committed since (lost to it); not those
+// prepared after it, in its binlog file or the next, nor one prepared
+// before it and rolled back since.
+func TestXAStart_PreparedBefore(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": snapshotNever, "xa.start.wait": "0"}, nil)
+	prepareXA(t, d, "'undecided'", "INSERT INTO t VALUES (1)")
+	prepareXA(t, d, "'committed'", "INSERT INTO t VALUES (2)")
+	prepareXA(t, d, "'rolledback'", "INSERT INTO t VALUES (3)")
+	at, _, err := s.currentPosition(t.Context(), s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepareXA(t, d, "'after'", "INSERT INTO t VALUES (4)")
+	xaRun(t, d, "XA COMMIT 'committed'", "XA ROLLBACK 'rolledback'", "FLUSH BINARY LOGS")
+	prepareXA(t, d, "'nextfile'", "INSERT INTO t VALUES (5)")
+	prepareXA(t, d, "'decided'", "INSERT INTO t VALUES (6)")
+	xaRun(t, d, "XA COMMIT 'decided'")
+	got, err := s.preparedBefore(t.Context(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{xidString([]byte("committed"), nil, 1), xidString([]byte("undecided"), nil, 1)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("prepared before %s: %q, want %q", at, got, want)
 	}
 }
