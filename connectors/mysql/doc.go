@@ -10,7 +10,9 @@
 // Open checks what binlog capture needs and stops with an error that says
 // what to change: log_bin on, binlog_format=ROW, binlog_row_image=FULL, a
 // user with REPLICATION SLAVE and REPLICATION CLIENT, and, for a stored
-// position, binlog files (or GTIDs) the server has not purged. What no
+// position, binlog files (or GTIDs) the server has not purged. Without a
+// stored position it waits, up to xa.start.wait, until no XA transaction
+// prepared before its start position is undecided (xastart.go). What no
 // retry cures (these checks, and a server that refuses the login: unknown
 // database, access denied) is connect.Permanent, so the worker leaves the
 // task FAILED instead of restarting it every few seconds; a server it

@@ -97,6 +97,8 @@ func spec() connect.Spec {
 			Description: "Most records returned by one read."},
 		{Name: "xa.buffer.bytes", Type: connect.TypeInt, Min: "1024", Default: "268435456",
 			Description: "Most bytes (the binlog size of their rows events) of prepared XA transactions held in memory until their XA COMMIT (then emitted) or XA ROLLBACK (then dropped). Beyond it the task fails, naming the transaction, and is not restarted: raise it, or commit or roll back the prepared transactions, then restart the connector."},
+		{Name: "xa.start.wait", Type: connect.TypeDuration, Min: "0s", Default: "5m",
+			Description: "How long a start without a stored position (or a new snapshot under when_needed) waits for XA transactions prepared before its start position to be committed or rolled back (their changes would be lost otherwise), checking XA RECOVER and the binlog; beyond it the task fails, naming them, and is not restarted: decide them (XA COMMIT or XA ROLLBACK), or raise it. 0 starts without waiting (only a warning); needed when the user may not run XA RECOVER (MySQL 8.0.19+ without XA_RECOVER_ADMIN)."},
 		{Name: "tls.mode", Type: connect.TypeString, Default: tlsPreferred, Enum: tlsModes,
 			Description: "TLS to the server, for queries and the binlog alike (MySQL's --ssl-mode): disabled; preferred (TLS when the server offers it, certificate not checked); required (TLS, not checked); verify-ca (the certificate chain checked against tls.ca); verify-full (and the host name). When unset, a tls parameter of the DSN decides (true: verify-full, skip-verify: required, preferred, false: disabled)."},
 		{Name: "tls.ca", Type: connect.TypeString,
@@ -141,7 +143,8 @@ type settings struct {
 	chunkSize     int
 	batchSize     int
 	xaBufferBytes int64
-	signalTable   string // database.table, "" for none
+	xaStartWait   time.Duration // 0: start without waiting for prepared XA transactions
+	signalTable   string        // database.table, "" for none
 	tlsMode       string
 	tlsCA         string
 }
@@ -233,6 +236,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.chunkSize = intIn("snapshot.chunk.size", 1, 1<<20)
 	s.batchSize = intIn("batch.size", 1, 1<<20)
 	s.xaBufferBytes = int64(intIn("xa.buffer.bytes", 1024, 1<<62))
+	s.xaStartWait, err = cfg.Duration("xa.start.wait")
+	add(err)
+	if s.xaStartWait < 0 {
+		field("xa.start.wait", "%s: give 0 (do not wait) or a positive duration", s.xaStartWait)
+	}
 	s.tlsMode, err = cfg.String("tls.mode")
 	add(err)
 	if _, set := cfg.Values["tls.mode"]; !set && s.dsn != nil && s.dsn.TLSConfig != "" {

@@ -110,7 +110,20 @@ func (s *Source) snapshot(ctx context.Context, enc *encoder) error {
 		}
 		conns = append(conns, c)
 	}
-	start, gtids, err := s.openSnapshots(ctx, conns)
+	var start coords
+	var gtids *gtidSet
+	var err error
+	if s.plan.resume == nil {
+		// A new start position: once no XA transaction prepared before it
+		// is undecided (xastart.go).
+		start, gtids, err = s.startClear(ctx, func(ctx context.Context) (coords, *gtidSet, error) { return s.openSnapshots(ctx, conns) }, func() {
+			for _, c := range conns {
+				c.ExecContext(ctx, "ROLLBACK")
+			}
+		})
+	} else {
+		start, gtids, err = s.openSnapshots(ctx, conns)
+	}
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,11 @@ type Source struct {
 	rowsDecoded, rowsParsed atomic.Int64
 	// Prepared XA transactions held until their outcome (xa.go).
 	xaHeld atomic.Int64
+	// Prepared XA transactions a start waits for (xastart.go).
+	xaStartWaiting atomic.Int64
+	// xaPoll is how often a waiting start reads XA RECOVER again; 0:
+	// defaultXAPoll. Tests shorten it.
+	xaPoll time.Duration
 
 	signals chan signalReq // ExecuteSnapshot and the like to the streamer
 }
@@ -232,12 +237,11 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			return err
 		}
 	}
-	if pos == nil {
-		s.warnPreparedXA(ctx)
-	}
 	if pos == nil && !p.snapshot {
-		// Stream from now.
-		c, gtids, err := s.currentPosition(ctx, s.db)
+		// Stream from now, once no XA transaction prepared before now is
+		// undecided (xastart.go).
+		take := func(ctx context.Context) (coords, *gtidSet, error) { return s.currentPosition(ctx, s.db) }
+		c, gtids, err := s.startClear(ctx, take, func() {})
 		if err != nil {
 			return err
 		}
@@ -282,10 +286,10 @@ func (s *Source) checkMark(ctx context.Context, m *replayMark) error {
 }
 
 // warnPreparedXA warns about XA transactions prepared on the server when
-// the source starts without a stored position: their prepare is before
-// where streaming starts, so if they commit their changes are not
-// captured (xa.go). Without the privilege XA RECOVER needs, it says
-// nothing.
+// the source starts without a stored position and xa.start.wait=0: their
+// prepare may be before where streaming starts, so if they commit their
+// changes are not captured (xa.go). Without the privilege XA RECOVER
+// needs, it says nothing.
 func (s *Source) warnPreparedXA(ctx context.Context) {
 	rows, err := s.db.QueryContext(ctx, "XA RECOVER")
 	if err != nil {
@@ -556,6 +560,7 @@ func (s *Source) Report() connect.Report {
 	r.Gauges["binlog_rows_events_decoded"] = float64(s.rowsDecoded.Load())
 	r.Gauges["binlog_rows_events_parsed_by_go_mysql"] = float64(s.rowsParsed.Load())
 	r.Gauges["xa_prepared_held"] = float64(s.xaHeld.Load())
+	r.Gauges["xa_start_waiting"] = float64(s.xaStartWaiting.Load())
 	return r
 }
 

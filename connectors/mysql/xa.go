@@ -54,10 +54,11 @@ import (
 // MySQL's one-phase groups are held too until their last event says
 // one-phase, so they count against the setting as well.
 //
-// Not handled: a transaction prepared before the position streaming
-// started from (a fresh start, or a snapshot taken while it was prepared)
-// has no held rows when its XA COMMIT comes: that is logged as a warning
-// and its changes are lost to this source. Signal-table rows of a prepared
+// A start without a stored position waits until no transaction prepared
+// before its position is undecided (xastart.go). With xa.start.wait=0, a
+// transaction prepared before the position streaming started from has no
+// held rows when its XA COMMIT comes: that is logged as a warning and its
+// changes are lost to this source. Signal-table rows of a prepared
 // transaction act at the prepare, once: not again when a restart reads the
 // prepare again before the emitted mark.
 
