@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,25 +54,8 @@ func TestPartition_RollFailure_TimeOnly(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_TimeOnly$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), rollTimeChildEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
-	acked, err := os.ReadFile(filepath.Join(dir, "acked"))
-	if err != nil {
-		t.Fatalf("the child wrote no list of acknowledged records: %v\n%s", err, out)
-	}
-	var sizes []int
-	for _, f := range strings.Fields(string(acked)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, n)
-	}
+	runChild(t, "TestPartition_RollFailure_TimeOnly", rollTimeChildEnv, dir)
+	sizes := ackedSizes(t, dir)
 	l := openTestLog(t, dir)
 	defer l.Close()
 	got := readAll(t, l, rollTopic, 0, 0)
@@ -255,13 +237,7 @@ func TestLog_EnforceRetention_FailedRollLoggedOnce(t *testing.T) {
 		rollRetentionChild(t, dir)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLog_EnforceRetention_FailedRollLoggedOnce$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), rollRetentionChildEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
+	runChild(t, "TestLog_EnforceRetention_FailedRollLoggedOnce", rollRetentionChildEnv, t.TempDir())
 }
 
 func rollRetentionChild(t *testing.T, dir string) {

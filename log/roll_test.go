@@ -54,25 +54,8 @@ func TestPartition_RollFailure_OutOfFileDescriptorsIsTransient(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_OutOfFileDescriptorsIsTransient$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), rollChildEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
-	acked, err := os.ReadFile(filepath.Join(dir, "acked"))
-	if err != nil {
-		t.Fatalf("the child wrote no list of acknowledged records: %v\n%s", err, out)
-	}
-	var sizes []int
-	for _, f := range strings.Fields(string(acked)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, n)
-	}
+	runChild(t, "TestPartition_RollFailure_OutOfFileDescriptorsIsTransient", rollChildEnv, dir)
+	sizes := ackedSizes(t, dir)
 
 	l := openTestLog(t, dir)
 	defer l.Close()
@@ -371,13 +354,7 @@ func TestPartition_RollFailure_Backoff(t *testing.T) {
 		rollBackoffChild(t, dir)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_Backoff$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), rollBackoffChildEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
+	runChild(t, "TestPartition_RollFailure_Backoff", rollBackoffChildEnv, t.TempDir())
 }
 
 func rollBackoffChild(t *testing.T, dir string) {
@@ -557,13 +534,7 @@ func TestPartition_RollFailure_ConcurrentAppenders(t *testing.T) {
 		rollConcurrentChild(t, dir)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPartition_RollFailure_ConcurrentAppenders$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), rollConcurrentChildEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
+	runChild(t, "TestPartition_RollFailure_ConcurrentAppenders", rollConcurrentChildEnv, t.TempDir())
 }
 
 func rollConcurrentChild(t *testing.T, dir string) {
@@ -744,4 +715,38 @@ func rollConcurrentChild(t *testing.T, dir string) {
 	}
 	check(l)
 	checkSegmentFiles(t, testPartition(t, l, rollTopic, 0))
+}
+
+// runChild runs the test named test again in a child process, with env
+// set to dir: the test, seeing env, runs its child half there (a process
+// whose file descriptors can be limited, or which can exit without closing
+// the log). It fails the test if the child fails, and logs its output.
+func runChild(t *testing.T, test, env, dir string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+// ackedSizes returns the sizes of the records a child acknowledged, by
+// offset, from the file "acked" it left in dir.
+func ackedSizes(t *testing.T, dir string) []int {
+	t.Helper()
+	acked, err := os.ReadFile(filepath.Join(dir, "acked"))
+	if err != nil {
+		t.Fatalf("the child wrote no list of acknowledged records: %v", err)
+	}
+	var sizes []int
+	for _, f := range strings.Fields(string(acked)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
