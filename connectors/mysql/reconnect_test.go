@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/netproxy"
 )
 
 // withReplUser creates a user with the replication grants for one test,
@@ -219,12 +218,12 @@ func TestStream_ReconnectRefusedFailsWithHint(t *testing.T) {
 // reconnectFor the source stops.
 func TestStream_GivesUpReconnecting(t *testing.T) {
 	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
-	p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", testServer.port))
+	p := netproxy.Start(t, fmt.Sprintf("127.0.0.1:%d", testServer.port))
 	s := Connector().NewSource().(*Source)
 	s.idle = 100 * time.Millisecond
 	s.reconnectFor = 500 * time.Millisecond
 	cfg := connect.Config{Pipeline: "p", Connector: "src", Spec: spec(),
-		Values: map[string]string{"dsn": "root@tcp(" + p.addr() + ")/", "heartbeat.interval": "0", "snapshot.mode": "never", "tables": d.name + ".*"}}
+		Values: map[string]string{"dsn": "root@tcp(" + p.Addr() + ")/", "heartbeat.interval": "0", "snapshot.mode": "never", "tables": d.name + ".*"}}
 	if err := s.Open(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +231,7 @@ func TestStream_GivesUpReconnecting(t *testing.T) {
 	d.exec(t, "INSERT INTO t VALUES (1)")
 	readRecords(t, s, 1, 30*time.Second)
 
-	p.close() // drops the connections and refuses new ones
+	p.Close() // drops the connections and refuses new ones
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := s.Read(t.Context())
@@ -249,78 +248,6 @@ func TestStream_GivesUpReconnecting(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until closed. While
-// frozen, it swallows whatever either side sends, as a network partition
-// does.
-type proxy struct {
-	ln     net.Listener
-	frozen atomic.Bool
-	wg     sync.WaitGroup
-	mu     sync.Mutex // guards conns
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); p.copy(u, c); u.Close() }()
-			go func() { defer p.wg.Done(); p.copy(c, u); c.Close() }()
-		}
-	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) copy(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !p.frozen.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// close stops accepting, drops every connection and waits for the
-// copying goroutines.
-func (p *proxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // TestStream_ReconnectsAfterSilentConnection freezes the network between
 // the source and the server (nothing arrives, nothing is reset): after
 // deadAfter without even a heartbeat the source takes the connection for
@@ -328,12 +255,12 @@ func (p *proxy) close() {
 // meanwhile arrive.
 func TestStream_ReconnectsAfterSilentConnection(t *testing.T) {
 	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
-	p := startProxy(t, fmt.Sprintf("127.0.0.1:%d", testServer.port))
+	p := netproxy.Start(t, fmt.Sprintf("127.0.0.1:%d", testServer.port))
 	s := Connector().NewSource().(*Source)
 	s.idle = 100 * time.Millisecond
 	s.deadAfter = 400 * time.Millisecond
 	cfg := connect.Config{Pipeline: "p", Connector: "src", Spec: spec(),
-		Values: map[string]string{"dsn": "root@tcp(" + p.addr() + ")/", "heartbeat.interval": "100ms", "snapshot.mode": "never", "tables": d.name + ".*"}}
+		Values: map[string]string{"dsn": "root@tcp(" + p.Addr() + ")/", "heartbeat.interval": "100ms", "snapshot.mode": "never", "tables": d.name + ".*"}}
 	if err := s.Open(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +268,7 @@ func TestStream_ReconnectsAfterSilentConnection(t *testing.T) {
 	d.exec(t, "INSERT INTO t VALUES (1)")
 	readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return len(afters(t, r)) == 1 })
 
-	p.frozen.Store(true)
+	p.Drop()
 	d.exec(t, "INSERT INTO t VALUES (2)")
 	d.exec(t, "INSERT INTO t VALUES (3)")
 	for deadline := time.Now().Add(1200 * time.Millisecond); time.Now().Before(deadline); {
@@ -353,7 +280,7 @@ func TestStream_ReconnectsAfterSilentConnection(t *testing.T) {
 			t.Fatalf("changes through a frozen network: %s", got)
 		}
 	}
-	p.frozen.Store(false)
+	p.Restore()
 	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return len(afters(t, r)) >= 2 })
 	if got := strings.Join(afters(t, recs), ""); got != `{"id":2}{"id":3}` {
 		t.Fatalf("after the network came back: %s", got)

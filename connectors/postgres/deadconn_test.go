@@ -5,144 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
+	"github.com/tributary-io/tributary/internal/netproxy"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
-// partitionProxy forwards TCP connections to a server. Partitioned, it
-// stops forwarding both ways without closing either side, as a network
-// partition (or a vanished host, or a firewall dropping the flow) does:
-// nothing arrives, nothing is reset, and what either side sends waits in
-// its buffers. Healed, the held bytes and closes go through, as TCP
-// retransmits them.
-type partitionProxy struct {
-	ln net.Listener
-	wg sync.WaitGroup
-	// mu guards up, conns and closed.
-	mu     sync.Mutex
-	up     chan struct{} // closed while the network is up
-	conns  []net.Conn
-	closed bool
-}
-
-func startPartitionProxy(t *testing.T, target string) *partitionProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partitionProxy{ln: ln, up: make(chan struct{})}
-	close(p.up)
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if p.closed {
-				p.mu.Unlock()
-				c.Close()
-				u.Close()
-				return
-			}
-			p.conns = append(p.conns, c, u)
-			p.wg.Add(2)
-			p.mu.Unlock()
-			go func() { defer p.wg.Done(); p.forward(u, c) }()
-			go func() { defer p.wg.Done(); p.forward(c, u) }()
-		}
-	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *partitionProxy) addr() string { return p.ln.Addr().String() }
-
-// network returns a channel that is closed while the network is up.
-func (p *partitionProxy) network() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.up
-}
-
-// partition stops the traffic; heal lets it through again.
-func (p *partitionProxy) partition() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.up:
-		p.up = make(chan struct{})
-	default:
-	}
-}
-
-func (p *partitionProxy) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.up:
-	default:
-		close(p.up)
-	}
-}
-
-// forward copies src to dst, holding every chunk (and the end of src)
-// back while the network is partitioned.
-func (p *partitionProxy) forward(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		<-p.network()
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				src.Close()
-				return
-			}
-		}
-		if err != nil {
-			dst.Close()
-			return
-		}
-	}
-}
-
-// close heals the network, stops accepting, drops every connection and
-// waits for the forwarding goroutines.
-func (p *partitionProxy) close() {
-	p.heal()
-	p.ln.Close()
-	p.mu.Lock()
-	p.closed = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
 // proxiedDSN is db's DSN through p, with the server's wal_sender_timeout
 // for the connection set to timeout.
-func proxiedDSN(db *testDB, p *partitionProxy, timeout string) string {
-	dsn := strings.Replace(db.dsn, "127.0.0.1:"+strconv.Itoa(server.port), p.addr(), 1)
+func proxiedDSN(db *testDB, p *netproxy.Proxy, timeout string) string {
+	dsn := strings.Replace(db.dsn, "127.0.0.1:"+strconv.Itoa(server.port), p.Addr(), 1)
 	return dsn + "&options=-c%20wal_sender_timeout%3D" + timeout
 }
 
@@ -187,7 +66,7 @@ func TestStream_DeadConnection_Partitioned(t *testing.T) {
 			hb := c.hb
 			adjust := func(s *Source) { s.reportEvery = c.reportEvery }
 			db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
-			p := startPartitionProxy(t, "127.0.0.1:"+strconv.Itoa(server.port))
+			p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
 			dsn := proxiedDSN(db, p, c.senderWait)
 			cfg := map[string]string{"snapshot.mode": "never", "tables": "public.t", "heartbeat.interval": hb, "wal.receiver.timeout": "1s"}
 			s, err := tryOpenSource(t, dsn, cfg, adjust, nil)
@@ -202,7 +81,7 @@ func TestStream_DeadConnection_Partitioned(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			p.partition()
+			p.Hold()
 			for i := 2; i <= 4; i++ {
 				db.exec(t, fmt.Sprintf("INSERT INTO t VALUES (%d)", i)) // committed directly, not through the partition
 			}
@@ -242,7 +121,7 @@ func TestStream_DeadConnection_Partitioned(t *testing.T) {
 
 			// The worker restarts the task from the stored position: here
 			// once the network is back.
-			p.heal()
+			p.Restore()
 			s2, err := tryOpenSource(t, dsn, cfg, adjust, acked)
 			if err != nil {
 				t.Fatal(err)
@@ -269,7 +148,7 @@ func TestStream_DeadConnection_Partitioned(t *testing.T) {
 // taken for dead: the server answers the keepalive requests.
 func TestStream_DeadConnection_IdleStaysUp(t *testing.T) {
 	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
-	p := startPartitionProxy(t, "127.0.0.1:"+strconv.Itoa(server.port))
+	p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
 	dsn := proxiedDSN(db, p, "2s")
 	s, err := tryOpenSource(t, dsn, map[string]string{"snapshot.mode": "never", "tables": "public.t", "heartbeat.interval": "0",
 		"wal.receiver.timeout": "2s", "batch.size": "1"}, nil, nil)
@@ -298,7 +177,7 @@ func TestStream_DeadConnection_IdleStaysUp(t *testing.T) {
 // topic.
 func TestWorker_DeadConnection_RestartsAndLosesNothing(t *testing.T) {
 	db := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
-	p := startPartitionProxy(t, "127.0.0.1:"+strconv.Itoa(server.port))
+	p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
 	logger := slog.New(slog.DiscardHandler)
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger, NumPartitions: 1})
 	if err != nil {
@@ -319,7 +198,7 @@ func TestWorker_DeadConnection_RestartsAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		p.heal()
+		p.Restore()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		w.Shutdown(ctx)
@@ -364,12 +243,12 @@ func TestWorker_DeadConnection_RestartsAndLosesNothing(t *testing.T) {
 	db.exec(t, "INSERT INTO t VALUES (1)")
 	waitUntil("row 1 in the topic", func() bool { return slices.Contains(inTopic(), 1) })
 
-	p.partition()
+	p.Hold()
 	for i := 2; i <= 4; i++ {
 		db.exec(t, fmt.Sprintf("INSERT INTO t VALUES (%d)", i))
 	}
 	waitUntil("the task restarted", func() bool { return opens.Load() >= 2 })
-	p.heal()
+	p.Restore()
 	waitUntil("rows 2 to 4 in the topic", func() bool {
 		got := inTopic()
 		return slices.Contains(got, 2) && slices.Contains(got, 3) && slices.Contains(got, 4)
