@@ -87,19 +87,7 @@ func rollTimeChild(t *testing.T, dir string) {
 	}
 	p := testPartition(t, l, rollTopic, 0)
 	var sizes []int // of every acknowledged record, by offset
-	appendOne := func(size int) error {
-		t.Helper()
-		next := int64(len(sizes))
-		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
-		if err != nil {
-			return err
-		}
-		if base != next {
-			t.Fatalf("Append went to offset %d, want %d", base, next)
-		}
-		sizes = append(sizes, size)
-		return nil
-	}
+	appendOne := appendAcked(t, l, &sizes)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)

@@ -96,19 +96,7 @@ func rollChild(t *testing.T, dir string) {
 	}
 	p := testPartition(t, l, rollTopic, 0)
 	var sizes []int // of every acknowledged record, by offset
-	appendOne := func(size int) error {
-		t.Helper()
-		next := int64(len(sizes))
-		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
-		if err != nil {
-			return err
-		}
-		if base != next {
-			t.Fatalf("Append went to offset %d, want %d", base, next)
-		}
-		sizes = append(sizes, size)
-		return nil
-	}
+	appendOne := appendAcked(t, l, &sizes)
 	mustAppend := func(size int) {
 		t.Helper()
 		if err := appendOne(size); err != nil {
@@ -368,19 +356,7 @@ func rollBackoffChild(t *testing.T, dir string) {
 	}
 	p := testPartition(t, l, rollTopic, 0)
 	var sizes []int // of every acknowledged record, by offset
-	appendOne := func(size int) error {
-		t.Helper()
-		next := int64(len(sizes))
-		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
-		if err != nil {
-			return err
-		}
-		if base != next {
-			t.Fatalf("Append went to offset %d, want %d", base, next)
-		}
-		sizes = append(sizes, size)
-		return nil
-	}
+	appendOne := appendAcked(t, l, &sizes)
 	segments := func() int {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -749,4 +725,23 @@ func ackedSizes(t *testing.T, dir string) []int {
 		sizes = append(sizes, n)
 	}
 	return sizes
+}
+
+// appendAcked returns a function that appends one record of size bytes to
+// partition 0 of rollTopic in l, checks that it lands at the next offset,
+// and records its size in *sizes (by offset) once acknowledged.
+func appendAcked(t *testing.T, l *Log, sizes *[]int) func(size int) error {
+	return func(size int) error {
+		t.Helper()
+		next := int64(len(*sizes))
+		base, err := l.Append(t.Context(), rollTopic, 0, []Record{{Value: rollValue(next, size)}})
+		if err != nil {
+			return err
+		}
+		if base != next {
+			t.Fatalf("Append went to offset %d, want %d", base, next)
+		}
+		*sizes = append(*sizes, size)
+		return nil
+	}
 }
