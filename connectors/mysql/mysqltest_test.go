@@ -259,6 +259,7 @@ func newDB(t *testing.T, setup ...string) *testDB {
 			return
 		}
 		defer admin.Close()
+		rollBackLeftXA(t, admin)
 		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + quoteIdent(name)); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}
@@ -267,6 +268,61 @@ func newDB(t *testing.T, setup ...string) *testDB {
 		d.exec(t, q)
 	}
 	return d
+}
+
+// rollBackLeftXA rolls back the XA transactions a test left prepared, and
+// fails the test naming them. The tests share one server and run one at a
+// time, so whatever is prepared when a test ends is its own; left there,
+// it would hold its locks and make every later source start wait for it
+// (xa.start.wait).
+func rollBackLeftXA(t *testing.T, admin *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left, err := preparedXA(admin)
+		if err != nil {
+			t.Errorf("XA RECOVER: %v", err)
+			return
+		}
+		if len(left) == 0 {
+			return
+		}
+		var failed []string
+		for _, xid := range left {
+			if _, err := admin.Exec("XA ROLLBACK " + xid); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", xid, err))
+			}
+		}
+		if len(failed) == 0 {
+			t.Errorf("the test left XA transactions prepared (rolled back now): %s", strings.Join(left, " "))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the test left XA transactions prepared and they cannot be rolled back: %s", strings.Join(failed, "; "))
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // its session may still be ending
+	}
+}
+
+// preparedXA lists the server's prepared XA transactions as XA ROLLBACK
+// takes them.
+func preparedXA(db *sql.DB) ([]string, error) {
+	rows, err := db.Query("XA RECOVER FORMAT='SQL'")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var xids []string
+	for rows.Next() {
+		var format, gtridLen, bqualLen int64
+		var data string
+		if err := rows.Scan(&format, &gtridLen, &bqualLen, &data); err != nil {
+			return nil, err
+		}
+		xids = append(xids, data)
+	}
+	return xids, rows.Err()
 }
 
 // exec runs SQL on the test database and fails the test on error.

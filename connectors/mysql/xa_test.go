@@ -27,19 +27,61 @@ func xaRun(t *testing.T, d *testDB, stmts ...string) {
 	xaRunOn(t, testServer.dsn(d.name), stmts...)
 }
 
-// xaRunOn is xaRun on the server and database of dsn.
+// xaRunOn is xaRun on the server and database of dsn. It returns once the
+// server has ended the session: the client's close only asks for that, and
+// an XA COMMIT sent before the server's thread detached the prepared
+// transaction fails with XAER_NOTA (seen in CI on a loaded machine, which
+// left the transaction prepared and every later start waiting for it).
 func xaRunOn(t *testing.T, dsn string, stmts ...string) {
 	t.Helper()
+	ctx := context.Background()
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range stmts {
-		if _, err := db.ExecContext(context.Background(), q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			conn.Close()
 			t.Fatalf("%s: %v", q, err)
 		}
+	}
+	conn.Close()
+	db.Close()
+	waitSessionGone(t, dsn, id)
+}
+
+// waitSessionGone waits until the server of dsn no longer lists session id.
+func waitSessionGone(t *testing.T, dsn string, id int64) {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
+		if err != nil {
+			t.Fatalf("wait for session %d to end: %v", id, err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %d still listed by the server after 30s", id)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
