@@ -15,6 +15,10 @@
 #                                          # extra arguments go to the program
 #   GOGC=400 bench/engine/run.sh           # the Go runtime's variables pass through
 #
+# A warm-up round of the append and end-to-end phases runs first and is not
+# counted (-warmup N to change): the first phase of a process pays for a heap
+# the VM's host has not backed yet. Each phase's figures print as it ends.
+#
 # The phases run in rounds (append, e2e, latency, then again), so that a slow
 # spell of the shared disk hits every phase alike; the table shows the median
 # of the rounds with the spread (min–max). The ratio is taken per round, each
