@@ -493,7 +493,15 @@ const probeName = "probed-file"
 
 func registry(pr *probe) *connect.Registry {
 	reg := connect.NewRegistry()
-	reg.MustRegister(generator.Connector())
+	gc := generator.Connector()
+	if pr.noteLatency {
+		// The generator, noting when each event is durably in the log
+		// (connect.DurableNotifier: the worker calls it right after the
+		// log's fsync, before the position store).
+		newSource := gc.NewSource
+		gc.NewSource = func() connect.Source { return &probeSource{Source: newSource(), probe: pr} }
+	}
+	reg.MustRegister(gc)
 	fc := file.Connector()
 	reg.MustRegister(connect.Connector{
 		Name: probeName, Kind: connect.KindSink, Version: "bench",
@@ -596,6 +604,11 @@ type latencyResult struct {
 	// (source, log, fetch, waiting for the sink), and the write itself.
 	beforeP50, beforeP99 time.Duration
 	inP50, inP99         time.Duration
+	// before, split: until durably in the log (the source's batch, the
+	// log's write and fsync), then until the sink's write starts (fetch,
+	// the sink's previous write).
+	logP50, logP99     time.Duration
+	fetchP50, fetchP99 time.Duration
 	flow
 	disk diskStats // the disk's flush times meanwhile
 }
@@ -604,7 +617,7 @@ type latencyResult struct {
 // c.duration and returns the distribution of event-to-sink latencies.
 func runLatency(ctx context.Context, c config, dir string) (latencyResult, error) {
 	events := int64(c.rate * c.duration.Seconds())
-	pr := &probe{lat: make([]time.Duration, 0, events), noteLatency: true}
+	pr := &probe{lat: make([]time.Duration, 0, events), noteLatency: true, durableAt: make([]time.Time, events)}
 	gen := map[string]string{
 		"rate": strconv.FormatFloat(c.rate, 'f', -1, 64), "seed": "42", "batch.size": strconv.Itoa(c.genBatch),
 		"max.events": strconv.FormatInt(events, 10), "value.size": strconv.Itoa(c.size),
@@ -630,13 +643,17 @@ func runLatency(ctx context.Context, c config, dir string) (latencyResult, error
 	if err := errors.Join(err, p.close()); err != nil {
 		return latencyResult{}, err
 	}
-	lat, before, in := pr.sorted()
+	lat, before, in, toLog, toSink := pr.sorted()
 	if int64(len(lat)) < events {
 		return latencyResult{}, fmt.Errorf("the sink noted %d events, want %d", len(lat), events)
 	}
 	res.p50, res.p90, res.p99, res.max = quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), lat[len(lat)-1]
 	res.beforeP50, res.beforeP99 = quantile(before, 0.50), quantile(before, 0.99)
 	res.inP50, res.inP99 = quantile(in, 0.50), quantile(in, 0.99)
+	if len(toLog) > 0 {
+		res.logP50, res.logP99 = quantile(toLog, 0.50), quantile(toLog, 0.99)
+		res.fetchP50, res.fetchP99 = quantile(toSink, 0.50), quantile(toSink, 0.99)
+	}
 	return res, os.RemoveAll(dir)
 }
 
@@ -658,6 +675,24 @@ type probe struct {
 	lat       []time.Duration
 	before    []time.Duration // of each record: from its timestamp to the start of its sink write
 	in        []time.Duration // of each record: its sink write's time
+	// With noteLatency, durableAt[seq] is when the event with that seq was
+	// durably in the log (the source heard Durable); toLog and toSink split
+	// before at that instant: timestamp → durable in the log → sink write
+	// starts.
+	durableAt     []time.Time
+	durableSeq    uint64 // durableAt is filled up to this seq
+	toLog, toSink []time.Duration
+}
+
+// durable notes that every event up to seq is durably in the log now.
+func (p *probe) durable(seq uint64, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ; p.durableSeq < seq; p.durableSeq++ {
+		if int(p.durableSeq) < len(p.durableAt) {
+			p.durableAt[p.durableSeq] = now // index seq-1
+		}
+	}
 }
 
 func (p *probe) note(start, now time.Time, recs []connect.Record) {
@@ -671,6 +706,11 @@ func (p *probe) note(start, now time.Time, recs []connect.Record) {
 			p.lat = append(p.lat, now.Sub(recs[i].Timestamp))
 			p.before = append(p.before, start.Sub(recs[i].Timestamp))
 			p.in = append(p.in, now.Sub(start))
+			if seq, ok := valueSeq(recs[i].Value); ok && seq >= 1 && seq <= p.durableSeq && int(seq) <= len(p.durableAt) {
+				at := p.durableAt[seq-1]
+				p.toLog = append(p.toLog, at.Sub(recs[i].Timestamp))
+				p.toSink = append(p.toSink, start.Sub(at))
+			}
 		}
 	}
 }
@@ -681,7 +721,7 @@ func (p *probe) totals() (writes, records int64, writeTime time.Duration) {
 	return p.writes, p.records, p.writeTime
 }
 
-func (p *probe) sorted() (lat, before, in []time.Duration) {
+func (p *probe) sorted() (lat, before, in, toLog, toSink []time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sorted := func(d []time.Duration) []time.Duration {
@@ -689,7 +729,42 @@ func (p *probe) sorted() (lat, before, in []time.Duration) {
 		slices.Sort(out)
 		return out
 	}
-	return sorted(p.lat), sorted(p.before), sorted(p.in)
+	return sorted(p.lat), sorted(p.before), sorted(p.in), sorted(p.toLog), sorted(p.toSink)
+}
+
+// valueSeq reads the seq of a generator event: its value starts with
+// {"seq":N.
+func valueSeq(v []byte) (uint64, bool) {
+	const prefix = `{"seq":`
+	if !bytes.HasPrefix(v, []byte(prefix)) {
+		return 0, false
+	}
+	var seq uint64
+	n := 0
+	for _, c := range v[len(prefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		seq = seq*10 + uint64(c-'0')
+		n++
+	}
+	return seq, n > 0
+}
+
+// probeSource is the generator, telling the probe when its events are
+// durably in the log.
+type probeSource struct {
+	connect.Source
+	probe *probe
+}
+
+var _ connect.DurableNotifier = (*probeSource)(nil)
+
+func (s *probeSource) Durable(_ context.Context, pos connect.Position) error {
+	if seq, ok := valueSeq(pos); ok { // positions are {"seq":N} too
+		s.probe.durable(seq, time.Now())
+	}
+	return nil
 }
 
 // probeSink is the file sink, noting each write that returned (so is
@@ -931,6 +1006,12 @@ func printResults(w io.Writer, c config, rounds []round) {
 		i99, ilo, ihi := msOf(func(l latencyResult) time.Duration { return l.inP99 })
 		fmt.Fprintf(w, "  parts: until the sink's write starts p50 %.1f ms, p99 %s ms; the sink's write (fsync included) p50 %.1f ms, p99 %s ms\n",
 			b50, spread(n, "%.1f", b99, blo, bhi), i50, spread(n, "%.1f", i99, ilo, ihi))
+		l50, _, _ := msOf(func(l latencyResult) time.Duration { return l.logP50 })
+		l99, llo, lhi := msOf(func(l latencyResult) time.Duration { return l.logP99 })
+		f50, _, _ := msOf(func(l latencyResult) time.Duration { return l.fetchP50 })
+		f99, flo, fhi := msOf(func(l latencyResult) time.Duration { return l.fetchP99 })
+		fmt.Fprintf(w, "  until the sink's write starts, split: durably in the log (source batch, log write, fsync) p50 %.1f ms, p99 %s ms;\n    then to the sink's write (fetch, the sink's previous write) p50 %.1f ms, p99 %s ms\n",
+			l50, spread(n, "%.1f", l99, llo, lhi), f50, spread(n, "%.1f", f99, flo, fhi))
 		d50, _, _ := msOf(func(l latencyResult) time.Duration { return l.disk.p50 })
 		d99, dlo, dhi := msOf(func(l latencyResult) time.Duration { return l.disk.p99 })
 		dmx, dmlo, dmhi := msOf(func(l latencyResult) time.Duration { return l.disk.max })
