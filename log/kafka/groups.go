@@ -25,8 +25,13 @@ package kafka
 // current member of the current generation may commit, and not while the
 // group completes a rebalance; commits from outside (generation -1) only
 // while the group is Empty. A group whose last member left while another
-// is pending (its member id handed out, its join not come yet) stays in
-// PreparingRebalance with no member, and refuses them too, as Kafka does.
+// is pending (its member id handed out, its join not come yet) is Empty at
+// once (the rebalance timeout of no members is 0, as Kafka's DelayedJoin),
+// and the pending id stays valid until its session timeout.
+//
+// Static members (KIP-345, group.instance.id) join without the member id
+// round trip; an instance that rejoins without a member id replaces its
+// old member id, which is fenced (FENCED_INSTANCE_ID) from then on.
 //
 // # Concurrency
 //
@@ -68,6 +73,13 @@ const (
 	minSessionTimeout = 6 * time.Second
 	maxSessionTimeout = 30 * time.Minute
 	reapInterval      = 100 * time.Millisecond
+	// emptyGroupRetention is how long a group without members, pending
+	// members or committed offsets is still known (DescribeGroups and
+	// ListGroups say Empty). Kafka removes such a group at its next
+	// cleanup, every offsets.retention.check.interval.ms (10 minutes);
+	// until then it is Empty, not Dead. A group with committed offsets is
+	// Empty regardless, from the log.
+	emptyGroupRetention = 10 * time.Minute
 )
 
 type coordinator struct {
@@ -88,8 +100,15 @@ type group struct {
 	leader       string
 	members      map[string]*member
 	// pending are member ids handed out with MEMBER_ID_REQUIRED (JoinGroup
-	// v4+) whose join has not come yet, with the time they expire.
+	// v4+) whose join has not come yet, with the time they expire. As in
+	// Kafka, an id stays pending across rebalances until its member joins
+	// or leaves, or its session timeout passes; a rebalance waits for it
+	// only until its rebalance timeout.
 	pending map[string]time.Time
+	// emptySince is when the group last became Empty (or was created). An
+	// Empty group is kept, and described as Empty, for emptyGroupRetention
+	// after that, as Kafka keeps it until its periodic cleanup.
+	emptySince time.Time
 	// rebalanceDeadline ends PreparingRebalance; delayed is set while the
 	// first rebalance of an empty group waits for more members.
 	rebalanceDeadline time.Time
@@ -128,7 +147,7 @@ func (c *coordinator) group(name string, create bool) *group {
 	defer c.mu.Unlock()
 	g, ok := c.groups[name]
 	if !ok && create {
-		g = &group{name: name, members: map[string]*member{}, pending: map[string]time.Time{}}
+		g = &group{name: name, members: map[string]*member{}, pending: map[string]time.Time{}, emptySince: c.now()}
 		c.groups[name] = g
 	}
 	return g
@@ -177,11 +196,12 @@ func (c *coordinator) reap() {
 		}
 		g.mu.Unlock()
 	}
-	// Forget idle groups: their committed offsets live in the log.
+	// Forget groups Empty for emptyGroupRetention: their committed
+	// offsets live in the log, which describes them as Empty from then on.
 	c.mu.Lock()
 	for name, g := range c.groups {
 		g.mu.Lock()
-		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 {
+		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && now.Sub(g.emptySince) >= emptyGroupRetention {
 			g.state = stateDead
 			delete(c.groups, name)
 		}
@@ -264,17 +284,18 @@ func (c *coordinator) tryCompleteJoin(g *group) {
 // generation is bumped, a protocol and a leader are chosen, and every
 // waiting JoinGroup is answered.
 func (c *coordinator) completeJoin(g *group) {
+	now := c.now()
 	for id, m := range g.members {
 		if m.join == nil {
 			c.s.logger.Info("kafka group member removed: did not rejoin in time", "group", g.name, "member", id)
 			delete(g.members, id)
 		}
 	}
-	clear(g.pending)
 	g.delayed = false
 	g.generation++
 	if len(g.members) == 0 {
 		g.state = stateEmpty
+		g.emptySince = now
 		g.protocol, g.leader = "", ""
 		c.publish(g)
 		return
@@ -289,16 +310,7 @@ func (c *coordinator) completeJoin(g *group) {
 		}
 	}
 	g.state = stateCompletingRebalance
-	now := c.now()
-	var all []kmsg.JoinGroupResponseMember
-	for _, m := range sortedMembers(g.members) {
-		jm := kmsg.NewJoinGroupResponseMember()
-		jm.MemberID, jm.ProtocolMetadata = m.id, m.metadata(g.protocol)
-		if m.instanceID != "" {
-			jm.InstanceID = kmsg.StringPtr(m.instanceID)
-		}
-		all = append(all, jm)
-	}
+	all := g.joinMembers()
 	for _, m := range g.members {
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.Generation = g.generation
@@ -315,6 +327,78 @@ func (c *coordinator) completeJoin(g *group) {
 	}
 	c.publish(g)
 	c.s.logger.Info("kafka group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
+}
+
+// joinMembers lists the members with their metadata of the group's
+// protocol, for the leader's JoinGroup answer.
+func (g *group) joinMembers() []kmsg.JoinGroupResponseMember {
+	var all []kmsg.JoinGroupResponseMember
+	for _, m := range sortedMembers(g.members) {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.ProtocolMetadata = m.id, m.metadata(g.protocol)
+		if m.instanceID != "" {
+			jm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		all = append(all, jm)
+	}
+	return all
+}
+
+// staticMember returns the member that holds a group.instance.id
+// (KIP-345 static membership), or nil.
+func (g *group) staticMember(instanceID string) *member {
+	for _, m := range g.members {
+		if m.instanceID == instanceID {
+			return m
+		}
+	}
+	return nil
+}
+
+// validateMember checks the member id of a Heartbeat, SyncGroup,
+// OffsetCommit or LeaveGroup against the group and the request's
+// group.instance.id, as Kafka's ClassicGroup.validateMember: an instance id
+// that another member id holds is FENCED_INSTANCE_ID (the old process of a
+// restarted static member is told to stop, not to rejoin), one no member
+// holds is UNKNOWN_MEMBER_ID, as is an unknown member id.
+func (g *group) validateMember(memberID string, instanceID *string) int16 {
+	if instanceID != nil {
+		s := g.staticMember(*instanceID)
+		if s == nil {
+			return codeUnknownMemberID
+		}
+		if s.id != memberID {
+			return codeFencedInstanceID
+		}
+	}
+	if g.members[memberID] == nil {
+		return codeUnknownMemberID
+	}
+	return 0
+}
+
+// replaceStatic gives a static member a new member id: its instance
+// restarted and joined again without one (KIP-345). The old id is fenced,
+// a JoinGroup or SyncGroup of it still waiting is answered
+// FENCED_INSTANCE_ID; the assignment, leadership and place in the join
+// order carry over, as in Kafka's ClassicGroup.replaceStaticMember.
+func (c *coordinator) replaceStatic(g *group, old *member, newID string) *member {
+	if old.join != nil {
+		old.join <- joinError(old.id, codeFencedInstanceID)
+		old.join = nil
+	}
+	if old.sync != nil {
+		old.sync <- syncResult{code: codeFencedInstanceID}
+		old.sync = nil
+	}
+	delete(g.members, old.id)
+	m := &member{id: newID, instanceID: old.instanceID, joinSeq: old.joinSeq, assignment: old.assignment, protocols: old.protocols}
+	g.members[newID] = m
+	if g.leader == old.id {
+		g.leader = newID
+	}
+	c.s.logger.Info("kafka group static member rejoined: new member id", "group", g.name, "instance", old.instanceID, "old_member", old.id, "member", newID)
+	return m
 }
 
 // removeMember takes a member out of the group and rebalances the rest.

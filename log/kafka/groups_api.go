@@ -18,6 +18,7 @@ var (
 	codeIllegalGeneration         = kerr.IllegalGeneration.Code
 	codeInconsistentGroupProtocol = kerr.InconsistentGroupProtocol.Code
 	codeInvalidGroupID            = kerr.InvalidGroupID.Code
+	codeFencedInstanceID          = kerr.FencedInstanceID.Code
 )
 
 func joinError(memberID string, code int16) *kmsg.JoinGroupResponse {
@@ -54,7 +55,22 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 	}
 	id := req.MemberID
 	m := g.members[id]
-	if id == "" {
+	var static *member // the member holding the request's group.instance.id
+	if req.InstanceID != nil {
+		static = g.staticMember(*req.InstanceID)
+	}
+	_, pending := g.pending[id]
+	replaced := false
+	switch {
+	case id == "" && static != nil:
+		// KIP-345: the static member's instance restarted.
+		m = c.replaceStatic(g, static, newMemberID(*req.InstanceID))
+		id, replaced = m.id, true
+	case id == "" && req.InstanceID != nil:
+		// Static members join at once: the member id round trip of
+		// KIP-394 is for dynamic members only, as in Kafka.
+		id = newMemberID(*req.InstanceID)
+	case id == "":
 		id = newMemberID(clientID)
 		if req.Version >= 4 {
 			// KIP-394: hand out the id first; the member joins with it.
@@ -62,12 +78,14 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 			g.mu.Unlock()
 			return joinError(id, kerr.MemberIDRequired.Code)
 		}
-	} else if m == nil {
-		if _, ok := g.pending[id]; !ok {
-			g.mu.Unlock()
-			return joinError(id, codeUnknownMemberID)
-		}
+	case pending && m == nil:
 		delete(g.pending, id)
+	case req.InstanceID != nil && static != nil && static.id != id:
+		g.mu.Unlock()
+		return joinError(id, codeFencedInstanceID)
+	case m == nil || (req.InstanceID != nil && static == nil):
+		g.mu.Unlock()
+		return joinError(id, codeUnknownMemberID)
 	}
 	if m == nil {
 		g.joinSeq++
@@ -84,6 +102,21 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 	m.sessionTimeout, m.rebalanceTimeout = session, rebalance
 	m.protocols = append([]kmsg.JoinGroupRequestProtocol(nil), req.Protocols...)
 	m.deadline = c.now().Add(session)
+	if replaced && g.state == stateStable && selectProtocol(g.members) == g.protocol {
+		// As Kafka: a static member that rejoins a Stable group without
+		// changing its protocol gets the current generation and keeps its
+		// assignment, without a rebalance. Its leader is told to skip the
+		// assignment (KIP-814, JoinGroup v9).
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.Generation, resp.LeaderID, resp.MemberID = g.generation, g.leader, id
+		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+		if id == g.leader {
+			resp.Members, resp.SkipAssignment = g.joinMembers(), true
+		}
+		c.publish(g)
+		g.mu.Unlock()
+		return resp
+	}
 	if m.join != nil { // a retried join replaces the one waiting
 		m.join <- joinError(id, codeRebalanceInProgress)
 	}
@@ -121,9 +154,9 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	}
 	g.mu.Lock()
 	m := g.members[req.MemberID]
-	switch {
-	case m == nil:
-		resp.ErrorCode = codeUnknownMemberID
+	switch code := g.validateMember(req.MemberID, req.InstanceID); {
+	case code != 0:
+		resp.ErrorCode = code
 	case req.Generation != g.generation:
 		resp.ErrorCode = codeIllegalGeneration
 	case (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) || (req.Protocol != nil && *req.Protocol != g.protocol):
@@ -196,9 +229,9 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		c.removeMember(g, m, "session timeout")
 		m = nil
 	}
-	switch {
-	case m == nil:
-		resp.ErrorCode = codeUnknownMemberID
+	switch code := g.validateMember(req.MemberID, req.InstanceID); {
+	case code != 0:
+		resp.ErrorCode = code
 	case req.Generation != g.generation:
 		resp.ErrorCode = codeIllegalGeneration
 	case g.state == statePreparingRebalance:
@@ -228,20 +261,32 @@ func (c *coordinator) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	for _, l := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = l.MemberID, l.InstanceID
-		m := g.members[l.MemberID]
-		if m == nil && l.InstanceID != nil {
-			for _, mm := range g.members {
-				if mm.instanceID == *l.InstanceID {
-					m = mm
-				}
+		// As Kafka's classic group leave: a static member may be removed
+		// by its instance id alone (kafka-consumer-groups.sh
+		// --delete-members); a pending member id is forgotten; otherwise
+		// the member id must match the instance id's member.
+		var m *member
+		_, pending := g.pending[l.MemberID]
+		switch {
+		case l.MemberID == "":
+			if l.InstanceID != nil {
+				m = g.staticMember(*l.InstanceID)
+			}
+			if m == nil {
+				rm.ErrorCode = codeUnknownMemberID
+			}
+		case pending:
+			delete(g.pending, l.MemberID)
+			c.tryCompleteJoin(g)
+		default:
+			if rm.ErrorCode = g.validateMember(l.MemberID, l.InstanceID); rm.ErrorCode == 0 {
+				m = g.members[l.MemberID]
 			}
 		}
-		if m == nil {
-			rm.ErrorCode = codeUnknownMemberID
-			if req.Version < 3 {
-				resp.ErrorCode = codeUnknownMemberID
-			}
-		} else {
+		if req.Version < 3 {
+			resp.ErrorCode = rm.ErrorCode
+		}
+		if m != nil {
 			c.removeMember(g, m, "member "+m.id+" left")
 		}
 		if req.Version >= 3 {
@@ -354,28 +399,29 @@ func (c *coordinator) lockGroup(name string) *group {
 // Generation -1 commits from outside the group (kadm's CommitOffsets,
 // kafka-consumer-groups.sh --reset-offsets), whatever the member id: it is
 // accepted while the group is Empty and refused with UNKNOWN_MEMBER_ID in
-// any other state. The state decides, not the member count: a group whose
-// last member left while another is pending (KIP-394: its id handed out,
-// its join not come yet) stays in PreparingRebalance with no member until
-// that join, and refuses commits from outside meanwhile.
+// any other state. A member id still pending (KIP-394: handed out, its
+// join not come yet) does not make the group non-empty: a group whose last
+// member left while another is pending is Empty and takes them.
+//
+// A commit naming a group.instance.id (OffsetCommit v7+) must come from the
+// member holding it: FENCED_INSTANCE_ID otherwise (validateMember).
 func (c *coordinator) checkCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
-	if req.Generation < 0 {
-		if g.state == stateEmpty && len(g.members) == 0 {
-			return 0
-		}
-		if req.MemberID == "" {
-			return codeUnknownMemberID
-		}
+	if req.Generation < 0 && g.state == stateEmpty && len(g.members) == 0 {
+		return 0
 	}
-	m := g.members[req.MemberID]
-	switch {
-	case g.state == stateCompletingRebalance && m != nil && req.Generation == g.generation:
-		return codeRebalanceInProgress
-	case m == nil:
+	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == nil {
 		return codeUnknownMemberID
+	}
+	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+		return code
+	}
+	switch {
 	case req.Generation != g.generation:
 		return codeIllegalGeneration
+	case g.state == stateCompletingRebalance:
+		return codeRebalanceInProgress
 	}
+	m := g.members[req.MemberID]
 	m.deadline = c.now().Add(m.sessionTimeout)
 	return 0
 }
@@ -473,13 +519,15 @@ type groupView struct {
 	members                       []kmsg.DescribeGroupsResponseGroupMember
 }
 
-// view describes a group: the coordinator's state when it has one, else
-// Empty for a group with committed offsets, else Dead.
+// view describes a group: the coordinator's state when it has one (Empty
+// for a group whose last member left, with or without committed offsets,
+// as Kafka keeps it until its cleanup), else Empty for a group with
+// committed offsets, else Dead (a group Kafka does not know).
 func (c *coordinator) view(name string, committed map[string]bool) groupView {
 	if g := c.group(name, false); g != nil {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.state != stateDead && (len(g.members) > 0 || g.state != stateEmpty) {
+		if g.state != stateDead {
 			v := groupView{state: g.state.String(), protocolType: g.protocolType, protocol: g.protocol}
 			for _, m := range sortedMembers(g.members) {
 				dm := kmsg.NewDescribeGroupsResponseGroupMember()
@@ -576,23 +624,35 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	if name == "" {
 		return codeInvalidGroupID
 	}
-	known := false
-	if g := c.group(name, false); g != nil {
+	g := c.group(name, false)
+	if g != nil {
 		g.mu.Lock()
-		defer g.mu.Unlock()
 		if len(g.members) > 0 || g.state != stateEmpty {
+			g.mu.Unlock()
 			return kerr.NonEmptyGroup.Code
 		}
-		known = true
 	}
 	err := c.s.log.Groups().Delete(ctx, name)
-	if errors.Is(err, tlog.ErrUnknownGroup) {
-		if known {
-			return 0
+	if g == nil {
+		if errors.Is(err, tlog.ErrUnknownGroup) {
+			return kerr.GroupIDNotFound.Code
 		}
-		return kerr.GroupIDNotFound.Code
+		return errorCode(err)
 	}
-	return errorCode(err)
+	if err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
+		g.mu.Unlock()
+		return errorCode(err)
+	}
+	// Kafka removes the group (pending member ids too): it is Dead, and a
+	// join after this starts a new one. Lock order: c.mu before g.mu.
+	g.state = stateDead
+	g.mu.Unlock()
+	c.mu.Lock()
+	if c.groups[name] == g {
+		delete(c.groups, name)
+	}
+	c.mu.Unlock()
+	return 0
 }
 
 // offsetDelete answers OffsetDelete. Partitions of topics the group's

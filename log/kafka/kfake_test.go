@@ -359,6 +359,9 @@ func diffScript() []diffStep {
 		}, nil, ""},
 		{"group protocol: two members, rebalances, generations", groupScript, nil, ""},
 		{"group: commit from outside once the only member left, one pending", pendingScript, nil, ""},
+		{"group: a pending member id outlives a rebalance", pendingRejoinScript, nil, ""},
+		{"group: the state of groups without members", emptyGroupScript, nil, ""},
+		{"group: static members (group.instance.id)", staticMemberScript, nil, ""},
 		{"delete group offsets", func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) []string {
 			r, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"t": {0: {}}})
 			out := []string{errName(err), errName(r.Error())}

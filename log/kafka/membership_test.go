@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -146,5 +147,50 @@ func TestMembership_ExpiryAndCloseUnpublish(t *testing.T) {
 	}
 	if _, err := ts.log.Groups().Describe("staying"); !errors.Is(err, tlog.ErrUnknownGroup) {
 		t.Fatalf("Describe after the listener closed: %v, want ErrUnknownGroup (no members left)", err)
+	}
+}
+
+// A static member (kgo.InstanceID, KIP-345) that restarts gets its old
+// assignment back in the same generation: franz-go sends no LeaveGroup for
+// a static member on Close, and the restarted instance's join without a
+// member id replaces the old member id (Kafka's replaceStaticMember), with
+// no rebalance. The old member id is fenced from then on.
+func TestMembership_StaticMemberRestartKeepsGeneration(t *testing.T) {
+	ts := startServer(t)
+	ts.createTopic(t, "static", 2, nil)
+	if err := ts.log.Produce(t.Context(), "static", []tlog.Record{{Value: []byte("a")}, {Value: []byte("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	consumer := func() *kgo.Client {
+		return ts.client(t, kgo.ConsumerGroup("static-g"), kgo.ConsumeTopics("static"), kgo.InstanceID("worker-1"),
+			kgo.SessionTimeout(30*time.Second), kgo.RebalanceTimeout(30*time.Second),
+			kgo.HeartbeatInterval(100*time.Millisecond), kgo.DisableAutoCommit(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	first := consumer()
+	consumeN(t, first, 2)
+	oldID, gen := first.GroupMetadata()
+	if oldID == "" || gen < 1 {
+		t.Fatalf("first instance: member %q generation %d", oldID, gen)
+	}
+	first.Close()
+
+	second := consumer()
+	consumeN(t, second, 2)
+	newID, newGen := second.GroupMetadata()
+	if newID == oldID || newGen != gen {
+		t.Fatalf("restarted instance: member %q generation %d, want a new member id in generation %d (no rebalance)", newID, newGen, gen)
+	}
+	rc := ts.raw(t)
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.InstanceID, hb.Generation = "static-g", oldID, kmsg.StringPtr("worker-1"), gen
+	if r := do[*kmsg.HeartbeatResponse](rc, hb, 4); r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("heartbeat of the old member id: %s, want FENCED_INSTANCE_ID", codeName(r.ErrorCode))
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"static-g"}
+	d := do[*kmsg.DescribeGroupsResponse](rc, dg, 5).Groups[0]
+	if d.State != "Stable" || len(d.Members) != 1 || d.Members[0].MemberID != newID || d.Members[0].InstanceID == nil || *d.Members[0].InstanceID != "worker-1" {
+		t.Fatalf("describe: state %s members %+v, want Stable with %s (worker-1) alone", d.State, d.Members, newID)
 	}
 }

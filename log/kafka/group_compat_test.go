@@ -1,0 +1,296 @@
+package kafka
+
+// Scripts of the classic group protocol run against the listener and kfake
+// by TestListener_MatchesKfake (diffScript), each checking one behaviour of
+// Kafka's group coordinator (GroupCoordinator.scala; since 3.7
+// GroupMetadataManager and ClassicGroup.java):
+//
+//   - pendingRejoinScript: a KIP-394 pending member id outlives a rebalance
+//     that completes while it is pending (Kafka removes a pending member
+//     only when it joins, leaves or its session timeout passes).
+//   - emptyGroupScript: the state DescribeGroups and ListGroups report for a
+//     group without members.
+//   - staticMemberScript: KIP-345 static membership (group.instance.id).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// groupReqs sends the classic group requests of one group by hand.
+type groupReqs struct {
+	ctx   context.Context
+	group string
+	// rebalance is the members' rebalance timeout.
+	rebalance time.Duration
+}
+
+func (g groupReqs) join(cl *kgo.Client, member string, instance *string) (*kmsg.JoinGroupResponse, error) {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.InstanceID, req.ProtocolType = g.group, member, instance, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, int32(g.rebalance.Milliseconds())
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name, jp.Metadata = "range", []byte{0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, jp)
+	return req.RequestWith(g.ctx, cl)
+}
+
+func (g groupReqs) sync(cl *kgo.Client, member string, instance *string, gen int32, assign map[string]string) string {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.MemberID, req.InstanceID, req.Generation = g.group, member, instance, gen
+	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	for m, a := range assign {
+		ga := kmsg.NewSyncGroupRequestGroupAssignment()
+		ga.MemberID, ga.MemberAssignment = m, []byte(a)
+		req.GroupAssignment = append(req.GroupAssignment, ga)
+	}
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil {
+		return errName(err)
+	}
+	return fmt.Sprintf("%s assignment %q", codeName(r.ErrorCode), r.MemberAssignment)
+}
+
+func (g groupReqs) heartbeat(cl *kgo.Client, member string, instance *string, gen int32) string {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.InstanceID, req.Generation = g.group, member, instance, gen
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil {
+		return errName(err)
+	}
+	return codeName(r.ErrorCode)
+}
+
+func (g groupReqs) commit(cl *kgo.Client, member string, instance *string, gen int32) string {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.InstanceID, req.Generation = g.group, member, instance, gen
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = "t", topicIDOf(g.ctx, cl, "t")
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 5
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil {
+		return errName(err)
+	}
+	return codeName(r.Topics[0].Partitions[0].ErrorCode)
+}
+
+func (g groupReqs) describe(cl *kgo.Client, name string) string {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{name}
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil || len(r.Groups) != 1 {
+		return fmt.Sprintf("describe %s: %v", name, errName(err))
+	}
+	d := r.Groups[0]
+	return fmt.Sprintf("describe %s: %s state %s protocol type %q members %d", name, codeName(d.ErrorCode), d.State, d.ProtocolType, len(d.Members))
+}
+
+func (g groupReqs) listed(cl *kgo.Client, name string) string {
+	req := kmsg.NewPtrListGroupsRequest()
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil {
+		return errName(err)
+	}
+	for _, lg := range r.Groups {
+		if lg.Group == name {
+			return fmt.Sprintf("list: %s %s %q", name, lg.GroupState, lg.ProtocolType)
+		}
+	}
+	return "list: " + name + " not listed"
+}
+
+func newPeer(cl *kgo.Client, opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequestRetries(0)}, opts...)...)
+}
+
+// pendingRejoinScript: A joins group "gpend" and syncs. B gets its member
+// id (MEMBER_ID_REQUIRED) and is pending. A rejoins, which rebalances the
+// group; the rebalance completes with A alone (Kafka waits for the pending
+// member until the rebalance timeout, kfake does not wait; both complete
+// without B). B then joins with the id it was given: Kafka keeps a pending
+// member id until the member joins, leaves or its session timeout passes
+// (ClassicGroup.pendingJoinMembers is not cleared by initNextGeneration),
+// so the join is accepted and starts the next rebalance, which A rejoins.
+func pendingRejoinScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gpend", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	r, err := g.join(a, "", nil)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	aID := r.MemberID
+	if r, err = g.join(a, aID, nil); err != nil {
+		return []string{errName(err)}
+	}
+	say("A join: %s generation %d", codeName(r.ErrorCode), r.Generation)
+	say("A sync: %s", g.sync(a, aID, nil, r.Generation, map[string]string{aID: "a"}))
+
+	r, err = g.join(b, "", nil)
+	if err != nil {
+		return append(out, errName(err))
+	}
+	say("B first join: %s", codeName(r.ErrorCode))
+	bID := r.MemberID
+
+	// The leader's join rebalances; it completes without B.
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	gen := r.Generation
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a"}))
+
+	// B joins with its pending id: accepted, A is told to rejoin.
+	bDone := make(chan string, 1)
+	go func() {
+		r, err := g.join(b, bID, nil)
+		if err != nil {
+			bDone <- "B join: " + errName(err)
+			return
+		}
+		bDone <- fmt.Sprintf("B join: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	}()
+	hb := ""
+	for range 100 {
+		if hb = g.heartbeat(a, aID, nil, gen); hb != "ok" {
+			break
+		}
+		select {
+		case s := <-bDone:
+			say("A heartbeat: %s", hb)
+			return append(out, s)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	say("A heartbeat while B joins: %s", hb)
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	return append(out, <-bDone)
+}
+
+// emptyGroupScript: what DescribeGroups (v0-5) and ListGroups report for a
+// group without members. Kafka keeps a group whose last member left in its
+// cache as Empty, with its protocol type, whether or not it has committed
+// offsets; a group without offsets goes (Dead, no longer listed) only when
+// the periodic cleanup (offsets.retention.check.interval.ms, 10 minutes)
+// next runs. A group that never existed is Dead, without an error, and not
+// listed; a group that only has committed offsets is Empty.
+//
+// DescribeGroups is sent at v5, the listener's highest: from v6 (KIP-1043)
+// Kafka and kfake add GROUP_ID_NOT_FOUND for a group that does not exist.
+func emptyGroupScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	v5, err := newPeer(a, kgo.MaxVersions(kversion.V3_8_0()))
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer v5.Close()
+	g := groupReqs{ctx: ctx, group: "gempty", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	r, err := g.join(a, "", nil)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	id := r.MemberID
+	if r, err = g.join(a, id, nil); err != nil {
+		return []string{errName(err)}
+	}
+	say("join: %s", codeName(r.ErrorCode))
+	say("sync: %s", g.sync(a, id, nil, r.Generation, map[string]string{id: "x"}))
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.Group, lr.MemberID = g.group, id
+	lr.Members = []kmsg.LeaveGroupRequestMember{{MemberID: id}}
+	if l, err := lr.RequestWith(ctx, a); err == nil {
+		say("leave: %s", codeName(l.ErrorCode))
+	}
+	// The listener's reaper runs every 100 ms: give it a few rounds.
+	time.Sleep(4 * reapInterval)
+	say("%s", g.describe(v5, "gempty"))
+	say("%s", g.listed(a, "gempty"))
+
+	// Offsets only, committed from outside (a simple group).
+	s := groupReqs{ctx: ctx, group: "gsimple"}
+	say("commit to gsimple: %s", s.commit(a, "", nil, -1))
+	say("%s", g.describe(v5, "gsimple"))
+	say("%s", g.listed(a, "gsimple"))
+
+	say("%s", g.describe(v5, "gnever"))
+	say("%s", g.listed(a, "gnever"))
+	return out
+}
+
+// staticMemberScript: KIP-345. A static member joins without a member id
+// and is accepted at once (MEMBER_ID_REQUIRED is for dynamic members
+// only). A request naming its group.instance.id with another member id is
+// fenced (FENCED_INSTANCE_ID) in Heartbeat, SyncGroup and OffsetCommit; an
+// unknown instance id is UNKNOWN_MEMBER_ID (ClassicGroup.validateMember).
+// The instance restarting (joining again without a member id) replaces the
+// old member id in a Stable group without a rebalance: same generation,
+// the old assignment kept, the old id fenced from then on.
+func staticMemberScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gstatic", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	inst, other := kmsg.StringPtr("i-1"), kmsg.StringPtr("i-2")
+
+	r, err := g.join(a, "", inst)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	say("static join: %s generation %d, leads %v", codeName(r.ErrorCode), r.Generation, r.LeaderID != "" && r.LeaderID == r.MemberID)
+	id, gen := r.MemberID, r.Generation
+	if r.ErrorCode != 0 {
+		// The member id round trip, to get on with the script.
+		if r, err = g.join(a, id, inst); err != nil {
+			return append(out, errName(err))
+		}
+		say("static join with its id: %s generation %d", codeName(r.ErrorCode), r.Generation)
+		gen = r.Generation
+	}
+	say("sync with another member id: %s", g.sync(a, "nope", inst, gen, nil))
+	say("sync: %s", g.sync(a, id, inst, gen, map[string]string{id: "static"}))
+	say("heartbeat: %s", g.heartbeat(a, id, inst, gen))
+	say("heartbeat with another member id: %s", g.heartbeat(a, "nope", inst, gen))
+	say("heartbeat with an unknown instance id: %s", g.heartbeat(a, id, other, gen))
+	say("commit with another member id: %s", g.commit(a, "nope", inst, gen))
+	say("commit: %s", g.commit(a, id, inst, gen))
+
+	// The instance restarts: a new process joins without a member id.
+	r, err = g.join(b, "", inst)
+	if err != nil {
+		return append(out, errName(err))
+	}
+	newID := r.MemberID
+	say("restarted join: %s generation %d, new member id %v, leads %v", codeName(r.ErrorCode), r.Generation, newID != id, r.LeaderID == newID)
+	say("old member heartbeat: %s", g.heartbeat(a, id, inst, gen))
+	say("old member commit: %s", g.commit(a, id, inst, gen))
+	say("old member sync: %s", g.sync(a, id, inst, gen, nil))
+	say("new member sync: %s", g.sync(b, newID, inst, r.Generation, nil))
+	say("new member heartbeat: %s", g.heartbeat(b, newID, inst, r.Generation))
+	say("%s", g.describe(b, "gstatic"))
+	return out
+}
