@@ -103,7 +103,7 @@ func newWatchdog(cfg *mysql.Config, timeout time.Duration) *watchdog {
 }
 
 // check reports whether the server answers a new connection within the
-// timeout. A check started after since answers for every connection
+// timeout; a refusal (too many connections, say) is an answer. A check started after since answers for every connection
 // silent since then, so that the connections waiting together (the
 // snapshot's workers) check once.
 func (w *watchdog) check(since time.Time) error {
@@ -127,7 +127,13 @@ func (w *watchdog) check(since time.Time) error {
 		defer c.Close()
 		return c.(driver.Pinger).Ping(ctx)
 	}()
-	if w.err != nil && ctx.Err() != nil {
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(w.err, &me):
+		// The server answered, if only to refuse (too many connections):
+		// it is there.
+		w.err = nil
+	case w.err != nil && ctx.Err() != nil:
 		w.err = fmt.Errorf("no answer within %s", w.timeout)
 	}
 	return w.err

@@ -55,7 +55,7 @@ func closeWithin(t *testing.T, s *Source, limit time.Duration) {
 // readUntilErr reads s until Read fails and returns the error; a source
 // still running at limit fails the test (its context ends then, so a
 // Read that hangs cannot hold the test longer either).
-func readUntilErr(t *testing.T, s *Source, limit time.Duration) (error, int) {
+func readUntilErr(t *testing.T, s *Source, limit time.Duration) (int, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
@@ -67,7 +67,7 @@ func readUntilErr(t *testing.T, s *Source, limit time.Duration) (error, int) {
 			t.Fatalf("the source still runs %v into the network cut (connection.dead.timeout 1s): the dead connection went unnoticed (phase %q)", limit, s.Report().Phase)
 		}
 		if err != nil {
-			return err, n
+			return n, err
 		}
 	}
 }
@@ -116,7 +116,7 @@ func TestStream_DeadNetwork(t *testing.T) {
 			}
 			p.Hold()
 			started := time.Now()
-			err, _ := readUntilErr(t, s, 20*time.Second)
+			_, err := readUntilErr(t, s, 20*time.Second)
 			stop.Store(true)
 			<-writing
 			t.Logf("failed after %v", time.Since(started).Round(time.Millisecond))
@@ -137,7 +137,7 @@ func TestSnapshot_DeadNetwork(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the runner fills what Read takes and waits
 	p.Hold()
 	started := time.Now()
-	err, n := readUntilErr(t, s, 20*time.Second)
+	n, err := readUntilErr(t, s, 20*time.Second)
 	t.Logf("failed after %v and %d more records", time.Since(started).Round(time.Millisecond), n)
 	if n >= 20000-20 {
 		t.Fatalf("the snapshot finished before the network was cut; make the table bigger")
