@@ -209,10 +209,19 @@ func (c *watchedConn) SetDeadline(t time.Time) error {
 }
 
 // SyscallConn lets the driver check a pooled connection for a close by
-// the server before it reuses it.
+// the server before it reuses it. The check reads the socket directly,
+// and fails once the read deadline has passed, as it has after a while
+// in the pool: so the deadline is cleared first (the next Read sets it).
 func (c *watchedConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
 	}
-	return nil, errors.ErrUnsupported
+	if !c.pinned.Load() {
+		if err := c.Conn.SetReadDeadline(time.Time{}); err != nil {
+			return nil, err
+		}
+		c.moved = time.Time{}
+	}
+	return sc.SyscallConn()
 }

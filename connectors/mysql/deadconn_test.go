@@ -190,3 +190,32 @@ func TestSnapshot_SlowQueryNotCut(t *testing.T) {
 	}
 	readRecords(t, s, 3, 30*time.Second)
 }
+
+// TestWatchedPool_ReusesIdleConnection: a pooled connection idle longer
+// than connection.dead.timeout is reused, not discarded by the driver's
+// check for a connection the server closed (which fails on a passed read
+// deadline).
+func TestWatchedPool_ReusesIdleConnection(t *testing.T) {
+	d := newDB(t)
+	cfg, err := parseDSN(d.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := openDB(t.Context(), cfg, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var first, again int64
+	if err := db.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := db.QueryRowContext(t.Context(), "SELECT CONNECTION_ID()").Scan(&again); err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Fatalf("connection %d after an idle period, want %d again: the idle connection was discarded", again, first)
+	}
+}
