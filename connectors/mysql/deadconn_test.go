@@ -34,7 +34,7 @@ func openProxied(t *testing.T, d *testDB, values map[string]string, adjust func(
 	if err := s.Open(t.Context(), cfg); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() { closeWithin(t, s, 30*time.Second) })
+	t.Cleanup(func() { closeWithin(t, s, 10*time.Second) })
 	return s, p
 }
 
@@ -85,6 +85,36 @@ func wantDeadErr(t *testing.T, err error) {
 	if connect.IsPermanent(err) {
 		t.Errorf("a dead network fails the task for good: %v", err)
 	}
+	if connect.IsRetryable(err) {
+		// Retryable would make the worker call Read again on a source
+		// whose runner has ended, not restart the task.
+		t.Errorf("a dead network is marked retryable: %v", err)
+	}
+}
+
+// TestOpen_DeadNetwork cuts the network before Open: its queries fail
+// within about twice connection.dead.timeout instead of hanging the
+// worker's start, with the network named as the likely cause.
+func TestOpen_DeadNetwork(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+	p := netproxy.Start(t, fmt.Sprintf("127.0.0.1:%d", testServer.port))
+	p.Hold()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	s := Connector().NewSource().(*Source)
+	cfg := connect.Config{Pipeline: "p", Connector: "src", Spec: spec(), Values: map[string]string{
+		"dsn": "root@tcp(" + p.Addr() + ")/", "tables": d.name + ".*", "connection.dead.timeout": "1s"}}
+	started := time.Now()
+	err := s.Open(ctx, cfg)
+	if err == nil {
+		s.Close(context.Background())
+		t.Fatal("Open succeeded through a cut network")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Open hung until its context ended: %v", err)
+	}
+	t.Logf("failed after %v", time.Since(started).Round(time.Millisecond))
+	wantDeadErr(t, err)
 }
 
 // TestStream_DeadNetwork blackholes the network between the source and

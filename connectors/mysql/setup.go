@@ -41,7 +41,7 @@ func openDB(ctx context.Context, cfg *mysql.Config, deadTimeout time.Duration) (
 	db := sql.OpenDB(conn)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		msg := maskPassword(err.Error(), cfg.Passwd)
+		msg := maskPassword(w.explain(err).Error(), cfg.Passwd)
 		if strings.Contains(msg, "x509:") {
 			msg += "; the server's certificate was not accepted: tls.mode=verify-full checks the DSN's host name against the certificate's names and its chain against tls.ca, verify-ca only the chain (tls.mode=required encrypts without checking)"
 		}
