@@ -249,3 +249,35 @@ func TestWatchedPool_ReusesIdleConnection(t *testing.T) {
 		t.Fatalf("connection %d after an idle period, want %d again: the idle connection was discarded", again, first)
 	}
 }
+
+// TestIncremental_DeadNetwork cuts the network while an incremental
+// snapshot reads its chunks from the stream: the chunk query, made while
+// the binlog client waits for the handler, fails after about
+// connection.dead.timeout instead of holding the stream forever.
+func TestIncremental_DeadNetwork(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(40))", signalDDL,
+		"INSERT INTO t SELECT seq, 'some text to make the rows longer' FROM seq_1_to_20000")
+	s, p := openProxied(t, d, map[string]string{"snapshot.mode": "never", "tables": d.name + ".t",
+		"signal.data.collection": d.name + ".debezium_signal", "snapshot.chunk.size": "10", "batch.size": "10"},
+		func(s *Source) { s.reconnectFor = 2 * time.Second })
+	d.exec(t, "INSERT INTO debezium_signal VALUES ('sig-1', 'execute-snapshot', ?)",
+		fmt.Sprintf(`{"data-collections": ["%s.t"], "type": "incremental"}`, d.name))
+	readUntil(t, s, 60*time.Second, func(r []connect.Record) bool {
+		n := 0
+		for _, e := range decode(t, r) {
+			if e.Ev != nil && e.Ev.Op == connect.OpRead {
+				n++
+			}
+		}
+		return n >= 30
+	})
+	time.Sleep(200 * time.Millisecond) // the stream fills what Read takes and waits
+	p.Hold()
+	started := time.Now()
+	n, err := readUntilErr(t, s, 20*time.Second)
+	t.Logf("failed after %v and %d more records", time.Since(started).Round(time.Millisecond), n)
+	if n >= 20000-30 {
+		t.Fatalf("the incremental snapshot finished before the network was cut; make the table bigger")
+	}
+	wantDeadErr(t, err)
+}
