@@ -74,6 +74,8 @@ func spec() connect.Spec {
 			Description: "Topic of a table's events; {prefix}, {database} and {table} are replaced. Required in a pipeline file, as the source's own topic key (topic: shop.{database}.{table}), which the worker passes here (config.topic, if also given, must agree with it); the default applies only to a program that opens the source without one."},
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to emit a heartbeat record (__debezium-heartbeat.<prefix>) carrying the latest binlog position while the captured tables are idle, and the server's heartbeat period. 0 disables heartbeats."},
+		{Name: "connection.dead.timeout", Type: connect.TypeDuration, Min: "1s", Default: "60s",
+			Description: "How long a connection to the server may stay silent before the connector suspects the network (a vanished host, a firewall or NAT that dropped the flow: nothing arrives, nothing is reset). TCP keepalives and TCP_USER_TIMEOUT take an unanswering peer for dead after about this long; a query that waits this long without an answer has the server checked on a new connection, and fails (the task restarts) only when that gets no answer within it either, so a slow query of a live server is never cut; a binlog connection silent this long (at least three heartbeat periods) is dropped and reconnected. Raise it on a network with long stalls."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
 			Enum:        []string{string(decimalString), string(decimalPrecise), string(decimalDouble)},
 			Description: "How DECIMAL values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
@@ -132,6 +134,7 @@ type settings struct {
 	prefix        string
 	topic         string
 	heartbeat     time.Duration
+	deadTimeout   time.Duration // connection.dead.timeout
 	decimals      decimalMode
 	tombstones    bool
 	skipped       cdc.SkippedOps // skipped.operations
@@ -201,6 +204,11 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	add(err)
 	if s.heartbeat < 0 {
 		field("heartbeat.interval", "%s: give 0 (off) or a positive duration", s.heartbeat)
+	}
+	s.deadTimeout, err = cfg.Duration("connection.dead.timeout")
+	add(err)
+	if s.deadTimeout < time.Second {
+		field("connection.dead.timeout", "%s: give at least 1s", s.deadTimeout)
 	}
 	dm, err := cfg.String("decimal.handling.mode")
 	add(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -27,27 +28,30 @@ type server struct {
 // When the server refuses the login for a reason no retry cures (an
 // unknown database, access denied), the error is connect.Permanent;
 // network errors and a server that is starting stay retryable, so that a
-// server that comes up later is picked up.
-func openDB(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+// server that comes up later is picked up. The pool's connections are
+// watched for a dead network (deadconn.go) by the returned watchdog.
+func openDB(ctx context.Context, cfg *mysql.Config, deadTimeout time.Duration) (*sql.DB, *watchdog, error) {
+	cfg = cfg.Clone()
+	w := newWatchdog(cfg, deadTimeout)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		// The DSN's settings are wrong: only the user can fix them.
-		return nil, connect.Permanent(fmt.Errorf("connect to %s: %s", redactedDSN(cfg), maskPassword(err.Error(), cfg.Passwd)))
+		return nil, nil, connect.Permanent(fmt.Errorf("connect to %s: %s", redactedDSN(cfg), maskPassword(err.Error(), cfg.Passwd)))
 	}
 	db := sql.OpenDB(conn)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		msg := maskPassword(err.Error(), cfg.Passwd)
+		msg := maskPassword(w.explain(err).Error(), cfg.Passwd)
 		if strings.Contains(msg, "x509:") {
 			msg += "; the server's certificate was not accepted: tls.mode=verify-full checks the DSN's host name against the certificate's names and its chain against tls.ca, verify-ca only the chain (tls.mode=required encrypts without checking)"
 		}
 		err2 := fmt.Errorf("connect to %s: %s", redactedDSN(cfg), msg)
 		if loginRefused(err) {
-			return nil, connect.Permanent(err2)
+			return nil, nil, connect.Permanent(err2)
 		}
-		return nil, err2
+		return nil, nil, err2
 	}
-	return db, nil
+	return db, w, nil
 }
 
 // MySQL and MariaDB error numbers of a refused login.

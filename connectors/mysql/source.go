@@ -47,7 +47,8 @@ type Source struct {
 	// binlog connection dropped before it fails the task; tests shorten it.
 	reconnectFor time.Duration
 	// deadAfter is how long a silent binlog connection is taken for alive;
-	// 0: three heartbeat periods, at least 30 s. Tests shorten it.
+	// 0: three heartbeat periods, at least connection.dead.timeout. Tests
+	// shorten it.
 	deadAfter time.Duration
 	// goMySQLRows has go-mysql's parser decode every rows event, as it
 	// does those of MySQL's binary JSON columns; tests set it to run that
@@ -57,7 +58,8 @@ type Source struct {
 	// server has GTIDs, as with a MySQL server without gtid_mode.
 	fileOnly bool
 
-	db   *sql.DB // the runner's after Open
+	db   *sql.DB   // the runner's after Open
+	dog  *watchdog // watches db's connections for a dead network
 	srv  *server
 	hist *history // nil without state.dir
 
@@ -128,11 +130,12 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	}
 	defer func() {
 		if err != nil && s.db != nil {
+			err = s.dog.explain(err)
 			s.db.Close()
 			s.db = nil
 		}
 	}()
-	if s.db, err = openDB(ctx, s.set.dsn); err != nil {
+	if s.db, s.dog, err = openDB(ctx, s.set.dsn, s.set.deadTimeout); err != nil {
 		return err
 	}
 	s.db.SetMaxIdleConns(2)
@@ -435,7 +438,7 @@ ORDER BY 1, 2`)
 // run is the runner: snapshot, then stream, until ctx is done or an error.
 func (s *Source) run(ctx context.Context) {
 	defer close(s.done)
-	err := s.runErr(ctx)
+	err := s.dog.explain(s.runErr(ctx))
 	if err != nil && ctx.Err() == nil {
 		s.log.Error("mysql: capture stopped", "err", err)
 	}

@@ -193,19 +193,22 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 	}
 	// The server sends a heartbeat when it has nothing else to send, so a
 	// connection silent for several periods is dead (a network partition
-	// sends no reset): drop it and reconnect. go-mysql's ReadTimeout would
-	// do it by moving the read deadline before every packet, which costs a
-	// tenth of the streaming CPU; deadlineConn moves it at most twice per
-	// timeout.
+	// sends no reset): drop it and reconnect. Three heartbeats fit in
+	// connection.dead.timeout. go-mysql's ReadTimeout would do it by moving
+	// the read deadline before every packet, which costs a tenth of the
+	// streaming CPU; deadlineConn moves it at most twice per timeout. The
+	// dialer's keepalives and TCP_USER_TIMEOUT bound the writes
+	// (deadconn.go).
+	cfg.HeartbeatPeriod = min(cfg.HeartbeatPeriod, s.set.deadTimeout/3)
 	dead := s.deadAfter
 	if dead == 0 {
-		dead = max(3*cfg.HeartbeatPeriod, 30*time.Second)
+		dead = s.set.deadTimeout
 	}
 	network := "tcp"
 	if s.set.dsn.Net == "unix" {
 		network = "unix"
 	}
-	d := &net.Dialer{Timeout: 10 * time.Second}
+	d := dialer(s.set.deadTimeout)
 	cfg.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
@@ -214,6 +217,34 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		return &deadlineConn{Conn: c, timeout: dead}, nil
 	}
 	return cfg, nil
+}
+
+// closeWait bounds the connection go-mysql opens when a session ends, to
+// kill its binlog dump thread: through a dead network it would hold the
+// session's end (and the task's restart) for the whole dead timeout. A
+// dump thread left behind ends when the server notices, or when the next
+// session registers with the same server id.
+const closeWait = 3 * time.Second
+
+// boundedOnClose returns dial, which makes connections bounded by
+// closeWait once closing is done.
+func boundedOnClose(dial func(ctx context.Context, network, addr string) (net.Conn, error), closing context.Context) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if closing.Err() == nil {
+			return dial(ctx, network, addr)
+		}
+		ctx, cancel := context.WithTimeout(ctx, closeWait)
+		defer cancel()
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.SetDeadline(time.Now().Add(closeWait)); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 // deadlineConn fails a read that waits longer than timeout: every read
@@ -228,16 +259,36 @@ type deadlineConn struct {
 }
 
 func (c *deadlineConn) Read(b []byte) (int, error) {
-	if !c.pinned.Load() {
-		if now := time.Now(); now.Sub(c.moved) > c.timeout/2 {
-			c.moved = now
-			if err := c.Conn.SetReadDeadline(now.Add(c.timeout)); err != nil {
-				return 0, err
-			}
+	if c.pinned.Load() {
+		return c.Conn.Read(b)
+	}
+	if now := time.Now(); now.Sub(c.moved) > c.timeout/2 {
+		c.moved = now
+		if err := c.Conn.SetReadDeadline(now.Add(c.timeout)); err != nil {
+			return 0, err
 		}
 	}
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() && !c.pinned.Load() {
+		return n, &silentBinlog{timeout: c.timeout}
+	}
+	return n, err
 }
+
+// silentBinlog is the error of a binlog connection that received nothing,
+// not even a heartbeat, for its timeout.
+type silentBinlog struct{ timeout time.Duration }
+
+func (e *silentBinlog) Error() string {
+	return fmt.Sprintf("nothing from the server for %s, not even a heartbeat: the network to the server is down or the host vanished (a firewall or NAT dropped the connection?); "+
+		"check the network to the server; if the server is only slow to answer, raise connection.dead.timeout", e.timeout)
+}
+
+// Timeout and Temporary make it a net.Error, as the read timeout it
+// replaces: a new connection may cure it.
+func (e *silentBinlog) Timeout() bool   { return true }
+func (e *silentBinlog) Temporary() bool { return true }
 
 func (c *deadlineConn) SetReadDeadline(t time.Time) error {
 	c.pinned.Store(true)
@@ -334,6 +385,7 @@ func (st *streamer) session(ctx context.Context, cfg replication.BinlogSyncerCon
 	sctx, cancel := context.WithCancel(ctx)
 	h := &eventHandler{st: st, ctx: sctx}
 	cfg.SynchronousEventHandler = h
+	cfg.Dialer = boundedOnClose(cfg.Dialer, sctx)
 	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 	defer cancel()
