@@ -47,9 +47,9 @@ var tcpKeywords = []string{"keepalives", "keepalives_idle", "keepalives_interval
 // netOptions are the TCP settings of a connection.
 type netOptions struct {
 	keepalive   bool
-	idle        time.Duration // 0: Go's default
-	interval    time.Duration // 0: Go's default
-	count       int           // 0: Go's default
+	idle        time.Duration // 0: Go's default; -1: the system's
+	interval    time.Duration // 0: Go's default; -1: the system's
+	count       int           // 0: Go's default; -1: the system's
 	userTimeout time.Duration // 0: the system's default
 	deadAfter   time.Duration // wal.receiver.timeout: the read watch; 0: none
 }
@@ -86,19 +86,29 @@ func netOptionsFor(deadAfter time.Duration, params map[string]string) (netOption
 	if n, ok := num("keepalives"); ok {
 		o.keepalive = n != 0
 	}
-	if n, ok := num("keepalives_idle"); ok && n > 0 {
-		o.idle = time.Duration(n) * time.Second
+	// 0 is the system's default, as in libpq: a negative value leaves the
+	// socket option alone.
+	if n, ok := num("keepalives_idle"); ok {
+		o.idle = orSystem(time.Duration(n) * time.Second)
 	}
-	if n, ok := num("keepalives_interval"); ok && n > 0 {
-		o.interval = time.Duration(n) * time.Second
+	if n, ok := num("keepalives_interval"); ok {
+		o.interval = orSystem(time.Duration(n) * time.Second)
 	}
-	if n, ok := num("keepalives_count"); ok && n > 0 {
-		o.count = n
+	if n, ok := num("keepalives_count"); ok {
+		o.count = int(orSystem(time.Duration(n)))
 	}
 	if n, ok := num("tcp_user_timeout"); ok {
 		o.userTimeout = time.Duration(n) * time.Millisecond // 0: the system's default, as libpq
 	}
 	return o, errors.Join(errs...)
+}
+
+// orSystem returns v, or -1 (leave the system's default) for 0.
+func orSystem(v time.Duration) time.Duration {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // dialer returns a dialer with the options (and the connect timeout of

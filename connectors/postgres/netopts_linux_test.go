@@ -4,6 +4,9 @@ package postgres
 
 import (
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -38,6 +41,20 @@ func sockopts(t *testing.T, c net.Conn) [5]int {
 	return out
 }
 
+// sysctl returns the system's default of a TCP setting.
+func sysctl(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestConnections_TCPSettings: every connection the source opens has TCP
 // keepalives and TCP_USER_TIMEOUT derived from wal.receiver.timeout, so
 // that the kernel notices a peer that stopped answering; libpq's keywords
@@ -53,6 +70,8 @@ func TestConnections_TCPSettings(t *testing.T) {
 		{"short", db.dsn, "3s", [5]int{1, 1, 1, 10, 3000}},
 		{"dsn", db.dsn + "&keepalives_idle=7&keepalives_interval=3&keepalives_count=4&tcp_user_timeout=1234", "60s", [5]int{1, 7, 3, 4, 1234}},
 		{"dsn off", db.dsn + "&keepalives=0&tcp_user_timeout=0", "60s", [5]int{0, -1, -1, -1, 0}},
+		{"dsn system", db.dsn + "&keepalives_idle=0&keepalives_interval=0&keepalives_count=0", "60s",
+			[5]int{1, sysctl(t, "tcp_keepalive_time"), sysctl(t, "tcp_keepalive_intvl"), sysctl(t, "tcp_keepalive_probes"), 60000}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := tryOpen(t, c.dsn, map[string]string{"snapshot.mode": "never", "tables": "public.t", "wal.receiver.timeout": c.timeout}, nil)
