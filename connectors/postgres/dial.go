@@ -41,9 +41,6 @@ import (
 //     timeout means the connection is dead, and it is closed with
 //     errDeadConn.
 
-// libpq's TCP keywords, which pgx leaves in the runtime parameters.
-var tcpKeywords = []string{"keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout"}
-
 // netOptions are the TCP settings of a connection.
 type netOptions struct {
 	keepalive   bool
@@ -55,8 +52,10 @@ type netOptions struct {
 }
 
 // netOptionsFor returns the TCP settings for wal.receiver.timeout
-// deadAfter, overridden by the libpq keywords in params (the runtime
-// parameters of a parsed DSN), which it deletes from params.
+// deadAfter, overridden by libpq's TCP keywords in params (the runtime
+// parameters of a parsed DSN, where pgx leaves keywords it does not know:
+// keepalives, keepalives_idle, keepalives_interval, keepalives_count,
+// tcp_user_timeout), which it deletes from params.
 //
 // The keepalive probes start after a sixth of deadAfter of silence and
 // come every twelfth, ten of them: about deadAfter in all (10 s, 5 s and
