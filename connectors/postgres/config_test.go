@@ -36,9 +36,9 @@ func TestSettings(t *testing.T) {
 	if shown := fmt.Sprint(cfg); strings.Contains(shown, "pw") || !strings.Contains(shown, connect.Masked) {
 		t.Errorf("the dsn is not masked: %s", cfg)
 	}
-	cfg.Values = map[string]string{"dsn": "postgres://u@h/db", "slot": "Bad-Slot", "tables": "nodot", "snapshot.workers": "0"}
+	cfg.Values = map[string]string{"dsn": "postgres://u@h/db?keepalives_idle=ten", "slot": "Bad-Slot", "tables": "nodot", "snapshot.workers": "0"}
 	_, err = parseSettings(cfg)
-	for _, want := range []string{"slot: \"Bad-Slot\"", "tables: \"nodot\"", "snapshot.workers: \"0\""} {
+	for _, want := range []string{"slot: \"Bad-Slot\"", "tables: \"nodot\"", "snapshot.workers: \"0\"", "keepalives_idle=\"ten\""} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %s", err, want)
 		}

@@ -66,7 +66,7 @@ func spec() connect.Spec {
 		{Name: "heartbeat.interval", Type: connect.TypeDuration, Min: "0s", Default: "10s",
 			Description: "How often to write a heartbeat into the WAL (pg_logical_emit_message) and emit it to __debezium-heartbeat.<prefix>, so the slot advances while the captured tables are idle. 0 disables heartbeats."},
 		{Name: "wal.receiver.timeout", Type: connect.TypeDuration, Min: "0s", Default: "60s",
-			Description: "How long the replication connection may stay silent before the connector takes it for dead (a vanished server host, a dropped NAT or firewall flow, a network partition: no reset ever comes), as the server's own wal_receiver_timeout does for its subscribers: after half of it without a message the connector asks the server for a reply, and when none comes it closes the connection and fails the task, which the worker restarts from the last acknowledged position. The heartbeats and slot readings made while streaming give up after it too. Never shorter than the server's wal_sender_timeout (a walsender busy decoding a large transaction answers only every half of that). 0 disables the check."},
+			Description: "How long the replication connection may stay silent before the connector takes it for dead (a vanished server host, a dropped NAT or firewall flow, a network partition: no reset ever comes), as the server's own wal_receiver_timeout does for its subscribers: after half of it without a message the connector asks the server for a reply, and when none comes it closes the connection and fails the task, which the worker restarts from the last acknowledged position. The heartbeats and slot readings made while streaming give up after it too. Never shorter than the server's wal_sender_timeout (a walsender busy decoding a large transaction answers only every half of that). It also bounds every other connection (catalogue, snapshot, incremental-snapshot chunks): TCP keepalives (after a sixth of it, every twelfth, ten probes) and TCP_USER_TIMEOUT (Linux) of it, unless the DSN sets libpq's keepalives* or tcp_user_timeout; and a query that has waited it for an answer makes the connector ask the server on a new connection, taking the query's connection for dead when that gets no answer within it either (a slow query on a reachable server goes on). 0 disables the check."},
 		{Name: "decimal.handling.mode", Type: connect.TypeString, Default: string(decimalString),
 			Enum:        []string{string(decimalString), string(decimalPrecise), string(decimalDouble)},
 			Description: "How numeric and money values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
@@ -142,8 +142,10 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	s.dsn, err = cfg.String("dsn")
 	add(err)
 	if err == nil {
-		if _, perr := pgconn.ParseConfig(s.dsn); perr != nil {
+		if pc, perr := pgconn.ParseConfig(s.dsn); perr != nil {
 			field("dsn", "not a valid connection string (%s)", redactErr(perr, s.dsn))
+		} else if _, nerr := netOptionsFor(0, pc.RuntimeParams); nerr != nil {
+			field("dsn", "%v", nerr)
 		}
 	}
 	s.tables, err = cfg.List("tables")

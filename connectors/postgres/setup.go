@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -16,8 +17,9 @@ import (
 )
 
 // connectSQL opens an ordinary connection with the connector's session
-// settings.
-func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
+// settings, bounded against a dead network by deadAfter
+// (wal.receiver.timeout; see configureNet).
+func connectSQL(ctx context.Context, dsn string, deadAfter time.Duration, log *slog.Logger) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, connect.Permanent(fmt.Errorf("parse dsn: %s", redactErr(err, dsn)))
@@ -29,6 +31,9 @@ func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	// WAL holding them is flushed: flush at commit, whatever the server's
 	// default.
 	cfg.RuntimeParams["synchronous_commit"] = "on"
+	if err := configureNet(&cfg.Config, deadAfter, true, log); err != nil {
+		return nil, connect.Permanent(fmt.Errorf("dsn: %w", err))
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(err, dsn, "connect to %s: %s")
@@ -37,8 +42,9 @@ func connectSQL(ctx context.Context, dsn string) (*pgx.Conn, error) {
 }
 
 // connectReplication opens a logical replication connection
-// (replication=database) with the connector's session settings.
-func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+// (replication=database) with the connector's session settings, and the
+// TCP settings of deadAfter (the stream watches it itself: streamer.alive).
+func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, connect.Permanent(fmt.Errorf("parse dsn: %s", redactErr(err, dsn)))
@@ -47,6 +53,9 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 		cfg.RuntimeParams[k] = v
 	}
 	cfg.RuntimeParams["replication"] = "database"
+	if err := configureNet(cfg, deadAfter, false, nil); err != nil {
+		return nil, connect.Permanent(fmt.Errorf("dsn: %w", err))
+	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(err, dsn, "open a replication connection to %s: %s")

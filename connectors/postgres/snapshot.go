@@ -131,7 +131,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 	// The snapshot every worker imports.
 	name := s.plan.snapshotName
 	if name == "" {
-		exp, err := connectSQL(ctx, s.set.dsn)
+		exp, err := connectSQL(ctx, s.set.dsn, s.set.deadAfter, s.log)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (s *Source) finishSnapshot(ctx context.Context, held *chunk, enc *encoder) 
 // snapshotWorker reads units from work on its own connection, inside a
 // transaction on the shared snapshot.
 func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot string, started time.Time, work <-chan *snapUnit, chunks chan<- *chunk) error {
-	conn, err := connectSQL(ctx, s.set.dsn)
+	conn, err := connectSQL(ctx, s.set.dsn, s.set.deadAfter, s.log)
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 			s.closeConns()
 		}
 	}()
-	if s.meta, err = connectSQL(ctx, s.set.dsn); err != nil {
+	if s.meta, err = connectSQL(ctx, s.set.dsn, s.set.deadAfter, s.log); err != nil {
 		return err
 	}
 	if err := checkServer(ctx, s.meta); err != nil {
@@ -224,7 +224,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			// so far may miss changes, so start the snapshot over.
 			p.snapshot, p.resume = true, nil
 		}
-		if s.repl, err = connectReplication(ctx, s.set.dsn); err != nil {
+		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter); err != nil {
 			return err
 		}
 		action := "NOEXPORT_SNAPSHOT"
@@ -244,7 +244,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		s.log.Info("postgres: created replication slot", "slot", s.set.slot, "consistent_point", res.ConsistentPoint)
 	}
 	if s.repl == nil {
-		if s.repl, err = connectReplication(ctx, s.set.dsn); err != nil {
+		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter); err != nil {
 			return err
 		}
 	}
