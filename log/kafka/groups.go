@@ -43,6 +43,7 @@ package kafka
 // member, never under a lock.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -342,6 +343,33 @@ func (g *group) joinMembers() []kmsg.JoinGroupResponseMember {
 		all = append(all, jm)
 	}
 	return all
+}
+
+// currentJoin is the JoinGroup answer of the current generation for a
+// member that rejoins without a rebalance: the leader gets the members'
+// metadata again.
+func (g *group) currentJoin(id string) *kmsg.JoinGroupResponse {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Generation, resp.LeaderID, resp.MemberID = g.generation, g.leader, id
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	if id == g.leader {
+		resp.Members = g.joinMembers()
+	}
+	return resp
+}
+
+// sameProtocols reports whether a JoinGroup names the member's protocols,
+// with the same metadata, in the same order (Kafka's MemberMetadata.matches).
+func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
+	if len(ps) != len(m.protocols) {
+		return false
+	}
+	for i, p := range ps {
+		if p.Name != m.protocols[i].Name || !bytes.Equal(p.Metadata, m.protocols[i].Metadata) {
+			return false
+		}
+	}
+	return true
 }
 
 // staticMember returns the member that holds a group.instance.id

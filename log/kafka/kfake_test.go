@@ -362,6 +362,8 @@ func diffScript() []diffStep {
 		{"group: a pending member id outlives a rebalance", pendingRejoinScript, nil, ""},
 		{"group: the state of groups without members", emptyGroupScript, nil, ""},
 		{"group: static members (group.instance.id)", staticMemberScript, nil, ""},
+		{"group: describe in each state, a follower rejoining", describeRejoinScript, nil, ""},
+		{"group: offset delete without offsets", offsetDeleteScript, nil, ""},
 		{"delete group offsets", func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) []string {
 			r, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"t": {0: {}}})
 			out := []string{errName(err), errName(r.Error())}
