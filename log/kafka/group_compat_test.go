@@ -470,3 +470,114 @@ func offsetDeleteScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []st
 	say("offset delete, unknown group: %s", del("gdelnever"))
 	return out
 }
+
+// pendingSyncScript: a member that got its JoinGroup answer but sends no
+// SyncGroup within the rebalance timeout is removed and the group
+// rebalances (Kafka's pending sync members, KAFKA-13293:
+// onExpirePendingSync), long before its session timeout.
+func pendingSyncScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gsyncexp", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	r, err := g.joinDynamic(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	aID, gen := r.MemberID, r.Generation
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a"}))
+	bDone := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		r, err := g.joinDynamic(b)
+		if err != nil {
+			r = joinError("", -1)
+		}
+		bDone <- r
+	}()
+	say("A heartbeat while B joins: %s", g.waitRebalance(a, aID, nil, gen))
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	gen = r.Generation
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), gen, len(r.Members))
+	rb := <-bDone
+	bID := rb.MemberID
+	say("B join: %s generation %d", codeName(rb.ErrorCode), rb.Generation)
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a", bID: "b"}))
+	// B never syncs: after the rebalance timeout it is removed.
+	time.Sleep(g.rebalance + 5*reapInterval)
+	say("A heartbeat after the rebalance timeout: %s", g.heartbeat(a, aID, nil, gen))
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	say("B heartbeat: %s", g.heartbeat(b, bID, nil, gen))
+	return out
+}
+
+// staticKeptScript: KIP-345. When a rebalance completes, the members that
+// did not rejoin are removed only if they are dynamic; a static member
+// stays (GroupCoordinator.onCompleteJoin: notYetRejoinedDynamicMembers), the
+// leader gets its metadata and assigns to it. It then has the rebalance
+// timeout to sync (pending sync), which it does after rejoining with its
+// member id: as a follower with unchanged protocols it gets the current
+// generation without a rebalance, and the leader's assignment.
+func staticKeptScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gstatickept", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	i1, i2 := kmsg.StringPtr("s-1"), kmsg.StringPtr("s-2")
+
+	r, err := g.join(a, "", i1)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	id1, gen := r.MemberID, r.Generation
+	say("S1 join: %s generation %d", codeName(r.ErrorCode), gen)
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1"}))
+	s2Done := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		r, err := g.join(b, "", i2)
+		if err != nil {
+			r = joinError("", -1)
+		}
+		s2Done <- r
+	}()
+	say("S1 heartbeat while S2 joins: %s", g.waitRebalance(a, id1, i1, gen))
+	if r, err = g.join(a, id1, i1); err != nil {
+		return append(out, errName(err))
+	}
+	gen = r.Generation
+	say("S1 rejoin: %s generation %d, members %d", codeName(r.ErrorCode), gen, len(r.Members))
+	r2 := <-s2Done
+	id2 := r2.MemberID
+	say("S2 join: %s generation %d", codeName(r2.ErrorCode), r2.Generation)
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1", id2: "2"}))
+	say("S2 sync: %s", g.sync(b, id2, i2, gen, nil))
+
+	// The leader rejoins; S2 does not, and the rebalance times out.
+	if r, err = g.join(a, id1, i1); err != nil {
+		return append(out, errName(err))
+	}
+	say("S1 rejoin alone: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	old, gen := gen, r.Generation
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1", id2: "2b"}))
+	say("S2 heartbeat of the old generation: %s", g.heartbeat(b, id2, i2, old))
+	if r, err = g.join(b, id2, i2); err != nil {
+		return append(out, errName(err))
+	}
+	say("S2 rejoin: %s generation %d", codeName(r.ErrorCode), r.Generation)
+	say("S2 sync: %s", g.sync(b, id2, i2, r.Generation, nil))
+	say("S1 heartbeat: %s", g.heartbeat(a, id1, i1, gen))
+	return append(out, g.describeDetail(a))
+}

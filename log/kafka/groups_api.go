@@ -120,12 +120,8 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 		// changing its protocol gets the current generation and keeps its
 		// assignment, without a rebalance. Its leader is told to skip the
 		// assignment (KIP-814, JoinGroup v9).
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.Generation, resp.LeaderID, resp.MemberID = g.generation, g.leader, id
-		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
-		if id == g.leader {
-			resp.Members, resp.SkipAssignment = g.joinMembers(), true
-		}
+		resp := g.currentJoin(id)
+		resp.SkipAssignment = id == g.leader
 		c.publish(g)
 		g.mu.Unlock()
 		return resp
@@ -177,8 +173,11 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	case g.state == statePreparingRebalance:
 		resp.ErrorCode = codeRebalanceInProgress
 	case g.state == stateStable:
+		delete(g.pendingSync, m.id)
+		m.deadline = c.now().Add(m.sessionTimeout)
 		resp.MemberAssignment = m.assignment
 	case g.state == stateCompletingRebalance:
+		delete(g.pendingSync, m.id)
 		ch := make(chan syncResult, 1)
 		if m.sync != nil {
 			m.sync <- syncResult{code: codeRebalanceInProgress}
