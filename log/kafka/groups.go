@@ -216,6 +216,7 @@ func (c *coordinator) reap() {
 		g.mu.Lock()
 		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && now.Sub(g.emptySince) >= emptyGroupRetention {
 			g.state = stateDead
+			c.publish(g) // the log forgets it too, unless it has offsets
 			delete(c.groups, name)
 		}
 		g.mu.Unlock()
@@ -530,6 +531,9 @@ func (c *coordinator) publish(g *group) {
 	if g.state == stateDead {
 		m.State = stateEmpty.String()
 	} else {
+		// An Empty group the coordinator still knows stays in the log's
+		// view until the reaper forgets it (emptyGroupRetention).
+		m.Retained = g.state == stateEmpty
 		for _, mm := range sortedMembers(g.members) {
 			m.Members = append(m.Members, tlog.GroupMember{ID: mm.id, ClientID: mm.clientID, Host: "/" + mm.host, Assignment: mm.assignment})
 		}

@@ -668,6 +668,7 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	// Kafka removes the group (pending member ids too): it is Dead, and a
 	// join after this starts a new one. Lock order: c.mu before g.mu.
 	g.state = stateDead
+	c.publish(g)
 	g.mu.Unlock()
 	c.mu.Lock()
 	if c.groups[name] == g {
