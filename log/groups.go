@@ -188,6 +188,13 @@ type Membership struct {
 	// Leader is the member id of the leader.
 	Leader  string
 	Members []GroupMember
+	// Retained keeps a group without members and without committed
+	// offsets known (listed, described without rows, deleted without
+	// error) while it is Empty: Kafka's coordinator keeps a group whose
+	// last member left until its periodic cleanup, and so does the Kafka
+	// listener, which publishes it without Retained when it forgets it.
+	// Without it such a group is forgotten at once.
+	Retained bool
 }
 
 // GroupMember is one member of a Membership.
@@ -212,6 +219,9 @@ type consumerGroup struct {
 	protocol     string
 	leader       string
 	members      map[string]*member
+	// retained: the coordinator keeps the group, Empty, though it has
+	// neither members nor offsets (Membership.Retained).
+	retained bool
 
 	offsets map[TopicPartition]commitEntry
 	// inflight counts writes (commits, deletions) appended or being
@@ -235,9 +245,9 @@ func newGroup(name string) *consumerGroup {
 }
 
 // live reports whether the group exists for callers: it has a committed
-// offset or a member.
+// offset or a member, or its coordinator retains it.
 func (gr *consumerGroup) live() bool {
-	if len(gr.members) > 0 {
+	if len(gr.members) > 0 || gr.retained {
 		return true
 	}
 	for _, e := range gr.offsets {
@@ -357,14 +367,16 @@ func (g *Groups) SetMembership(group string, m Membership) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	retained := m.Retained && len(members) == 0 && st == groupEmpty
 	gr, ok := g.groups[group]
 	if !ok {
-		if len(members) == 0 && st == groupEmpty {
+		if len(members) == 0 && st == groupEmpty && !retained {
 			return nil // nothing known, nothing to forget
 		}
 		gr = newGroup(group)
 		g.groups[group] = gr
 	}
+	gr.retained = retained
 	gr.state, gr.generation = st, m.Generation
 	gr.protocolType, gr.protocol, gr.leader = m.ProtocolType, m.Protocol, m.Leader
 	gr.members = members
@@ -463,7 +475,7 @@ func (g *Groups) pruneLocked(gr *consumerGroup) {
 			delete(gr.offsets, tp)
 		}
 	}
-	if len(gr.offsets) == 0 && gr.idle() && g.groups[gr.name] == gr {
+	if len(gr.offsets) == 0 && gr.idle() && !gr.retained && g.groups[gr.name] == gr {
 		gr.state = groupDead
 		delete(g.groups, gr.name)
 	}
@@ -884,7 +896,8 @@ func (g *Groups) describe(s groupSnapshot) []PartitionLag {
 
 // Delete removes a group and all its committed offsets, writing a tombstone
 // for each. It refuses with ErrGroupNotEmpty while the group has members and
-// returns ErrUnknownGroup for a group without commits.
+// returns ErrUnknownGroup for a group without commits, unless its
+// coordinator retains it (Membership.Retained), which it forgets.
 func (g *Groups) Delete(ctx context.Context, group string) error {
 	g.mu.Lock()
 	gr, ok := g.groups[group]
@@ -896,12 +909,26 @@ func (g *Groups) Delete(ctx context.Context, group string) error {
 			}
 		}
 	}
-	g.mu.Unlock()
 	if len(ws) == 0 {
+		if ok && gr.retained && gr.idle() {
+			// Retained without offsets: nothing to write, forgotten.
+			gr.retained = false
+			g.pruneLocked(gr)
+			g.mu.Unlock()
+			return nil
+		}
+		g.mu.Unlock()
 		return fmt.Errorf("delete group %s: %w", group, ErrUnknownGroup)
 	}
+	g.mu.Unlock()
 	sortWrites(ws)
-	err := g.write(ctx, group, ws, func(gr *consumerGroup) error { return gr.checkNoMembers("delete") })
+	err := g.write(ctx, group, ws, func(gr *consumerGroup) error {
+		if err := gr.checkNoMembers("delete"); err != nil {
+			return err
+		}
+		gr.retained = false // forgotten with its offsets
+		return nil
+	})
 	if err != nil && !errors.Is(err, ErrGroupNotEmpty) {
 		return fmt.Errorf("delete group %s: %w", group, err)
 	}

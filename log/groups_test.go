@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -440,6 +441,27 @@ func TestGroups_SetMembership(t *testing.T) {
 	}
 	if _, err := g.Describe("fresh"); !errors.Is(err, ErrUnknownGroup) {
 		t.Fatalf("Describe after the last member left: %v, want ErrUnknownGroup", err)
+	}
+	// Unless its coordinator retains it Empty (as Kafka's keeps it until
+	// its cleanup): listed, described without rows, deleted without error.
+	addTestMember(t, l, "kept")
+	if err := g.SetMembership("kept", Membership{State: "Empty", Generation: 2, Retained: true}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := g.Describe("kept"); err != nil || len(rows) != 0 || !slices.Contains(g.List(), "kept") {
+		t.Fatalf("a retained group: Describe %+v, %v; List %v", rows, err, g.List())
+	}
+	if err := g.SetMembership("kept", Membership{State: "Empty", Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Describe("kept"); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("Describe once no longer retained: %v, want ErrUnknownGroup", err)
+	}
+	if err := g.SetMembership("kept", Membership{State: "Empty", Retained: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Delete(t.Context(), "kept"); err != nil || slices.Contains(g.List(), "kept") {
+		t.Fatalf("Delete of a retained group: %v; List %v", err, g.List())
 	}
 	// Other protocols' assignments are opaque: no owners, but members.
 	err = g.SetMembership("connect", Membership{ProtocolType: "connect", Members: []GroupMember{{ID: "w1", Assignment: []byte{0, 1, 2}}}})

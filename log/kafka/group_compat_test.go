@@ -11,13 +11,23 @@ package kafka
 //   - emptyGroupScript: the state DescribeGroups and ListGroups report for a
 //     group without members.
 //   - staticMemberScript: KIP-345 static membership (group.instance.id).
+//   - describeRejoinScript: what DescribeGroups shows of the protocol and
+//     the members in each state, and a follower rejoining a Stable group
+//     with unchanged metadata (no rebalance).
+//   - offsetDeleteScript: OffsetDelete on groups without committed offsets.
+//   - pendingSyncScript: a member that joined but never syncs is removed
+//     after the rebalance timeout.
+//   - staticKeptScript: static members that do not rejoin a rebalance stay
+//     in the group (compared with Kafka, not kfake, which removes them).
 
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -27,13 +37,15 @@ import (
 type groupReqs struct {
 	ctx   context.Context
 	group string
+	// protocolType is "consumer" when empty.
+	protocolType string
 	// rebalance is the members' rebalance timeout.
 	rebalance time.Duration
 }
 
 func (g groupReqs) join(cl *kgo.Client, member string, instance *string) (*kmsg.JoinGroupResponse, error) {
 	req := kmsg.NewPtrJoinGroupRequest()
-	req.Group, req.MemberID, req.InstanceID, req.ProtocolType = g.group, member, instance, "consumer"
+	req.Group, req.MemberID, req.InstanceID, req.ProtocolType = g.group, member, instance, g.ptype()
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, int32(g.rebalance.Milliseconds())
 	jp := kmsg.NewJoinGroupRequestProtocol()
 	jp.Name, jp.Metadata = "range", []byte{0, 0, 0, 0, 0, 0}
@@ -41,10 +53,57 @@ func (g groupReqs) join(cl *kgo.Client, member string, instance *string) (*kmsg.
 	return req.RequestWith(g.ctx, cl)
 }
 
+func (g groupReqs) ptype() string {
+	if g.protocolType == "" {
+		return "consumer"
+	}
+	return g.protocolType
+}
+
+// joinDynamic joins with the member id round trip (MEMBER_ID_REQUIRED).
+func (g groupReqs) joinDynamic(cl *kgo.Client) (*kmsg.JoinGroupResponse, error) {
+	r, err := g.join(cl, "", nil)
+	if err != nil || r.ErrorCode != kerr.MemberIDRequired.Code {
+		return r, err
+	}
+	return g.join(cl, r.MemberID, nil)
+}
+
+// waitRebalance heartbeats until the group is rebalancing and returns the
+// last answer.
+func (g groupReqs) waitRebalance(cl *kgo.Client, member string, instance *string, gen int32) string {
+	hb := ""
+	for range 200 {
+		if hb = g.heartbeat(cl, member, instance, gen); hb != "ok" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return hb
+}
+
+// describeDetail shows what DescribeGroups tells of the group's protocol and
+// of each member's metadata and assignment (by length, members sorted).
+func (g groupReqs) describeDetail(cl *kgo.Client) string {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{g.group}
+	r, err := req.RequestWith(g.ctx, cl)
+	if err != nil || len(r.Groups) != 1 {
+		return "describe: " + errName(err)
+	}
+	d := r.Groups[0]
+	var ms []string
+	for _, m := range d.Members {
+		ms = append(ms, fmt.Sprintf("(metadata %d bytes, assignment %q)", len(m.ProtocolMetadata), m.MemberAssignment))
+	}
+	sort.Strings(ms)
+	return fmt.Sprintf("describe: %s protocol type %q protocol %q members %v", d.State, d.ProtocolType, d.Protocol, ms)
+}
+
 func (g groupReqs) sync(cl *kgo.Client, member string, instance *string, gen int32, assign map[string]string) string {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.MemberID, req.InstanceID, req.Generation = g.group, member, instance, gen
-	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	req.ProtocolType, req.Protocol = kmsg.StringPtr(g.ptype()), kmsg.StringPtr("range")
 	for m, a := range assign {
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
 		ga.MemberID, ga.MemberAssignment = m, []byte(a)
@@ -293,4 +352,232 @@ func staticMemberScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []st
 	say("new member heartbeat: %s", g.heartbeat(b, newID, inst, r.Generation))
 	say("%s", g.describe(b, "gstatic"))
 	return out
+}
+
+// describeRejoinScript: DescribeGroups shows the protocol and the members'
+// metadata and assignment only while the group is Stable; in the other
+// states the protocol is "" and every member's metadata and assignment are
+// empty (GroupMetadata.summary: summaryNoMetadata unless Stable). A follower
+// that rejoins a Stable group with the protocols it joined with gets the
+// current generation at once, without a rebalance (the leader rejoining, or
+// a member with other protocols, rebalances): GroupCoordinator.doJoinGroup,
+// case Stable.
+func describeRejoinScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gdesc", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	r, err := g.joinDynamic(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	aID, gen := r.MemberID, r.Generation
+	say("A join: %s generation %d", codeName(r.ErrorCode), gen)
+	say("completing: %s", g.describeDetail(a))
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a"}))
+	say("stable: %s", g.describeDetail(a))
+
+	bDone := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		r, err := g.joinDynamic(b)
+		if err != nil {
+			r = joinError("", -1)
+		}
+		bDone <- r
+	}()
+	say("A heartbeat while B joins: %s", g.waitRebalance(a, aID, nil, gen))
+	say("preparing: %s", g.describeDetail(a))
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	gen = r.Generation
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), gen, len(r.Members))
+	rb := <-bDone
+	bID := rb.MemberID
+	say("B join: %s generation %d, members %d", codeName(rb.ErrorCode), rb.Generation, len(rb.Members))
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a", bID: "b"}))
+	say("B sync: %s", g.sync(b, bID, nil, gen, nil))
+
+	// The follower rejoins with the same protocols: no rebalance.
+	if r, err = g.join(b, bID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	say("B rejoin: %s generation %d, members %d, leader is A %v", codeName(r.ErrorCode), r.Generation, len(r.Members), r.LeaderID == aID)
+	say("A heartbeat: %s", g.heartbeat(a, aID, nil, gen))
+	say("B sync: %s", g.sync(b, bID, nil, r.Generation, nil))
+	return append(out, "stable: "+g.describeDetail(a))
+}
+
+// offsetDeleteScript: OffsetDelete on groups without committed offsets. As
+// GroupCoordinator.handleDeleteOffsets: a group the coordinator knows is
+// answered by its state, offsets or not: Empty deletes (nothing to delete
+// is no error), a consumer group with members refuses only the topics its
+// members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC), a group of another
+// protocol type with members is NON_EMPTY_GROUP; only an unknown group is
+// GROUP_ID_NOT_FOUND.
+func offsetDeleteScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	del := func(group string) string {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = group
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+		rp.Partition = 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r, err := req.RequestWith(ctx, a)
+		if err != nil {
+			return errName(err)
+		}
+		s := codeName(r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				s += fmt.Sprintf(", %s/%d %s", t.Topic, p.Partition, codeName(p.ErrorCode))
+			}
+		}
+		return s
+	}
+	g := groupReqs{ctx: ctx, group: "gdelempty", rebalance: time.Second}
+	r, err := g.joinDynamic(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	say("join: %s", codeName(r.ErrorCode))
+	say("sync: %s", g.sync(a, r.MemberID, nil, r.Generation, map[string]string{r.MemberID: "x"}))
+	say("offset delete, stable consumer group: %s", del(g.group))
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.Group, lr.MemberID = g.group, r.MemberID
+	lr.Members = []kmsg.LeaveGroupRequestMember{{MemberID: r.MemberID}}
+	if l, err := lr.RequestWith(ctx, a); err == nil {
+		say("leave: %s", codeName(l.ErrorCode))
+	}
+	say("offset delete, empty group: %s", del(g.group))
+
+	c := groupReqs{ctx: ctx, group: "gconnect", protocolType: "connect", rebalance: time.Second}
+	if r, err = c.joinDynamic(a); err != nil {
+		return append(out, errName(err))
+	}
+	say("connect join: %s", codeName(r.ErrorCode))
+	say("connect sync: %s", c.sync(a, r.MemberID, nil, r.Generation, map[string]string{r.MemberID: "x"}))
+	say("offset delete, stable connect group: %s", del(c.group))
+	say("offset delete, unknown group: %s", del("gdelnever"))
+	return out
+}
+
+// pendingSyncScript: a member that got its JoinGroup answer but sends no
+// SyncGroup within the rebalance timeout is removed and the group
+// rebalances (Kafka's pending sync members, KAFKA-13293:
+// onExpirePendingSync), long before its session timeout.
+func pendingSyncScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gsyncexp", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+
+	r, err := g.joinDynamic(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	aID, gen := r.MemberID, r.Generation
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a"}))
+	bDone := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		r, err := g.joinDynamic(b)
+		if err != nil {
+			r = joinError("", -1)
+		}
+		bDone <- r
+	}()
+	say("A heartbeat while B joins: %s", g.waitRebalance(a, aID, nil, gen))
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	gen = r.Generation
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), gen, len(r.Members))
+	rb := <-bDone
+	bID := rb.MemberID
+	say("B join: %s generation %d", codeName(rb.ErrorCode), rb.Generation)
+	say("A sync: %s", g.sync(a, aID, nil, gen, map[string]string{aID: "a", bID: "b"}))
+	// B never syncs: after the rebalance timeout it is removed.
+	time.Sleep(g.rebalance + 5*reapInterval)
+	say("A heartbeat after the rebalance timeout: %s", g.heartbeat(a, aID, nil, gen))
+	if r, err = g.join(a, aID, nil); err != nil {
+		return append(out, errName(err))
+	}
+	say("A rejoin: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	say("B heartbeat: %s", g.heartbeat(b, bID, nil, gen))
+	return out
+}
+
+// staticKeptScript: KIP-345. When a rebalance completes, the members that
+// did not rejoin are removed only if they are dynamic; a static member
+// stays (GroupCoordinator.onCompleteJoin: notYetRejoinedDynamicMembers), the
+// leader gets its metadata and assigns to it. It then has the rebalance
+// timeout to sync (pending sync), which it does after rejoining with its
+// member id: as a follower with unchanged protocols it gets the current
+// generation without a rebalance, and the leader's assignment.
+func staticKeptScript(ctx context.Context, a *kgo.Client, _ *kadm.Client) []string {
+	b, err := newPeer(a)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	defer b.Close()
+	g := groupReqs{ctx: ctx, group: "gstatickept", rebalance: time.Second}
+	var out []string
+	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	i1, i2 := kmsg.StringPtr("s-1"), kmsg.StringPtr("s-2")
+
+	r, err := g.join(a, "", i1)
+	if err != nil {
+		return []string{errName(err)}
+	}
+	id1, gen := r.MemberID, r.Generation
+	say("S1 join: %s generation %d", codeName(r.ErrorCode), gen)
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1"}))
+	s2Done := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		r, err := g.join(b, "", i2)
+		if err != nil {
+			r = joinError("", -1)
+		}
+		s2Done <- r
+	}()
+	say("S1 heartbeat while S2 joins: %s", g.waitRebalance(a, id1, i1, gen))
+	if r, err = g.join(a, id1, i1); err != nil {
+		return append(out, errName(err))
+	}
+	gen = r.Generation
+	say("S1 rejoin: %s generation %d, members %d", codeName(r.ErrorCode), gen, len(r.Members))
+	r2 := <-s2Done
+	id2 := r2.MemberID
+	say("S2 join: %s generation %d", codeName(r2.ErrorCode), r2.Generation)
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1", id2: "2"}))
+	say("S2 sync: %s", g.sync(b, id2, i2, gen, nil))
+
+	// The leader rejoins; S2 does not, and the rebalance times out.
+	if r, err = g.join(a, id1, i1); err != nil {
+		return append(out, errName(err))
+	}
+	say("S1 rejoin alone: %s generation %d, members %d", codeName(r.ErrorCode), r.Generation, len(r.Members))
+	old, gen := gen, r.Generation
+	say("S1 sync: %s", g.sync(a, id1, i1, gen, map[string]string{id1: "1", id2: "2b"}))
+	say("S2 heartbeat of the old generation: %s", g.heartbeat(b, id2, i2, old))
+	if r, err = g.join(b, id2, i2); err != nil {
+		return append(out, errName(err))
+	}
+	say("S2 rejoin: %s generation %d", codeName(r.ErrorCode), r.Generation)
+	say("S2 sync: %s", g.sync(b, id2, i2, r.Generation, nil))
+	say("S1 heartbeat: %s", g.heartbeat(a, id1, i1, gen))
+	return append(out, g.describeDetail(a))
 }

@@ -12,8 +12,10 @@ package kafka
 //	  └─ leaves/expires ─┴──────────────── join, leave, expiry ─── Stable
 //
 // A rebalance completes when every known member has rejoined, or when the
-// rebalance timeout (the largest of the members') passes; members that did
-// not rejoin by then are removed. The first rebalance of an empty group
+// rebalance timeout (the largest of the members') passes; dynamic members
+// that did not rejoin by then are removed, static ones (KIP-345) stay. Every
+// member then has the rebalance timeout to send its SyncGroup, or is removed
+// and the group rebalances (Kafka's pending sync). The first rebalance of an empty group
 // waits Options.InitialRebalanceDelay for more members (Kafka's
 // group.initial.rebalance.delay.ms). Completing bumps the generation and
 // answers every waiting JoinGroup; the leader gets the members' metadata,
@@ -43,6 +45,7 @@ package kafka
 // member, never under a lock.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -109,6 +112,13 @@ type group struct {
 	// Empty group is kept, and described as Empty, for emptyGroupRetention
 	// after that, as Kafka keeps it until its periodic cleanup.
 	emptySince time.Time
+	// pendingSync are the members that got the JoinGroup answer of the
+	// current generation and have not sent a SyncGroup of it yet; those
+	// left at syncDeadline (the rebalance timeout after the join
+	// completed) are removed and the group rebalances, Stable or not, as
+	// Kafka's pending sync members (onExpirePendingSync).
+	pendingSync  map[string]bool
+	syncDeadline time.Time
 	// rebalanceDeadline ends PreparingRebalance; delayed is set while the
 	// first rebalance of an empty group waits for more members.
 	rebalanceDeadline time.Time
@@ -194,6 +204,9 @@ func (c *coordinator) reap() {
 		if g.state == statePreparingRebalance && !now.Before(g.rebalanceDeadline) {
 			c.completeJoin(g)
 		}
+		if (g.state == stateCompletingRebalance || g.state == stateStable) && len(g.pendingSync) > 0 && !now.Before(g.syncDeadline) {
+			c.expirePendingSync(g)
+		}
 		g.mu.Unlock()
 	}
 	// Forget groups Empty for emptyGroupRetention: their committed
@@ -203,6 +216,7 @@ func (c *coordinator) reap() {
 		g.mu.Lock()
 		if g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && now.Sub(g.emptySince) >= emptyGroupRetention {
 			g.state = stateDead
+			c.publish(g) // the log forgets it too, unless it has offsets
 			delete(c.groups, name)
 		}
 		g.mu.Unlock()
@@ -244,10 +258,8 @@ func (c *coordinator) prepareRebalance(g *group, reason string) {
 	}
 	wasEmpty := g.state == stateEmpty
 	g.state = statePreparingRebalance
-	var timeout time.Duration
-	for _, m := range g.members {
-		timeout = max(timeout, m.rebalanceTimeout)
-	}
+	clear(g.pendingSync)
+	timeout := g.rebalanceTimeout()
 	g.delayed = wasEmpty && c.s.opts.InitialRebalanceDelay > 0
 	if g.delayed {
 		timeout = min(timeout, c.s.opts.InitialRebalanceDelay)
@@ -280,16 +292,42 @@ func (c *coordinator) tryCompleteJoin(g *group) {
 	c.completeJoin(g)
 }
 
-// completeJoin ends PreparingRebalance: members that did not rejoin go, the
-// generation is bumped, a protocol and a leader are chosen, and every
-// waiting JoinGroup is answered.
+// rebalanceTimeout is the largest rebalance timeout of the members: how
+// long a rebalance waits for them to rejoin, and then to sync.
+func (g *group) rebalanceTimeout() time.Duration {
+	var timeout time.Duration
+	for _, m := range g.members {
+		timeout = max(timeout, m.rebalanceTimeout)
+	}
+	return timeout
+}
+
+// completeJoin ends PreparingRebalance: dynamic members that did not rejoin
+// go, the generation is bumped, a protocol and a leader (one that rejoined)
+// are chosen, and every waiting JoinGroup is answered. Static members
+// (KIP-345) that did not rejoin stay, as in Kafka's onCompleteJoin: the
+// leader assigns to them with their last metadata, and they have the
+// rebalance timeout to rejoin and sync (pending sync) before they are
+// removed. When no member rejoined but static members remain, the
+// rebalance waits another rebalance timeout, as Kafka's.
 func (c *coordinator) completeJoin(g *group) {
 	now := c.now()
+	joined := 0
 	for id, m := range g.members {
-		if m.join == nil {
+		switch {
+		case m.join != nil:
+			joined++
+		case m.instanceID == "":
 			c.s.logger.Info("kafka group member removed: did not rejoin in time", "group", g.name, "member", id)
 			delete(g.members, id)
 		}
+	}
+	if joined == 0 && len(g.members) > 0 {
+		g.delayed = false
+		g.rebalanceDeadline = now.Add(g.rebalanceTimeout())
+		c.s.logger.Info("kafka group rebalance waits: no member rejoined, static members remain", "group", g.name, "members", len(g.members))
+		c.publish(g)
+		return
 	}
 	g.delayed = false
 	g.generation++
@@ -301,17 +339,27 @@ func (c *coordinator) completeJoin(g *group) {
 		return
 	}
 	g.protocol = selectProtocol(g.members)
-	if _, ok := g.members[g.leader]; !ok {
+	if l := g.members[g.leader]; l == nil || l.join == nil {
+		// The leader is the oldest member that rejoined.
 		g.leader = ""
 		for _, m := range g.members {
-			if g.leader == "" || m.joinSeq < g.members[g.leader].joinSeq {
+			if m.join != nil && (g.leader == "" || m.joinSeq < g.members[g.leader].joinSeq) {
 				g.leader = m.id
 			}
 		}
 	}
 	g.state = stateCompletingRebalance
 	all := g.joinMembers()
+	if g.pendingSync == nil {
+		g.pendingSync = map[string]bool{}
+	}
+	g.syncDeadline = now.Add(g.rebalanceTimeout())
 	for _, m := range g.members {
+		g.pendingSync[m.id] = true
+		m.deadline = now.Add(m.sessionTimeout)
+		if m.join == nil {
+			continue
+		}
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.Generation = g.generation
 		resp.ProtocolType = kmsg.StringPtr(g.protocolType)
@@ -323,7 +371,6 @@ func (c *coordinator) completeJoin(g *group) {
 		}
 		m.join <- resp
 		m.join = nil
-		m.deadline = now.Add(m.sessionTimeout)
 	}
 	c.publish(g)
 	c.s.logger.Info("kafka group rebalanced", "group", g.name, "generation", g.generation, "members", len(g.members), "protocol", g.protocol, "leader", g.leader)
@@ -342,6 +389,33 @@ func (g *group) joinMembers() []kmsg.JoinGroupResponseMember {
 		all = append(all, jm)
 	}
 	return all
+}
+
+// currentJoin is the JoinGroup answer of the current generation for a
+// member that rejoins without a rebalance: the leader gets the members'
+// metadata again.
+func (g *group) currentJoin(id string) *kmsg.JoinGroupResponse {
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Generation, resp.LeaderID, resp.MemberID = g.generation, g.leader, id
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	if id == g.leader {
+		resp.Members = g.joinMembers()
+	}
+	return resp
+}
+
+// sameProtocols reports whether a JoinGroup names the member's protocols,
+// with the same metadata, in the same order (Kafka's MemberMetadata.matches).
+func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
+	if len(ps) != len(m.protocols) {
+		return false
+	}
+	for i, p := range ps {
+		if p.Name != m.protocols[i].Name || !bytes.Equal(p.Metadata, m.protocols[i].Metadata) {
+			return false
+		}
+	}
+	return true
 }
 
 // staticMember returns the member that holds a group.instance.id
@@ -392,6 +466,10 @@ func (c *coordinator) replaceStatic(g *group, old *member, newID string) *member
 		old.sync = nil
 	}
 	delete(g.members, old.id)
+	if g.pendingSync[old.id] {
+		delete(g.pendingSync, old.id)
+		g.pendingSync[newID] = true
+	}
 	m := &member{id: newID, instanceID: old.instanceID, joinSeq: old.joinSeq, assignment: old.assignment, protocols: old.protocols}
 	g.members[newID] = m
 	if g.leader == old.id {
@@ -399,6 +477,24 @@ func (c *coordinator) replaceStatic(g *group, old *member, newID string) *member
 	}
 	c.s.logger.Info("kafka group static member rejoined: new member id", "group", g.name, "instance", old.instanceID, "old_member", old.id, "member", newID)
 	return m
+}
+
+// expirePendingSync removes the members that did not sync in time after
+// the rebalance completed, and rebalances the rest (Kafka's
+// onExpirePendingSync).
+func (c *coordinator) expirePendingSync(g *group) {
+	// The first removal rebalances, which clears pendingSync: pick the
+	// members first.
+	var late []*member
+	for _, m := range sortedMembers(g.members) {
+		if g.pendingSync[m.id] {
+			late = append(late, m)
+		}
+	}
+	for _, m := range late {
+		c.s.logger.Info("kafka group member removed: did not sync in time", "group", g.name, "member", m.id)
+		c.removeMember(g, m, "member "+m.id+" did not sync")
+	}
 }
 
 // removeMember takes a member out of the group and rebalances the rest.
@@ -410,6 +506,7 @@ func (c *coordinator) removeMember(g *group, m *member, reason string) {
 		m.sync <- syncResult{code: codeUnknownMemberID}
 	}
 	delete(g.members, m.id)
+	delete(g.pendingSync, m.id)
 	switch g.state {
 	case stateStable, stateCompletingRebalance:
 		c.prepareRebalance(g, reason)
@@ -434,6 +531,9 @@ func (c *coordinator) publish(g *group) {
 	if g.state == stateDead {
 		m.State = stateEmpty.String()
 	} else {
+		// An Empty group the coordinator still knows stays in the log's
+		// view until the reaper forgets it (emptyGroupRetention).
+		m.Retained = g.state == stateEmpty
 		for _, mm := range sortedMembers(g.members) {
 			m.Members = append(m.Members, tlog.GroupMember{ID: mm.id, ClientID: mm.clientID, Host: "/" + mm.host, Assignment: mm.assignment})
 		}

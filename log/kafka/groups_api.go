@@ -87,6 +87,19 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 		g.mu.Unlock()
 		return joinError(id, codeUnknownMemberID)
 	}
+	if m != nil && !replaced && m.sameProtocols(req.Protocols) &&
+		(g.state == stateCompletingRebalance || (g.state == stateStable && id != g.leader)) {
+		// As Kafka (GroupCoordinator.doJoinGroup): a member that rejoins
+		// with the protocols it joined with, while the group completes
+		// its rebalance or, unless it leads, while it is Stable, gets the
+		// current generation without a rebalance (it may have missed its
+		// JoinGroup answer). The leader rejoining a Stable group
+		// rebalances: that is how a consumer leader asks for a new
+		// assignment when topics change. Nothing of the member changes.
+		resp := g.currentJoin(id)
+		g.mu.Unlock()
+		return resp
+	}
 	if m == nil {
 		g.joinSeq++
 		m = &member{id: id, joinSeq: g.joinSeq}
@@ -107,12 +120,8 @@ func (c *coordinator) joinGroup(ctx context.Context, cc *conn, clientID string, 
 		// changing its protocol gets the current generation and keeps its
 		// assignment, without a rebalance. Its leader is told to skip the
 		// assignment (KIP-814, JoinGroup v9).
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.Generation, resp.LeaderID, resp.MemberID = g.generation, g.leader, id
-		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
-		if id == g.leader {
-			resp.Members, resp.SkipAssignment = g.joinMembers(), true
-		}
+		resp := g.currentJoin(id)
+		resp.SkipAssignment = id == g.leader
 		c.publish(g)
 		g.mu.Unlock()
 		return resp
@@ -164,8 +173,11 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	case g.state == statePreparingRebalance:
 		resp.ErrorCode = codeRebalanceInProgress
 	case g.state == stateStable:
+		delete(g.pendingSync, m.id)
+		m.deadline = c.now().Add(m.sessionTimeout)
 		resp.MemberAssignment = m.assignment
 	case g.state == stateCompletingRebalance:
+		delete(g.pendingSync, m.id)
 		ch := make(chan syncResult, 1)
 		if m.sync != nil {
 			m.sync <- syncResult{code: codeRebalanceInProgress}
@@ -528,14 +540,24 @@ func (c *coordinator) view(name string, committed map[string]bool) groupView {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.state != stateDead {
-			v := groupView{state: g.state.String(), protocolType: g.protocolType, protocol: g.protocol}
+			// As Kafka's GroupMetadata.summary: the protocol and the
+			// members' metadata and assignments only while Stable; in
+			// the other states they are being renegotiated, and the
+			// protocol is "" and each member's are empty.
+			stable := g.state == stateStable
+			v := groupView{state: g.state.String(), protocolType: g.protocolType}
+			if stable {
+				v.protocol = g.protocol
+			}
 			for _, m := range sortedMembers(g.members) {
 				dm := kmsg.NewDescribeGroupsResponseGroupMember()
 				dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, "/"+m.host
 				if m.instanceID != "" {
 					dm.InstanceID = kmsg.StringPtr(m.instanceID)
 				}
-				dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.protocol), m.assignment
+				if stable {
+					dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.protocol), m.assignment
+				}
 				v.members = append(v.members, dm)
 			}
 			return v
@@ -646,6 +668,7 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	// Kafka removes the group (pending member ids too): it is Dead, and a
 	// join after this starts a new one. Lock order: c.mu before g.mu.
 	g.state = stateDead
+	c.publish(g)
 	g.mu.Unlock()
 	c.mu.Lock()
 	if c.groups[name] == g {
@@ -659,12 +682,25 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 // members subscribe to are refused (GROUP_SUBSCRIBED_TO_TOPIC).
 func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	// As GroupCoordinator.handleDeleteOffsets: a group the coordinator
+	// knows is answered by its state, with committed offsets or not. Empty
+	// deletes every partition asked (none committed is no error); with
+	// members, a consumer group keeps the topics they subscribe to and any
+	// other protocol type refuses (NON_EMPTY_GROUP). A group only the log
+	// knows (committed offsets, no coordinator state) is Empty; one neither
+	// knows is GROUP_ID_NOT_FOUND.
 	subscribed := map[string]bool{}
-	if g := c.group(req.Group, false); g != nil {
-		g.mu.Lock()
+	known := false
+	if g := c.lockGroup(req.Group); g != nil {
+		known = true
+		if g.state != stateEmpty && g.protocolType != "consumer" {
+			g.mu.Unlock()
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			return resp
+		}
 		for _, m := range g.members {
 			var md kmsg.ConsumerMemberMetadata
-			if g.protocolType == "consumer" && md.ReadFrom(m.metadata(g.protocol)) == nil {
+			if md.ReadFrom(m.metadata(g.protocol)) == nil {
 				for _, t := range md.Topics {
 					subscribed[t] = true
 				}
@@ -672,8 +708,7 @@ func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		}
 		g.mu.Unlock()
 	}
-	committed := c.committedGroups()
-	if !committed[req.Group] {
+	if !known && !c.committedGroups()[req.Group] {
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}

@@ -3,11 +3,14 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,9 +126,16 @@ func rawJoin(t *testing.T, rc *rawConn, group, topic string, session time.Durati
 }
 
 // A member whose session expires, and every member when the listener
-// closes, leave the log's view too.
+// closes, leave the log's view too. A group emptied by its last member,
+// without committed offsets, stays in the log's view (listed, described
+// without rows) as long as the listener keeps it Empty, as Kafka's
+// coordinator keeps it until its cleanup: tributary groups describe and
+// list agree with kafka-consumer-groups.sh against the same process.
 func TestMembership_ExpiryAndCloseUnpublish(t *testing.T) {
-	ts := startServer(t)
+	var skew atomic.Int64
+	ts := startServer(t, func(o *Options) {
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
 	if err := ts.log.CreateTopic("exp", 1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +144,35 @@ func TestMembership_ExpiryAndCloseUnpublish(t *testing.T) {
 		t.Fatalf("owner of exp-0 = %+v, want %s", o[0], id)
 	}
 	waitFor(t, "the expired member gone from the log", 5*time.Second, func() bool {
+		rows, err := ts.log.Groups().Describe("expiring")
+		return err == nil && len(rows) == 0
+	})
+	listed := func(name string) bool { return slices.Contains(ts.log.Groups().List(), name) }
+	if !listed("expiring") {
+		t.Fatalf("groups listed by the log: %v, want the emptied group, as the listener lists it", ts.log.Groups().List())
+	}
+	adm := kadm.NewClient(ts.client(t))
+	if lg, err := adm.ListGroups(t.Context()); err != nil || lg["expiring"].State != "Empty" {
+		t.Fatalf("ListGroups through the listener: %v, %v; want expiring Empty", lg, err)
+	}
+	// Past the retention the listener forgets it, and so does the log.
+	skew.Store(int64(emptyGroupRetention + time.Second))
+	waitFor(t, "the emptied group forgotten after the retention", 5*time.Second, func() bool {
 		_, err := ts.log.Groups().Describe("expiring")
 		return errors.Is(err, tlog.ErrUnknownGroup) // no commits, no members: no group
 	})
+	// DeleteGroups through the listener forgets it at once.
+	rawJoin(t, ts.raw(t), "deleted", "exp", 300*time.Millisecond)
+	waitFor(t, "the deleted group's member expired", 5*time.Second, func() bool {
+		rows, err := ts.log.Groups().Describe("deleted")
+		return err == nil && len(rows) == 0
+	})
+	if r, err := adm.DeleteGroup(t.Context(), "deleted"); err != nil || r.Err != nil {
+		t.Fatalf("DeleteGroups: %v %v", err, r.Err)
+	}
+	if listed("deleted") {
+		t.Fatalf("groups listed by the log after DeleteGroups: %v", ts.log.Groups().List())
+	}
 
 	id, _ = rawJoin(t, ts.raw(t), "staying", "exp", 30*time.Second)
 	if o := owners(t, ts.log, "staying"); o[0].ConsumerID != id {
