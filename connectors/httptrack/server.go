@@ -304,7 +304,18 @@ func (s *Source) awaitDurable(seq uint64, wave <-chan struct{}) (int, *problem) 
 			return http.StatusServiceUnavailable, &problem{Index: -1, Code: "not_durable", Message: fmt.Sprintf("the events were not written to the log within %s: retry later", s.set.ackTimeout)}
 		}
 		if wave == nil {
+			if testHookBeforeWave != nil {
+				testHookBeforeWave(s)
+			}
 			s.mu.Lock()
+			// Close closes closing before it wakes every wave under mu:
+			// a wave taken after that wake would never be closed.
+			select {
+			case <-s.closing:
+				s.mu.Unlock()
+				continue
+			default:
+			}
 			wave = s.waveLocked(seq)
 			s.mu.Unlock()
 		}
@@ -312,6 +323,10 @@ func (s *Source) awaitDurable(seq uint64, wave <-chan struct{}) (int, *problem) 
 		wave = nil
 	}
 }
+
+// testHookBeforeWave, when set by a test, runs in awaitDurable before a
+// woken request takes its wave again.
+var testHookBeforeWave func(*Source)
 
 // wakeWaiters wakes every waiting request every ack.timeout/8 (at least every
 // maxWakeInterval, at most every minWakeInterval) while requests wait, so
