@@ -15,15 +15,19 @@ const sourceWindow = 8
 
 // Lingering: while an append is in flight (written, not yet durable), the
 // records read meanwhile can be held and appended together once it is
-// durable, for up to sourceLinger, or sooner when sourceLingerRecords or
-// sourceLingerBytes are held. With nothing in flight a read is appended at
-// once. Measured with bench/engine at 10,000 events/s on a loaded 2-core VM,
-// a 5 ms linger cut appends and log fsyncs about 3x and CPU per record from
-// about 50 to 29 µs, but raised the p50 latency from about 3 to 14 ms
-// without a clear p99 gain, so it is off: only reads already waiting are
-// merged into an append (which is what batches a source at full speed).
+// durable, for up to the source's ConnectorSpec.Linger, or sooner when
+// sourceLingerRecords or sourceLingerBytes are held. With nothing in
+// flight a read is appended at once. Measured with bench/engine at 10,000
+// events/s on a loaded 2-core VM, a 5 ms linger cut appends and log fsyncs
+// about 3x and CPU per record from about 50 to 29 µs, but raised the p50
+// latency from about 3 to 14 ms without a clear p99 gain, so it is off
+// unless a source sets it (linger: in a pipeline file, Kafka Connect's
+// producer.override.linger.ms over REST): by default only reads already
+// waiting are merged into an append (which is what batches a source at
+// full speed). A lazy-acking source without transforms (httptrack) is
+// appended by its reading goroutine and does not linger: it gathers its
+// reads itself.
 const (
-	sourceLinger        = 0
 	sourceLingerRecords = 4096
 	sourceLingerBytes   = 4 << 20
 )
@@ -296,7 +300,7 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 		if !ok {
 			return nil
 		}
-		closed := gather(ctx, &b, reads, last, sourceLinger, linger)
+		closed := gather(ctx, &b, reads, last, r.spec.Linger, linger)
 		done, err := r.appendBatch(hard, b, window, track)
 		if err != nil {
 			return err
