@@ -24,6 +24,7 @@ type gatedBackend struct {
 	gate  chan struct{}
 	once  sync.Once
 	first chan struct{} // closed at the first append to lingerTopic
+	delay time.Duration // each append becomes durable this long after the gate opens, at the earliest
 
 	mu      sync.Mutex
 	appends []time.Time // when each append to lingerTopic was made
@@ -46,6 +47,13 @@ func (b *gatedBackend) Append(ctx context.Context, recs []connect.Record) (func(
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if b.delay > 0 {
+			select {
+			case <-time.After(b.delay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		return wait(ctx)
 	}, nil
 }
@@ -65,6 +73,7 @@ func (b *gatedBackend) appended() []time.Time {
 type lingerSource struct {
 	n     int
 	after <-chan struct{}
+	pause time.Duration // before each read
 
 	mu    sync.Mutex
 	reads []time.Time
@@ -78,6 +87,13 @@ func (s *lingerSource) Read(ctx context.Context) ([]connect.Record, error) {
 	if len(s.readTimes()) > 0 {
 		select {
 		case <-s.after:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if s.pause > 0 {
+		select {
+		case <-time.After(s.pause):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -102,8 +118,9 @@ func (s *lingerSource) readTimes() []time.Time {
 }
 
 // startLinger runs src as a source with the given linger on a real
-// embedded log whose appends wait for the returned backend's gate.
-func startLinger(t *testing.T, src *lingerSource, linger time.Duration) *gatedBackend {
+// embedded log whose appends wait for the returned backend's gate, and
+// then for delay.
+func startLinger(t *testing.T, src *lingerSource, linger, delay time.Duration) *gatedBackend {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
@@ -111,7 +128,7 @@ func startLinger(t *testing.T, src *lingerSource, linger time.Duration) *gatedBa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	b := &gatedBackend{Backend: NewEmbedded(l, logger), gate: make(chan struct{}), first: make(chan struct{})}
+	b := &gatedBackend{Backend: NewEmbedded(l, logger), gate: make(chan struct{}), first: make(chan struct{}), delay: delay}
 	src.after = b.first
 	ctx := t.Context()
 	reg := connect.NewRegistry()
@@ -152,7 +169,7 @@ func countRecords(t *testing.T, b Backend) int {
 func TestSource_LingerAppendsTogether(t *testing.T) {
 	const n = 41
 	src := &lingerSource{n: n}
-	b := startLinger(t, src, time.Minute) // ends when the append in flight is durable
+	b := startLinger(t, src, time.Minute, 0) // ends when the append in flight is durable
 	waitFor(t, "the source to read every record", func() bool { return len(src.readTimes()) == n })
 	time.Sleep(50 * time.Millisecond) // let the appender take what the reader handed over
 	b.open()
@@ -170,7 +187,7 @@ func TestSource_LingerAppendsTogether(t *testing.T) {
 func TestSource_LingerEndsAfterItsTime(t *testing.T) {
 	const linger = 200 * time.Millisecond
 	src := &lingerSource{n: 2}
-	b := startLinger(t, src, linger)
+	b := startLinger(t, src, linger, 0)
 	waitFor(t, "the second append", func() bool { return len(b.appended()) == 2 })
 	reads, appends := src.readTimes(), b.appended()
 	if held := appends[1].Sub(reads[1]); held < linger {
@@ -180,4 +197,44 @@ func TestSource_LingerEndsAfterItsTime(t *testing.T) {
 	// while the first append was still in flight (gate closed only now).
 	b.open()
 	waitFor(t, "both records in the log", func() bool { return countRecords(t, b) == 2 })
+}
+
+// TestSource_LingerStoresPositionsLazily runs a steady source (a record
+// every 1 ms) with a linger, its appends durable after 5 ms: the
+// committer then finds its window empty after each append (the next reads
+// are held until it is durable), yet a batch waits, held by the appender. Its positions are stored once per
+// sourcePositionInterval while reads keep coming, not once per append
+// (each store is an append and fsync of the offsets topic), and the last
+// one is stored at once.
+func TestSource_LingerStoresPositionsLazily(t *testing.T) {
+	const n = 400 // 1 ms apart: at least 400 ms, two intervals
+	var mu sync.Mutex
+	var stored []string
+	testHookBeforePositionStore = func(_ string, pos connect.Position) error {
+		mu.Lock()
+		defer mu.Unlock()
+		stored = append(stored, string(pos))
+		return nil
+	}
+	t.Cleanup(func() { testHookBeforePositionStore = nil })
+	src := &lingerSource{n: n, pause: time.Millisecond}
+	start := time.Now()
+	b := startLinger(t, src, time.Minute, 5*time.Millisecond) // ends when the append in flight is durable
+	b.open()
+	last := `{"n":` + strconv.Itoa(n) + `}`
+	waitFor(t, "the last position to be stored", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(stored) > 0 && stored[len(stored)-1] == last
+	})
+	elapsed := time.Since(start)
+	mu.Lock()
+	stores := len(stored)
+	mu.Unlock()
+	appends := len(b.appended())
+	// The first and the last are stored at once, and so is one when the
+	// source's next read is late (a loaded machine); allow a few.
+	if most := min(appends/4, int(elapsed/sourcePositionInterval)+4); stores > most {
+		t.Errorf("%d position stores for %d appends in %v, want at most %d (one per %v, the first and the last)", stores, appends, elapsed, most, sourcePositionInterval)
+	}
 }

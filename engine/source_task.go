@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -110,8 +111,14 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
 	window := make(chan inflight, sourceWindow)
+	// held is set while a lingering appender holds a batch for the
+	// window: a batch waits then, though the window may be empty.
+	var held *atomic.Bool
+	if r.spec.Linger > 0 {
+		held = new(atomic.Bool)
+	}
 	committed := make(chan error, 1)
-	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail, n) }()
+	go func() { committed <- r.commitSourcePositions(hard, src, window, held, stopReading, tail, n) }()
 
 	var err error
 	if n != nil && n.lazy && len(c) == 0 {
@@ -138,7 +145,7 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 				}
 			})
 		}()
-		err = r.appendSource(hard, rctx, reads, window, tail != nil)
+		err = r.appendSource(hard, rctx, reads, window, held, tail != nil)
 		stopReading()
 		for range reads { // what was read and not appended is not acked and comes again
 		}
@@ -284,7 +291,9 @@ func stopped(err error) error {
 // reader hands over, merging the batches that wait (and, while an append
 // is in flight, lingering for more), until reads is closed or ctx ends.
 // With track set, each batch's records go to the committer's tail tracker.
-func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, track bool) error {
+// A non-nil held is set from when a batch is taken from reads until it is
+// in the window.
+func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, held *atomic.Bool, track bool) error {
 	var last chan struct{} // closed once the last append is durable; nil before the first
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -300,8 +309,14 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 		if !ok {
 			return nil
 		}
+		if held != nil {
+			held.Store(true)
+		}
 		closed := gather(ctx, &b, reads, last, r.spec.Linger, linger)
 		done, err := r.appendBatch(hard, b, window, track)
+		if held != nil {
+			held.Store(false)
+		}
 		if err != nil {
 			return err
 		}
@@ -407,8 +422,12 @@ func (b *readBatch) merge(next readBatch) {
 // concurrently, and each Durable(pos) before the store and Ack of pos.
 // On a failure it calls stopReading and drains the window. With a tail
 // tracker, each position is stored with the log offsets reached by the
-// batch that carried it.
-func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker, n *durableNotice) error {
+// batch that carried it. A batch a lingering appender holds (held set)
+// waits as one in the window does: with a linger, the window is empty
+// whenever a batch becomes durable, as the next one is held until then,
+// and storing at once would store (append and fsync to the offsets topic)
+// once per append, about as often as the linger saves appends.
+func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, held *atomic.Bool, stopReading func(), tail *tailTracker, n *durableNotice) error {
 	var pending connect.Position
 	var pendingTail []PartitionOffset
 	var failed error
@@ -497,13 +516,22 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			if pending == nil {
 				continue
 			}
-			// Store now when nothing else is waiting (a source may answer
-			// its clients on Ack), else at least every
+			// Store now when nothing else is waiting, in the window or
+			// held by a lingering appender (a source may answer its
+			// clients on Ack), else at least every
 			// sourcePositionInterval while batches keep coming. A lazy
 			// acker that heard Durable waits for the interval either way.
-			eager := len(window) == 0 && (n == nil || !n.lazy || !n.on)
+			// held before the window: the appender clears held once the
+			// batch it held is in the window.
+			eager := (held == nil || !held.Load()) && len(window) == 0 && (n == nil || !n.lazy || !n.on)
 			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || eager {
 				flush()
+				if fire != nil {
+					// The interval starts again: a timer left running
+					// would store the next position right after this.
+					timer.Stop()
+					fire = nil
+				}
 			} else if fire == nil {
 				if timer == nil {
 					timer = time.NewTimer(wait)
