@@ -25,11 +25,12 @@ const sourceWindow = 8
 // unless a source sets it (linger: in a pipeline file, Kafka Connect's
 // producer.override.linger.ms over REST): by default only reads already
 // waiting are merged into an append (which is what batches a source at
-// full speed). Measured again (bench/engine -linger, 2-core VM with other
-// processes using about half of it, 4 alternating runs each), 5 ms cut
-// appends about 4.5x and log fsyncs about 20%, but not the CPU per record
-// (about 92 µs either way), with p50 and p99 within the runs' spread:
-// still off by default. A lazy-acking source without transforms
+// full speed). Measured again (bench/engine -linger, 2-core VM, 4
+// alternating runs each, once while other processes used about half of
+// it and once nearly alone), 5 ms cut appends about 5x and log fsyncs
+// 20-30%, but not the CPU per record (about 92 and 98 µs either way); p50
+// stayed about the same (5 ms alone) and p99 was lower alone (15 against
+// 20 ms), within the spread loaded: still off by default. A lazy-acking source without transforms
 // (httptrack) is appended by its reading goroutine and does not linger:
 // it gathers its reads itself.
 const (
