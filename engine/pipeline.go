@@ -17,7 +17,7 @@ func SpecsFromPipeline(p *pipelines.Pipeline) []ConnectorSpec {
 		out = append(out, ConnectorSpec{
 			Pipeline: p.Name, Name: s.Name, Kind: connect.KindSource, Connector: s.Connector,
 			Config: maps.Clone(s.Config), Secrets: s.Secrets, Topic: s.Topic,
-			Transforms: transformSpecs(s.Transforms),
+			Transforms: transformSpecs(s.Transforms), Linger: s.Linger,
 		})
 	}
 	for _, s := range p.Sinks {

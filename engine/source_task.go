@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -15,15 +16,24 @@ const sourceWindow = 8
 
 // Lingering: while an append is in flight (written, not yet durable), the
 // records read meanwhile can be held and appended together once it is
-// durable, for up to sourceLinger, or sooner when sourceLingerRecords or
-// sourceLingerBytes are held. With nothing in flight a read is appended at
-// once. Measured with bench/engine at 10,000 events/s on a loaded 2-core VM,
-// a 5 ms linger cut appends and log fsyncs about 3x and CPU per record from
-// about 50 to 29 µs, but raised the p50 latency from about 3 to 14 ms
-// without a clear p99 gain, so it is off: only reads already waiting are
-// merged into an append (which is what batches a source at full speed).
+// durable, for up to the source's ConnectorSpec.Linger, or sooner when
+// sourceLingerRecords or sourceLingerBytes are held. With nothing in
+// flight a read is appended at once. Measured with bench/engine at 10,000
+// events/s on a loaded 2-core VM, a 5 ms linger cut appends and log fsyncs
+// about 3x and CPU per record from about 50 to 29 µs, but raised the p50
+// latency from about 3 to 14 ms without a clear p99 gain, so it is off
+// unless a source sets it (linger: in a pipeline file, Kafka Connect's
+// producer.override.linger.ms over REST): by default only reads already
+// waiting are merged into an append (which is what batches a source at
+// full speed). Measured again (bench/engine -linger, 2-core VM, 4
+// alternating runs each, once while other processes used about half of
+// it and once nearly alone), 5 ms cut appends about 5x and log fsyncs
+// 20-30%, but not the CPU per record (about 92 and 98 µs either way); p50
+// stayed about the same (5 ms alone) and p99 was lower alone (15 against
+// 20 ms), within the spread loaded: still off by default. A lazy-acking source without transforms
+// (httptrack) is appended by its reading goroutine and does not linger:
+// it gathers its reads itself.
 const (
-	sourceLinger        = 0
 	sourceLingerRecords = 4096
 	sourceLingerBytes   = 4 << 20
 )
@@ -106,8 +116,14 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 	rctx, stopReading := context.WithCancel(soft)
 	defer stopReading()
 	window := make(chan inflight, sourceWindow)
+	// held is set while a lingering appender holds a batch for the
+	// window: a batch waits then, though the window may be empty.
+	var held *atomic.Bool
+	if r.spec.Linger > 0 {
+		held = new(atomic.Bool)
+	}
 	committed := make(chan error, 1)
-	go func() { committed <- r.commitSourcePositions(hard, src, window, stopReading, tail, n) }()
+	go func() { committed <- r.commitSourcePositions(hard, src, window, held, stopReading, tail, n) }()
 
 	var err error
 	if n != nil && n.lazy && len(c) == 0 {
@@ -134,7 +150,7 @@ func (r *runner) runSource(hard, soft context.Context, cfg connect.Config, c cha
 				}
 			})
 		}()
-		err = r.appendSource(hard, rctx, reads, window, tail != nil)
+		err = r.appendSource(hard, rctx, reads, window, held, tail != nil)
 		stopReading()
 		for range reads { // what was read and not appended is not acked and comes again
 		}
@@ -280,7 +296,9 @@ func stopped(err error) error {
 // reader hands over, merging the batches that wait (and, while an append
 // is in flight, lingering for more), until reads is closed or ctx ends.
 // With track set, each batch's records go to the committer's tail tracker.
-func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, track bool) error {
+// A non-nil held is set from when a batch is taken from reads until it is
+// in the window.
+func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch, window chan<- inflight, held *atomic.Bool, track bool) error {
 	var last chan struct{} // closed once the last append is durable; nil before the first
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
@@ -296,8 +314,14 @@ func (r *runner) appendSource(hard, ctx context.Context, reads <-chan readBatch,
 		if !ok {
 			return nil
 		}
-		closed := gather(ctx, &b, reads, last, sourceLinger, linger)
+		if held != nil {
+			held.Store(true)
+		}
+		closed := gather(ctx, &b, reads, last, r.spec.Linger, linger)
 		done, err := r.appendBatch(hard, b, window, track)
+		if held != nil {
+			held.Store(false)
+		}
 		if err != nil {
 			return err
 		}
@@ -403,8 +427,12 @@ func (b *readBatch) merge(next readBatch) {
 // concurrently, and each Durable(pos) before the store and Ack of pos.
 // On a failure it calls stopReading and drains the window. With a tail
 // tracker, each position is stored with the log offsets reached by the
-// batch that carried it.
-func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, stopReading func(), tail *tailTracker, n *durableNotice) error {
+// batch that carried it. A batch a lingering appender holds (held set)
+// waits as one in the window does: with a linger, the window is empty
+// whenever a batch becomes durable, as the next one is held until then,
+// and storing at once would store (append and fsync to the offsets topic)
+// once per append, about as often as the linger saves appends.
+func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, window <-chan inflight, held *atomic.Bool, stopReading func(), tail *tailTracker, n *durableNotice) error {
 	var pending connect.Position
 	var pendingTail []PartitionOffset
 	var failed error
@@ -493,13 +521,22 @@ func (r *runner) commitSourcePositions(ctx context.Context, src connect.Source, 
 			if pending == nil {
 				continue
 			}
-			// Store now when nothing else is waiting (a source may answer
-			// its clients on Ack), else at least every
+			// Store now when nothing else is waiting, in the window or
+			// held by a lingering appender (a source may answer its
+			// clients on Ack), else at least every
 			// sourcePositionInterval while batches keep coming. A lazy
 			// acker that heard Durable waits for the interval either way.
-			eager := len(window) == 0 && (n == nil || !n.lazy || !n.on)
+			// held before the window: the appender clears held once the
+			// batch it held is in the window.
+			eager := (held == nil || !held.Load()) && len(window) == 0 && (n == nil || !n.lazy || !n.on)
 			if wait := sourcePositionInterval - time.Since(last); wait <= 0 || eager {
 				flush()
+				if fire != nil {
+					// The interval starts again: a timer left running
+					// would store the next position right after this.
+					timer.Stop()
+					fire = nil
+				}
 			} else if fire == nil {
 				if timer == nil {
 					timer = time.NewTimer(wait)

@@ -93,4 +93,10 @@ type ConnectorSpec struct {
 	Group       string // sinks: consumer group; default Name
 	Transforms  []TransformSpec
 	Errors      ErrorPolicy
+	// Linger is how long a source holds the records it reads while its
+	// previous append is in flight (written, not yet durable), to append
+	// them together once it is durable: fewer appends and log fsyncs for
+	// some latency (Kafka Connect's producer.override.linger.ms). 0, the
+	// default, appends each read at once. Sinks ignore it.
+	Linger time.Duration
 }

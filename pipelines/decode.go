@@ -20,7 +20,7 @@ var (
 	kafkaSASLKeys  = []string{"mechanism", "username", "password", "mechanisms", "users"}
 	defaultsKeys   = []string{"partitions", "config"}
 	topicKeys      = []string{"name", "partitions", "config"}
-	sourceKeys     = []string{"name", "connector", "topic", "tasks", "config", "transforms"}
+	sourceKeys     = []string{"name", "connector", "topic", "tasks", "config", "transforms", "linger"}
 	sinkKeys       = []string{"name", "connector", "topics", "topics_regex", "group", "tasks", "config", "transforms", "errors"}
 	errorsKeys     = []string{"tolerance", "retries", "backoff", "deadletter"}
 	backoffKeys    = []string{"initial", "max"}
@@ -552,6 +552,26 @@ func (d *fileDecoder) tasks(f map[string]entry, path string) int {
 	return 1
 }
 
+// linger reads a source's linger: a duration of at least 0 (0: no
+// lingering, as when it is left out).
+func (d *fileDecoder) linger(n *yaml.Node, path string) time.Duration {
+	const expected = "a duration such as 5ms (0 appends at once)"
+	s, ok := d.scalar(n, path, expected)
+	if !ok {
+		return 0
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s.value))
+	switch {
+	case err != nil:
+		d.errorf(n, path, unitHint(s.value), "expected %s, got %s", expected, describeValue(s))
+		return 0
+	case v < 0:
+		d.errorf(n, path, "a linger cannot be negative", "expected %s, got %s", expected, describeValue(s))
+		return 0
+	}
+	return v
+}
+
 func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
 	for i, item := range d.list(n, "sources") {
 		path := index("sources", i)
@@ -581,6 +601,9 @@ func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
 		s.Config, s.Secrets = d.connectorConfig(f, spec, item, path, fmt.Sprintf("source connector %q", s.Connector))
 		d.claims(exclusiveClaims(s.Name, s.Connector, s.Config, spec), f, item, path)
 		s.Transforms = d.transforms(f, path)
+		if e, ok := f["linger"]; ok {
+			s.Linger = d.linger(e.value, join(path, "linger"))
+		}
 		p.Sources = append(p.Sources, s)
 	}
 }

@@ -162,6 +162,20 @@ sinks:
 	}
 }
 
+// TestParse_Linger reads a source's linger: a duration, 0 by default and
+// when written as 0.
+func TestParse_Linger(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nsources:\n  - {name: a, connector: generator, topic: t, linger: 5ms}\n  - {name: b, connector: generator, topic: t, linger: 0}\n  - {name: c, connector: generator, topic: t}\n"), testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{5 * time.Millisecond, 0, 0} {
+		if got := p.Sources[i].Linger; got != want {
+			t.Errorf("source %s: linger %v, want %v", p.Sources[i].Name, got, want)
+		}
+	}
+}
+
 func TestParse_ProducedTopics(t *testing.T) {
 	// A sink may read a topic that nothing defines under topics: when a
 	// source, a source's route transform or a dead-letter queue writes it,
@@ -377,6 +391,12 @@ sinks:
 		}},
 		{"tasks below 1", "version: 1\nsources:\n  - {name: s, connector: generator, topic: t, tasks: 0}\n", []string{
 			`p.yaml:3:54: sources[0].tasks: expected an integer ≥ 1, got "0"`,
+		}},
+		{"linger not a duration", "version: 1\nsources:\n  - {name: s, connector: generator, topic: t, linger: 5}\n", []string{
+			`p.yaml:3:55: sources[0].linger: expected a duration such as 5ms (0 appends at once), got "5"; a number needs a unit: ns, us, ms, s, m, h`,
+		}},
+		{"linger negative", "version: 1\nsources:\n  - {name: s, connector: generator, topic: t, linger: -5ms}\n", []string{
+			`p.yaml:3:55: sources[0].linger: expected a duration such as 5ms (0 appends at once), got "-5ms"; a linger cannot be negative`,
 		}},
 		{"errors block", `
 version: 1

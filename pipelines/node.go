@@ -303,14 +303,18 @@ func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	}
 	v, err := time.ParseDuration(strings.TrimSpace(s.value))
 	if err != nil || v <= 0 {
-		hint := "units: ns, us, ms, s, m, h"
-		if _, err := strconv.ParseFloat(strings.TrimSpace(s.value), 64); err == nil {
-			hint = "a number needs a unit: ns, us, ms, s, m, h"
-		}
-		d.errorf(n, path, hint, "expected %s, got %s", expected, describeValue(s))
+		d.errorf(n, path, unitHint(s.value), "expected %s, got %s", expected, describeValue(s))
 		return 0, false
 	}
 	return v, true
+}
+
+// unitHint is the hint for a value that is not a duration.
+func unitHint(v string) string {
+	if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+		return "a number needs a unit: ns, us, ms, s, m, h"
+	}
+	return "units: ns, us, ms, s, m, h"
 }
 
 // stringList returns the list of strings at n. Null gives an empty list; a

@@ -111,6 +111,11 @@ type Source struct {
 	Tasks      int // the most tasks to run; default 1
 	Config     map[string]string
 	Transforms []Transform // applied in order before records are appended
+	// Linger is how long records read while the previous append is in
+	// flight (written, not yet durable) are held to be appended together
+	// once it is durable: fewer appends and log fsyncs, for up to Linger
+	// more latency. 0 (the default) appends each read at once.
+	Linger time.Duration
 	// Secrets names the Config keys whose values must never be shown: those
 	// of secret parameters and those that came from the environment.
 	Secrets []string

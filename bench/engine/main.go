@@ -81,6 +81,7 @@ type config struct {
 	cpuprofile string
 	sinkDir    string
 	trace      string
+	linger     time.Duration
 }
 
 func main() {
@@ -101,6 +102,7 @@ func main() {
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&c.sinkDir, "sink-dir", "", "also run the end to end with the file sink's file in this directory (another disk, or a tmpfs as /dev/shm): the pipeline without the sink's writes on the log's disk")
 	flag.StringVar(&c.trace, "trace", "", "write an execution trace of the whole run to this file (go tool trace; -pprof=sync|syscall|sched for profiles of waiting)")
+	flag.DurationVar(&c.linger, "linger", 0, "the source's linger (a pipeline file's linger:, producer.override.linger.ms over REST); 0 appends each read at once")
 	flag.Parse()
 	if err := run(context.Background(), c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
@@ -356,6 +358,7 @@ type pipeline struct {
 	log     *tlog.Log
 	w       *engine.Worker
 	metrics *engine.Metrics
+	linger  time.Duration // the source's
 }
 
 // openPipeline opens a log in dir with the topic and a worker on it.
@@ -375,14 +378,14 @@ func openPipeline(ctx context.Context, c config, dir string, reg *connect.Regist
 		l.Close()
 		return nil, err
 	}
-	return &pipeline{log: l, w: w, metrics: m}, nil
+	return &pipeline{log: l, w: w, metrics: m, linger: c.linger}, nil
 }
 
 // start starts the generator with genCfg and the probed file sink writing
 // to outDir/events.jsonl.
 func (p *pipeline) start(ctx context.Context, outDir string, genCfg map[string]string) error {
 	specs := []engine.ConnectorSpec{
-		{Pipeline: "bench", Name: sourceName, Kind: connect.KindSource, Connector: generator.Name, Topic: topic, Config: genCfg},
+		{Pipeline: "bench", Name: sourceName, Kind: connect.KindSource, Connector: generator.Name, Topic: topic, Config: genCfg, Linger: p.linger},
 		{Pipeline: "bench", Name: sinkName, Kind: connect.KindSink, Connector: probeName, Topics: []string{topic},
 			Config: map[string]string{"path": filepath.Join(outDir, "events.jsonl")}},
 	}

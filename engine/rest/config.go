@@ -3,6 +3,7 @@ package rest
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,10 @@ const (
 	keyLogMessages    = "errors.log.include.messages"
 	keyDLQHeaders     = "errors.deadletterqueue.context.headers.enable"
 	keyDLQReplication = "errors.deadletterqueue.topic.replication.factor"
+	// keyLinger is the one producer override that means something here:
+	// a source's linger (engine.ConnectorSpec.Linger). Every other
+	// producer.override.* key is the connector's, so an unknown one.
+	keyLinger = "producer.override.linger.ms"
 )
 
 // Groups of the validate endpoint's definitions, as Kafka Connect names
@@ -70,6 +75,7 @@ var commonKeys = []commonKey{
 	{name: keyTopics, group: groupCommon, typ: "LIST", kind: connect.KindSink, doc: "The topics the sink reads; this or topics.regex is required."},
 	{name: keyTopicsRegex, group: groupCommon, typ: "STRING", kind: connect.KindSink, doc: "A regular expression the names of the topics the sink reads match as a whole; this or topics is required."},
 	{name: keyGroup, group: groupCommon, typ: "STRING", kind: connect.KindSink, doc: "The sink's consumer group; default its name."},
+	{name: keyLinger, group: groupCommon, typ: "LONG", def: "0", kind: connect.KindSource, doc: "The source's linger in ms: records read while the previous append is not yet durable wait for it, up to this long, and are appended together (fewer appends and log fsyncs, more latency); 0 appends each read at once."},
 	{name: "key.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
 	{name: "value.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
 	{name: "header.converter", group: groupCommon, typ: "CLASS", doc: "Accepted and ignored: Tributary has no converters (records are bytes)."},
@@ -176,7 +182,8 @@ func (s *Server) specFromConfig(name string, cfg map[string]string) (engine.Conn
 
 // readConfig reads a Kafka Connect style flat config: connector.class
 // names the connector; topic (sources) or topics / topics.regex (sinks),
-// group, tasks.max, errors.* and transforms.* are the worker's keys;
+// group, tasks.max, errors.*, transforms.* and a source's
+// producer.override.linger.ms are the worker's keys;
 // converter keys and the error settings that mean nothing here are
 // accepted and ignored, with a warning when warn is set; the rest is the
 // connector's config. It returns every problem the pipeline loader would
@@ -235,6 +242,16 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 			spec.TopicsRegex = v
 		case keyGroup:
 			spec.Group = v
+		case keyLinger:
+			if spec.Kind != connect.KindSource {
+				spec.Config[k] = v // a sink has no producer: the connector's, so unknown
+				break
+			}
+			if d, ok := lingerMs(v); ok {
+				spec.Linger = d
+			} else {
+				invalid(k, v, "must be a number of milliseconds of at least 0")
+			}
 		case keyTolerance:
 			if slices.Contains(tolerances, v) {
 				spec.Errors.Tolerance = v
@@ -372,6 +389,25 @@ func retriesWithin(budget, initial, longest time.Duration) int {
 			d *= 2
 		}
 	}
+}
+
+// lingerMs reads producer.override.linger.ms: milliseconds, at least 0; a
+// fraction is accepted, so that a pipeline file's sub-millisecond linger
+// survives a PUT of the config GET shows (formatLingerMs).
+func lingerMs(v string) (time.Duration, bool) {
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(ms >= 0) || ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return 0, false
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true
+}
+
+// formatLingerMs is a linger as producer.override.linger.ms shows it.
+func formatLingerMs(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64)
 }
 
 func intAtLeast(v string, least int) (int, bool) {
@@ -585,7 +621,8 @@ func (s *Server) maskTransformConfig(t engine.TransformSpec) map[string]string {
 
 // flatConfig is a connector's config as GET …/config shows it: the
 // worker's view plus the keys it leaves out (transforms, every errors.*
-// setting, topics.regex), so that PUT of the answer changes nothing. With
+// setting, topics.regex, a source's linger), so that PUT of the answer
+// changes nothing. With
 // clear, secrets are in clear (for merging a PATCH; never show it).
 func (s *Server) flatConfig(info engine.ConnectorInfo, spec engine.ConnectorSpec, clear bool) map[string]string {
 	out := maps.Clone(info.Config)
@@ -614,6 +651,9 @@ func (s *Server) flatConfig(info engine.ConnectorInfo, spec engine.ConnectorSpec
 	setIf(keyRetryDelayInit, strconv.FormatInt(e.BackoffInitial.Milliseconds(), 10), e.BackoffInitial > 0)
 	setIf(keyRetryDelayMax, strconv.FormatInt(e.BackoffMax.Milliseconds(), 10), e.BackoffMax > 0)
 	setIf(keyDeadLetter, e.DeadLetterTopic, e.DeadLetterTopic != "")
+	if spec.Kind == connect.KindSource {
+		setIf(keyLinger, formatLingerMs(spec.Linger), spec.Linger > 0)
+	}
 	if len(spec.Transforms) > 0 {
 		aliases := transformAliases(spec.Transforms)
 		out[keyTransforms] = strings.Join(aliases, ",")
