@@ -40,7 +40,9 @@ package log
 // leaf lock: it is never held while calling into the Log (appends, reads,
 // offset look-ups, which take Log.mu and partition.mu), and the Log never
 // calls into Groups while holding its own locks. So the order is simply:
-// take Groups.mu last and call nothing while holding it.
+// take Groups.mu last and call nothing while holding it. Delete calls the
+// registered delete guards (GuardDelete) with no lock held; a guard may hold
+// its own locks while the deletion runs, since Groups.mu is a leaf.
 //
 // Because the append happens outside the lock, two writers of the same key
 // may apply their results out of order. Every applied entry therefore keeps
@@ -53,6 +55,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -323,8 +326,44 @@ func (gr *consumerGroup) checkNoMembers(op string) error {
 type Groups struct {
 	l *Log
 
-	mu     sync.Mutex // guards groups and every *consumerGroup in it; a leaf lock
+	mu     sync.Mutex // guards groups, every *consumerGroup in it and guards; a leaf lock
 	groups map[string]*consumerGroup
+	guards []*deleteGuard
+}
+
+// DeleteGuard runs the deletion of a group (del) on behalf of a coordinator
+// that keeps its own state of the group, as the Kafka listener does: it
+// refuses (an error wrapping ErrGroupNotEmpty) while its group has members,
+// and otherwise runs del and, when del succeeded or found no offsets
+// (ErrUnknownGroup), forgets its group, so that a group deleted through the
+// log (tributary groups delete, the REST endpoint) is gone for the
+// coordinator's clients at once, as Kafka's DeleteGroups removes it. It
+// holds the group still while del runs, so that no member joins between its
+// check and the deletion. It returns what the deletion returns.
+type DeleteGuard func(ctx context.Context, group string, del func() error) error
+
+type deleteGuard struct{ fn DeleteGuard }
+
+// GuardDelete registers a DeleteGuard that every Delete runs through,
+// whoever calls it, and returns the function that unregisters it (a
+// coordinator's Close calls it). Guards registered later run outermost.
+// Only Delete is guarded: offsets committed, reset or deleted through the
+// log are read from here by every coordinator (OffsetFetch) anyway.
+func (g *Groups) GuardDelete(fn DeleteGuard) (unregister func()) {
+	gd := &deleteGuard{fn: fn}
+	g.mu.Lock()
+	g.guards = append(g.guards, gd)
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i, x := range g.guards {
+			if x == gd {
+				g.guards = append(g.guards[:i:i], g.guards[i+1:]...)
+				return
+			}
+		}
+	}
 }
 
 func newGroups(l *Log) *Groups {
@@ -897,8 +936,23 @@ func (g *Groups) describe(s groupSnapshot) []PartitionLag {
 // Delete removes a group and all its committed offsets, writing a tombstone
 // for each. It refuses with ErrGroupNotEmpty while the group has members and
 // returns ErrUnknownGroup for a group without commits, unless its
-// coordinator retains it (Membership.Retained), which it forgets.
+// coordinator retains it (Membership.Retained), which it forgets. It runs
+// through every registered DeleteGuard, so the coordinator forgets the
+// group too, at once.
 func (g *Groups) Delete(ctx context.Context, group string) error {
+	g.mu.Lock()
+	guards := slices.Clone(g.guards)
+	g.mu.Unlock()
+	del := func() error { return g.delete(ctx, group) }
+	for _, gd := range guards {
+		inner := del
+		del = func() error { return gd.fn(ctx, group, inner) }
+	}
+	return del()
+}
+
+// delete is Delete without the guards.
+func (g *Groups) delete(ctx context.Context, group string) error {
 	g.mu.Lock()
 	gr, ok := g.groups[group]
 	var ws []pendingWrite

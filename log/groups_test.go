@@ -718,3 +718,52 @@ func TestGroups_Commit_WithAutoCreateOff(t *testing.T) {
 		t.Fatalf("CommittedOffset = %d, %v; want 3, true", off, ok)
 	}
 }
+
+// Delete runs through the registered guards (the Kafka listener's), whoever
+// calls it: a guard's refusal stops it, guards nest (the one registered
+// last outermost), and an unregistered guard no longer runs.
+func TestGroups_GuardDelete(t *testing.T) {
+	l := openGroupsLog(t, t.TempDir())
+	defer l.Close()
+	g := l.Groups()
+	commit := func(group string) {
+		t.Helper()
+		if err := g.Commit(t.Context(), group, []OffsetCommit{{Topic: "t", Partition: 0, Offset: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls []string
+	guard := func(name string, refuse bool) DeleteGuard {
+		return func(_ context.Context, group string, del func() error) error {
+			calls = append(calls, name+" "+group)
+			if refuse {
+				return fmt.Errorf("delete group %s: %w", group, ErrGroupNotEmpty)
+			}
+			return del()
+		}
+	}
+	commit("a")
+	unA := g.GuardDelete(guard("inner", false))
+	unB := g.GuardDelete(guard("outer", true))
+	if err := g.Delete(t.Context(), "a"); !errors.Is(err, ErrGroupNotEmpty) {
+		t.Fatalf("Delete refused by a guard: %v, want ErrGroupNotEmpty", err)
+	}
+	if _, ok := g.CommittedOffset("a", "t", 0); !ok {
+		t.Fatal("a refused Delete deleted the offsets")
+	}
+	unB()
+	if err := g.Delete(t.Context(), "a"); err != nil {
+		t.Fatalf("Delete through the remaining guard: %v", err)
+	}
+	if _, ok := g.CommittedOffset("a", "t", 0); ok {
+		t.Fatal("offsets left after Delete")
+	}
+	unA()
+	commit("b")
+	if err := g.Delete(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"outer a", "inner a"}; !slices.Equal(calls, want) {
+		t.Fatalf("guards called %v, want %v", calls, want)
+	}
+}

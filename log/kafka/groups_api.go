@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -646,24 +647,42 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	if name == "" {
 		return codeInvalidGroupID
 	}
-	g := c.group(name, false)
-	if g != nil {
-		g.mu.Lock()
-		if len(g.members) > 0 || g.state != stateEmpty {
-			g.mu.Unlock()
-			return kerr.NonEmptyGroup.Code
-		}
-	}
+	// The log's Delete runs through guardDelete, which checks and forgets
+	// the coordinator's group: the same path as tributary groups delete.
 	err := c.s.log.Groups().Delete(ctx, name)
-	if g == nil {
-		if errors.Is(err, tlog.ErrUnknownGroup) {
-			return kerr.GroupIDNotFound.Code
-		}
-		return errorCode(err)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, tlog.ErrGroupNotEmpty):
+		return kerr.NonEmptyGroup.Code
+	case errors.Is(err, tlog.ErrUnknownGroup):
+		return kerr.GroupIDNotFound.Code
 	}
-	if err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
+	return errorCode(err)
+}
+
+// guardDelete is the coordinator's tlog.DeleteGuard: every deletion of a
+// group, by DeleteGroups or through the log (tributary groups delete, the
+// REST endpoint), runs here, so that both refuse alike and a deleted group
+// is gone from ListGroups and DescribeGroups at once, as Kafka's
+// DeleteGroups removes it from the coordinator, rather than Empty until
+// emptyGroupRetention. The group stays locked while the log deletes its
+// offsets, so no member joins in between (a join after it starts a new
+// group). A group the coordinator knows but the log does not (Empty,
+// without offsets) is deleted without error.
+func (c *coordinator) guardDelete(ctx context.Context, name string, del func() error) error {
+	g := c.lockGroup(name)
+	if g == nil {
+		return del()
+	}
+	if len(g.members) > 0 || g.state != stateEmpty {
+		n, st := len(g.members), g.state
 		g.mu.Unlock()
-		return errorCode(err)
+		return fmt.Errorf("delete group %s: %w (%d, state %s); stop its consumers first", name, tlog.ErrGroupNotEmpty, n, st)
+	}
+	if err := del(); err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
+		g.mu.Unlock()
+		return err
 	}
 	// Kafka removes the group (pending member ids too): it is Dead, and a
 	// join after this starts a new one. Lock order: c.mu before g.mu.
@@ -675,7 +694,7 @@ func (c *coordinator) deleteGroup(ctx context.Context, name string) int16 {
 		delete(c.groups, name)
 	}
 	c.mu.Unlock()
-	return 0
+	return nil
 }
 
 // offsetDelete answers OffsetDelete. Partitions of topics the group's

@@ -84,6 +84,9 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	groups *coordinator
+	// unguardDelete unregisters groups.guardDelete from the log's groups
+	// (Groups.GuardDelete): Close calls it.
+	unguardDelete func()
 	// scramKey makes up the salts of unknown SCRAM users, the same for a
 	// user on every attempt (so that they look like known ones).
 	scramKey []byte
@@ -132,6 +135,9 @@ func Listen(ctx context.Context, addr string, l *tlog.Log, opts Options) (*Serve
 		return nil, fmt.Errorf("kafka listener: random key: %w", err)
 	}
 	s.groups = newCoordinator(s)
+	// Deletions through the log (tributary groups delete) forget the
+	// coordinator's group too, as DeleteGroups does.
+	s.unguardDelete = l.Groups().GuardDelete(s.groups.guardDelete)
 	s.wg.Add(2)
 	go s.acceptLoop(sctx)
 	go func() { defer s.wg.Done(); s.groups.reapLoop(sctx) }()
@@ -158,6 +164,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.wg.Wait()
+	s.unguardDelete()
 	s.groups.unpublishAll()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
