@@ -139,3 +139,26 @@ func TestDriverLog_InSourceLogger(t *testing.T) {
 		t.Errorf("the driver wrote to stderr: %q", stderr.String())
 	}
 }
+
+// TestBinlogClientLog_InSourceLogger checks that the binlog client's
+// messages arrive in the source's logger with its attributes and
+// component=go-mysql, at debug level (see demoted).
+func TestBinlogClientLog_InSourceLogger(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY)")
+	logs, _ := captureLogs(t)
+	openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
+	// The stream starts on a goroutine of the source: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "mysql: streaming") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	recs := logRecords(t, logs, componentBinlog)
+	if len(recs) == 0 {
+		t.Fatalf("no message of the binlog client with component=%s; the source logged:\n%s", componentBinlog, logs.String())
+	}
+	for _, r := range recs {
+		if r["pipeline"] != "p" || r["source"] != "src" || r["level"] != "DEBUG" {
+			t.Errorf("binlog client message without the source's attributes or not at DEBUG: %v", r)
+		}
+	}
+}

@@ -140,7 +140,8 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 // demoted passes go-mysql's log records on at debug level: the connector
 // reports what matters (a lost connection, an error) itself, while
 // go-mysql logs every dropped connection, and the failed KILL of an
-// already dead one when closing, as errors of its own.
+// already dead one when closing, as errors of its own. The logger is per
+// syncer, so the messages carry the source's attributes (logging.go).
 type demoted struct{ h slog.Handler }
 
 func (d demoted) Enabled(ctx context.Context, _ slog.Level) bool {
@@ -174,7 +175,7 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		Password:                s.set.dsn.Passwd,
 		TimestampStringLocation: time.UTC,
 		DisableRetrySync:        true,
-		Logger:                  slog.New(demoted{s.log.Handler()}),
+		Logger:                  slog.New(demoted{s.log.Handler()}).With("component", componentBinlog),
 		EventCacheCount:         4096,
 		// Events are decoded by the connector (rawevents.go); the GTID
 		// set is tracked by the connector too.
