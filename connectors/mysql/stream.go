@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -347,7 +348,13 @@ func (st *streamer) loop(ctx context.Context) error {
 			failing = time.Now()
 		}
 		if time.Since(failing) > s.reconnectFor {
-			return fmt.Errorf("%v (reconnecting failed for %s; the task restarts from the stored position)", err, s.reconnectFor)
+			// Plain words and what to do first; the client's own text
+			// (a dial error, or go-mysql's "readInitialHandshake: …
+			// connection was bad") last, for diagnosis. %v: giving up
+			// is not retryable, even if err is.
+			return fmt.Errorf("could not keep a binlog connection to the server at %s: reconnecting failed for %s; the task restarts from the stored position. "+
+				"First check that the server is running and reachable from here (a restart, a failover, a firewall?) and that it accepts connections (max_connections); error: %v",
+				net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), s.reconnectFor, err)
 		}
 		st.abandonTx()
 		wait := bo.next()
