@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -231,7 +232,7 @@ func TestWatchedPool_ReusesIdleConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, _, err := openDB(t.Context(), cfg, time.Second)
+	db, _, err := openDB(t.Context(), cfg, time.Second, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

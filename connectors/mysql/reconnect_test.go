@@ -236,7 +236,18 @@ func TestStream_GivesUpReconnecting(t *testing.T) {
 	for {
 		_, err := s.Read(t.Context())
 		if err != nil {
-			wantErr(t, err, "reconnecting failed for 500ms")
+			// Plain words first, what to do, then the client's own text.
+			msg := err.Error()
+			t.Log(msg)
+			want := "could not keep a binlog connection to the server at " + p.Addr() + ": reconnecting failed for 500ms"
+			if !strings.HasPrefix(msg, want) {
+				t.Errorf("error %q, want it to start with %q", msg, want)
+			}
+			hint := strings.Index(msg, "check that the server is running")
+			raw := strings.Index(msg, "connection refused")
+			if hint < 0 || raw < hint {
+				t.Errorf("error %q: want the hint, then the client's error", msg)
+			}
 			if connect.IsRetryable(err) {
 				t.Errorf("the error is marked retryable: %v", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -29,9 +30,11 @@ type server struct {
 // unknown database, access denied), the error is connect.Permanent;
 // network errors and a server that is starting stay retryable, so that a
 // server that comes up later is picked up. The pool's connections are
-// watched for a dead network (deadconn.go) by the returned watchdog.
-func openDB(ctx context.Context, cfg *mysql.Config, deadTimeout time.Duration) (*sql.DB, *watchdog, error) {
+// watched for a dead network (deadconn.go) by the returned watchdog. The
+// driver's own messages go to log (logging.go).
+func openDB(ctx context.Context, cfg *mysql.Config, deadTimeout time.Duration, log *slog.Logger) (*sql.DB, *watchdog, error) {
 	cfg = cfg.Clone()
+	cfg.Logger = newDriverLogger(log)
 	w := newWatchdog(cfg, deadTimeout)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {

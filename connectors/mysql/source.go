@@ -135,7 +135,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 			s.db = nil
 		}
 	}()
-	if s.db, s.dog, err = openDB(ctx, s.set.dsn, s.set.deadTimeout); err != nil {
+	if s.db, s.dog, err = openDB(ctx, s.set.dsn, s.set.deadTimeout, s.log); err != nil {
 		return err
 	}
 	s.db.SetMaxIdleConns(2)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,7 +141,8 @@ func newStreamer(s *Source, enc *encoder) *streamer {
 // demoted passes go-mysql's log records on at debug level: the connector
 // reports what matters (a lost connection, an error) itself, while
 // go-mysql logs every dropped connection, and the failed KILL of an
-// already dead one when closing, as errors of its own.
+// already dead one when closing, as errors of its own. The logger is per
+// syncer, so the messages carry the source's attributes (logging.go).
 type demoted struct{ h slog.Handler }
 
 func (d demoted) Enabled(ctx context.Context, _ slog.Level) bool {
@@ -174,7 +176,7 @@ func (s *Source) syncerConfig(ctx context.Context) (replication.BinlogSyncerConf
 		Password:                s.set.dsn.Passwd,
 		TimestampStringLocation: time.UTC,
 		DisableRetrySync:        true,
-		Logger:                  slog.New(demoted{s.log.Handler()}),
+		Logger:                  slog.New(demoted{s.log.Handler()}).With("component", componentBinlog),
 		EventCacheCount:         4096,
 		// Events are decoded by the connector (rawevents.go); the GTID
 		// set is tracked by the connector too.
@@ -346,7 +348,13 @@ func (st *streamer) loop(ctx context.Context) error {
 			failing = time.Now()
 		}
 		if time.Since(failing) > s.reconnectFor {
-			return fmt.Errorf("%v (reconnecting failed for %s; the task restarts from the stored position)", err, s.reconnectFor)
+			// Plain words and what to do first; the client's own text
+			// (a dial error, or go-mysql's "readInitialHandshake: …
+			// connection was bad") last, for diagnosis. %v: giving up
+			// is not retryable, even if err is.
+			return fmt.Errorf("could not keep a binlog connection to the server at %s: reconnecting failed for %s; the task restarts from the stored position. "+
+				"First check that the server is running and reachable from here (a restart, a failover, a firewall?) and that it accepts connections (max_connections); error: %v",
+				net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), s.reconnectFor, err)
 		}
 		st.abandonTx()
 		wait := bo.next()
