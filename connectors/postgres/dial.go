@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +41,13 @@ import (
 //     read goes on, checked again after another timeout); none within the
 //     timeout means the connection is dead, and it is closed with
 //     errDeadConn.
+//
+// The replication connection gets the read watch too, but only for the
+// commands before its stream (CREATE_REPLICATION_SLOT, which waits for
+// the transactions running to end, SHOW wal_sender_timeout and
+// START_REPLICATION): once the stream runs, its keepalive requests watch
+// it (with a timeout raised to the server's wal_sender_timeout), and
+// stopWatching turns the watch off.
 
 // netOptions are the TCP settings of a connection.
 type netOptions struct {
@@ -139,6 +147,9 @@ func configureNet(cfg *pgconn.Config, deadAfter time.Duration, watch bool, log *
 		return nil
 	}
 	probeCfg := cfg.Copy()
+	// The probe of a replication connection asks over an ordinary one: no
+	// walsender (max_wal_senders) taken for it.
+	delete(probeCfg.RuntimeParams, "replication")
 	probe := func(ctx context.Context) error {
 		conn, err := pgconn.ConnectConfig(ctx, probeCfg)
 		if err != nil {
@@ -173,6 +184,7 @@ type watchedConn struct {
 	ctx    context.Context // ends the probes when the connection closes
 	cancel context.CancelFunc
 	probes sync.WaitGroup // the running probe; Close waits for it
+	off    atomic.Bool    // the watch is off (stopWatching): reads go straight through
 
 	mu      sync.Mutex
 	timer   *time.Timer // runs check after a read has waited after
@@ -192,6 +204,9 @@ func newWatchedConn(c net.Conn, after time.Duration, probe func(context.Context)
 }
 
 func (w *watchedConn) Read(b []byte) (int, error) {
+	if w.off.Load() {
+		return w.Conn.Read(b)
+	}
 	w.mu.Lock()
 	if w.dead != nil {
 		w.mu.Unlock()
@@ -216,7 +231,7 @@ func (w *watchedConn) Read(b []byte) (int, error) {
 // the server does not answer either while the read still waits.
 func (w *watchedConn) check() {
 	w.mu.Lock()
-	if !w.reading || w.probing || w.closed || w.dead != nil {
+	if !w.reading || w.probing || w.closed || w.dead != nil || w.off.Load() {
 		w.mu.Unlock()
 		return
 	}
@@ -247,8 +262,8 @@ func (w *watchedConn) check() {
 		}
 		return
 	}
-	if !w.reading || w.since != since {
-		return // bytes came meanwhile
+	if !w.reading || w.since != since || w.off.Load() {
+		return // bytes came meanwhile, or the watch is off
 	}
 	waited := time.Since(since).Round(time.Millisecond)
 	w.dead = fmt.Errorf("%w: no answer for %s, and a new connection to the server got no answer within wal.receiver.timeout (%s) either (%v): "+
@@ -267,6 +282,47 @@ func probeErr(err error) string {
 		return "no answer to the probe"
 	}
 	return "the probe: " + err.Error()
+}
+
+// watchOf returns the watch of conn (a connection pgconn made with
+// configureNet's dialer, maybe wrapped in TLS), or nil when it has none
+// (wal.receiver.timeout 0).
+func watchOf(conn net.Conn) *watchedConn {
+	if t, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		conn = t.NetConn()
+	}
+	w, _ := conn.(*watchedConn)
+	return w
+}
+
+// deadErr returns why the watch took conn for dead, or err when it did
+// not. pgconn's simple protocol (Exec, which the replication commands
+// use) loses the read's error once the connection is closed, and says
+// only "conn closed".
+func deadErr(conn net.Conn, err error) error {
+	if w := watchOf(conn); w != nil && err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.dead != nil {
+			return w.dead
+		}
+	}
+	return err
+}
+
+// stopWatching turns the read watch of conn (a connection pgconn made
+// with configureNet's dialer, maybe wrapped in TLS) off, for good: its
+// owner watches it itself from now on. A read that waits goes on waiting
+// unwatched.
+func stopWatching(conn net.Conn) {
+	w := watchOf(conn)
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.off.Store(true)
+	w.timer.Stop()
+	w.mu.Unlock()
 }
 
 // Close closes the connection and waits for a running probe.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,4 +215,120 @@ func TestSnapshot_SlowQueryNotCut(t *testing.T) {
 			t.Errorf("%d rows read by the incremental snapshot, want 100", n)
 		}
 	})
+}
+
+// holdXid opens a transaction that holds an xid, in a session of its own:
+// a logical replication slot created meanwhile waits for it to end (the
+// slot's snapshot needs the transactions running to have finished), alive
+// and just slow. The returned function commits it.
+func holdXid(t *testing.T, db *testDB) (commit func()) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SELECT txid_current()"); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	commit = func() {
+		if done {
+			return
+		}
+		done = true
+		if _, err := conn.Exec(context.Background(), "COMMIT"); err != nil {
+			t.Error(err)
+		}
+		conn.Close(context.Background())
+	}
+	t.Cleanup(commit)
+	return commit
+}
+
+// openResult is what an Open run in the background returned.
+type openResult struct {
+	s   *Source
+	err error
+}
+
+// openAsync opens a source in the background.
+func openAsync(t *testing.T, dsn string, values map[string]string, adjust func(*Source)) <-chan openResult {
+	done := make(chan openResult, 1)
+	go func() {
+		s, err := tryOpenSource(t, dsn, values, adjust, nil)
+		done <- openResult{s, err}
+	}()
+	return done
+}
+
+// TestOpen_DeadConnection_SlotCreation cuts the network while Open's
+// CREATE_REPLICATION_SLOT waits for a running transaction: the replication
+// connection's answer never comes, and a new connection to the server
+// gets none either, so Open fails with errDeadConn within about twice
+// wal.receiver.timeout instead of hanging the task in its start.
+func TestOpen_DeadConnection_SlotCreation(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1)")
+	commit := holdXid(t, db)
+	p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
+	done := openAsync(t, viaProxy(db, p), map[string]string{"snapshot.mode": "initial", "tables": "public.a",
+		"wal.receiver.timeout": "2s"}, nil)
+	waitLockWait(t, db) // the slot's creation waits for the transaction
+	p.Hold()
+	started := time.Now()
+	commit() // the slot is created; its answer is held
+	select {
+	case r := <-done:
+		t.Logf("Open failed %v into the partition: %v", time.Since(started).Round(time.Millisecond), r.err)
+		if r.err == nil {
+			r.s.Close(context.Background())
+			t.Fatal("Open succeeded through a network partition")
+		}
+		checkDeadErr(t, r.err)
+	case <-time.After(30 * time.Second):
+		p.Close() // ends the Open
+		<-done
+		t.Fatal("Open still waits for the replication slot 30s into a network partition (wal.receiver.timeout 2s): the dead connection went unnoticed")
+	}
+}
+
+// TestOpen_SlowSlotCreationNotCut: CREATE_REPLICATION_SLOT waiting far
+// longer than wal.receiver.timeout for a long transaction, the server
+// alive and answering, is not taken for dead: Open waits, and succeeds
+// once the transaction commits.
+func TestOpen_SlowSlotCreationNotCut(t *testing.T) {
+	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1)")
+	commit := holdXid(t, db)
+	logTo, probed := probeLog()
+	p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
+	done := openAsync(t, viaProxy(db, p), map[string]string{"snapshot.mode": "initial", "tables": "public.a",
+		"wal.receiver.timeout": "2s"}, logTo)
+	waitLockWait(t, db)
+	select {
+	case r := <-done:
+		if r.err == nil {
+			r.s.Close(context.Background())
+		}
+		t.Fatalf("Open returned while the slot's creation waited for a running transaction: %v", r.err)
+	case <-time.After(7 * time.Second): // over three timeouts
+	}
+	probed(t)
+	commit()
+	var r openResult
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open still waits 30s after the transaction committed")
+	}
+	if r.err != nil {
+		t.Fatalf("Open: %v", r.err)
+	}
+	defer r.s.Close(context.Background())
+	readRecords(t, r.s, 1, 30*time.Second) // the snapshot's row
+	db.exec(t, "INSERT INTO a VALUES (2)")
+	if got := ids(t, readRecords(t, r.s, 1, 30*time.Second)); !slices.Equal(got, []int{2}) {
+		t.Errorf("streamed %v, want [2]", got)
+	}
 }

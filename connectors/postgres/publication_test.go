@@ -311,3 +311,36 @@ func TestSnapshot_NoPublication(t *testing.T) {
 		t.Errorf("rows %v, want all 4", keys)
 	}
 }
+
+// TestSnapshot_RowFilterProgress: the snapshot's progress of a table the
+// publication filters estimates the rows the filter lets through, not the
+// table's: a filter that keeps a tenth of the rows would otherwise show
+// the snapshot at a tenth while it reads them all, then jump to 100%.
+func TestSnapshot_RowFilterProgress(t *testing.T) {
+	db := newDB(t, "CREATE TABLE f (id int PRIMARY KEY, v int)",
+		"INSERT INTO f SELECT g, g FROM generate_series(1, 2000) g",
+		"ANALYZE f",
+		"CREATE PUBLICATION pub_f FOR TABLE f WHERE (id <= 200)")
+	s := openSource(t, db, map[string]string{"tables": "public.f", "publication": "pub_f", "publication.autocreate.mode": "disabled",
+		"snapshot.chunk.size": "10", "batch.size": "10"}, nil)
+	// The runner waits for Read after a few chunks: the snapshot is still
+	// on, its progress shown.
+	var prog *connect.Progress
+	for deadline := time.Now().Add(30 * time.Second); prog == nil; time.Sleep(10 * time.Millisecond) {
+		for _, p := range s.Report().Progress {
+			if p.Name == "public.f" {
+				prog = &p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot progress of public.f: %+v", s.Report())
+		}
+	}
+	t.Logf("progress while the snapshot runs: %d of %d rows", prog.Done, prog.Total)
+	if prog.Total < 100 || prog.Total > 400 {
+		t.Errorf("public.f estimated at %d rows, want about the 200 the row filter lets through (the table has 2000)", prog.Total)
+	}
+	if n := len(ids(t, readRecords(t, s, 200, 30*time.Second))); n != 200 {
+		t.Errorf("%d rows read, want 200", n)
+	}
+}

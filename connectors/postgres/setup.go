@@ -43,8 +43,12 @@ func connectSQL(ctx context.Context, dsn string, deadAfter time.Duration, log *s
 
 // connectReplication opens a logical replication connection
 // (replication=database) with the connector's session settings, and the
-// TCP settings of deadAfter (the stream watches it itself: streamer.alive).
-func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration) (*pgconn.PgConn, error) {
+// TCP settings of deadAfter. Its reads are watched as an ordinary
+// connection's until the stream starts (stopWatching), which watches it
+// itself (streamer.alive): the commands before, CREATE_REPLICATION_SLOT
+// above all, would otherwise wait forever through a proxy whose side to
+// the server is cut.
+func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, connect.Permanent(fmt.Errorf("parse dsn: %s", redactErr(err, dsn)))
@@ -53,7 +57,7 @@ func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration
 		cfg.RuntimeParams[k] = v
 	}
 	cfg.RuntimeParams["replication"] = "database"
-	if err := configureNet(cfg, deadAfter, false, nil); err != nil {
+	if err := configureNet(cfg, deadAfter, true, log); err != nil {
 		return nil, connect.Permanent(fmt.Errorf("dsn: %w", err))
 	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)

@@ -278,7 +278,7 @@ func TestSetup_ConnectErrors(t *testing.T) {
 		})
 	}
 	// The replication connection classifies the same way.
-	_, err := connectReplication(t.Context(), server.dsn("no_such_db"), time.Minute)
+	_, err := connectReplication(t.Context(), server.dsn("no_such_db"), time.Minute, nil)
 	wantErr(t, err, "open a replication connection", `database "no_such_db" does not exist`)
 	wantPermanent(t, err, true)
 }

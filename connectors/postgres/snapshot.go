@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"strings"
@@ -96,7 +97,19 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 				prog.Split[name] = bounds
 			}
 		}
-		s.rep.snapshotTable(name, prog.Rows[name], estimate)
+		shown := estimate
+		if rel.filter != "" {
+			// reltuples counts every row of the table, but the snapshot
+			// reads only those the publication's row filter lets through:
+			// the progress would stay far below 100% until the table ends.
+			// An estimate that fails fails no snapshot: the table's stays.
+			if n, err := filteredRows(ctx, cat.conn, rel); err != nil {
+				s.log.Warn("postgres: cannot estimate the rows the publication's row filter lets through; the snapshot's progress counts every row of the table", "table", name, "filter", rel.filter, "err", err)
+			} else {
+				shown = n
+			}
+		}
+		s.rep.snapshotTable(name, prog.Rows[name], shown)
 		bounds, split := prog.Split[name]
 		if !split {
 			u := &snapUnit{rel: rel, name: name}
@@ -423,4 +436,23 @@ func splitRange(lo, hi string, parts int) []string {
 		}
 	}
 	return out
+}
+
+// filteredRows estimates the rows of rel its publication's row filter lets
+// through, as the planner does (EXPLAIN, nothing read): from the table's
+// statistics, so about as good as reltuples for a simple filter.
+func filteredRows(ctx context.Context, conn *pgx.Conn, rel *relation) (int64, error) {
+	var plan []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT FROM "+rel.ref.quoted()+" WHERE ("+rel.filter+")").Scan(&plan); err != nil {
+		return 0, err
+	}
+	var out []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	if err := json.Unmarshal(plan, &out); err != nil || len(out) != 1 {
+		return 0, fmt.Errorf("unexpected plan %.200s: %v", plan, err)
+	}
+	return int64(max(out[0].Plan.Rows, 0)), nil
 }

@@ -114,7 +114,7 @@ func (s *Source) Open(ctx context.Context, cfg connect.Config) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			s.closeConns()
+			s.closeConns(errors.Is(err, errDeadConn))
 		}
 	}()
 	if s.meta, err = connectSQL(ctx, s.set.dsn, s.set.deadAfter, s.log); err != nil {
@@ -224,7 +224,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 			// so far may miss changes, so start the snapshot over.
 			p.snapshot, p.resume = true, nil
 		}
-		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter); err != nil {
+		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter, s.log); err != nil {
 			return err
 		}
 		action := "NOEXPORT_SNAPSHOT"
@@ -233,6 +233,9 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		}
 		res, err := pglogrepl.CreateReplicationSlot(ctx, s.repl, s.set.slot, "pgoutput",
 			pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: action})
+		if err = deadErr(s.repl.Conn(), err); errors.Is(err, errDeadConn) {
+			return fmt.Errorf("create replication slot %s: %w", s.set.slot, err)
+		}
 		if err != nil {
 			return fmt.Errorf("create replication slot %s: %w (is max_replication_slots reached? see SELECT * FROM pg_replication_slots;)", s.set.slot, err)
 		}
@@ -244,7 +247,7 @@ func (s *Source) decide(ctx context.Context, pos *position) error {
 		s.log.Info("postgres: created replication slot", "slot", s.set.slot, "consistent_point", res.ConsistentPoint)
 	}
 	if s.repl == nil {
-		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter); err != nil {
+		if s.repl, err = connectReplication(ctx, s.set.dsn, s.set.deadAfter, s.log); err != nil {
 			return err
 		}
 	}
@@ -380,11 +383,13 @@ func (s *Source) Close(context.Context) error {
 		s.cancel()
 		<-s.done
 	}
-	s.closeConns()
+	s.closeConns(errors.Is(s.err, errDeadConn))
 	return nil
 }
 
-func (s *Source) closeConns() {
+// closeConns closes the connections; dead says a connection was taken for
+// dead (errDeadConn), when the server cannot hear of the close either.
+func (s *Source) closeConns(dead bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if s.repl != nil {
@@ -392,7 +397,7 @@ func (s *Source) closeConns() {
 		s.repl = nil
 		// After a dead connection the server cannot hear of the close
 		// either: its walsender holds the slot until wal_sender_timeout.
-		if s.meta != nil && !errors.Is(s.err, errDeadConn) {
+		if s.meta != nil && !dead {
 			s.awaitSlotReleased(ctx)
 		}
 	}

@@ -133,12 +133,21 @@ func (st *streamer) run(ctx context.Context) error {
 	s.waitEvery = min(s.waitEvery, st.statusEvery)
 	err = pglogrepl.StartReplication(ctx, s.repl, s.set.slot, s.plan.startLSN, pglogrepl.StartReplicationOptions{PluginArgs: args})
 	if err != nil {
+		if err := deadErr(s.repl.Conn(), err); errors.Is(err, errDeadConn) {
+			return fmt.Errorf("start replication from slot %s: %w", s.set.slot, err)
+		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
 			return fmt.Errorf("start replication from slot %s: %w; stop the other consumer (is this source running twice?) or end it with SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '%s';", s.set.slot, err, s.set.slot)
 		}
 		return fmt.Errorf("start replication from slot %s at %s: %w", s.set.slot, s.plan.startLSN, err)
 	}
+	// From here the stream watches the connection itself (alive), with
+	// its timeout raised to wal_sender_timeout; the read watch that
+	// bounded the commands so far would take a partition for dead after
+	// twice wal.receiver.timeout, maybe before that, and cost a timer per
+	// read.
+	stopWatching(s.repl.Conn())
 	s.log.Info("postgres: streaming", "slot", s.set.slot, "publication", s.set.publication, "from", s.plan.startLSN, "protocol", st.proto)
 	st.sent = s.plan.startLSN
 	st.lastCommit = uint64(s.plan.startLSN)
@@ -453,7 +462,7 @@ func (st *streamer) dropStreams() {
 func walSenderTimeout(ctx context.Context, conn *pgconn.PgConn) (time.Duration, error) {
 	res, err := conn.Exec(ctx, "SHOW wal_sender_timeout").ReadAll()
 	if err != nil {
-		return 0, fmt.Errorf("read wal_sender_timeout: %w", err)
+		return 0, fmt.Errorf("read wal_sender_timeout: %w", deadErr(conn.Conn(), err))
 	}
 	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
 		return 0, fmt.Errorf("read wal_sender_timeout: unexpected answer")
