@@ -93,37 +93,28 @@ func TestDriverLog_InSourceLogger(t *testing.T) {
 	defer s.Close(context.Background())
 
 	// Kill the pool's idle connections (the user's sessions but the
-	// binlog dump).
+	// binlog dump), then have the source use its pool: the killed
+	// connections fail ("invalid connection", or dropped as bad) and the
+	// driver says so. A ping first leaves a connection idle in the pool,
+	// and the whole round repeats: a session listed as Sleep may be one
+	// the source was about to close, or the pool's may be busy for a
+	// moment.
 	ctx := t.Context()
-	rows, err := d.db.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'drvlog' AND COMMAND = 'Sleep'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+	for deadline := time.Now().Add(20 * time.Second); len(logRecords(t, logs, "go-sql-driver/mysql")) == 0; {
+		if time.Now().After(deadline) {
+			break
+		}
+		if err := s.db.PingContext(ctx); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) == 0 {
-		t.Fatal("the source has no idle connection in its pool")
-	}
-	for _, id := range ids {
-		d.exec(t, fmt.Sprintf("KILL %d", id))
-	}
-
-	// The source uses its pool; the killed connections fail (with
-	// "invalid connection", or are dropped as bad) and the driver says so.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(logRecords(t, logs, "go-sql-driver/mysql")) == 0 && time.Now().Before(deadline) {
-		var one int
-		s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
-		time.Sleep(20 * time.Millisecond)
+		for _, id := range sleepingSessions(t, d, "drvlog") {
+			d.db.ExecContext(ctx, fmt.Sprintf("KILL %d", id)) // it may have ended meanwhile
+		}
+		for range 5 {
+			var one int
+			s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	recs := logRecords(t, logs, "go-sql-driver/mysql")
 	if len(recs) == 0 {
@@ -138,6 +129,28 @@ func TestDriverLog_InSourceLogger(t *testing.T) {
 	if stderr.String() != "" {
 		t.Errorf("the driver wrote to stderr: %q", stderr.String())
 	}
+}
+
+// sleepingSessions returns the ids of user's idle sessions.
+func sleepingSessions(t *testing.T, d *testDB, user string) []int64 {
+	t.Helper()
+	rows, err := d.db.QueryContext(t.Context(), "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND = 'Sleep'", user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // TestBinlogClientLog_InSourceLogger checks that the binlog client's

@@ -26,6 +26,14 @@ func viaProxy(db *testDB, p *netproxy.Proxy) string {
 // returned function commits.
 func lockTable(t *testing.T, db *testDB, table string) (release func()) {
 	t.Helper()
+	return openTx(t, db, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE")
+}
+
+// openTx runs stmt in a transaction of a session of its own and leaves the
+// transaction open until the returned function (also run at the test's
+// end, once) commits it and closes the session.
+func openTx(t *testing.T, db *testDB, stmt string) (commit func()) {
+	t.Helper()
 	conn, err := pgx.Connect(t.Context(), db.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +41,11 @@ func lockTable(t *testing.T, db *testDB, table string) (release func()) {
 	if _, err := conn.Exec(t.Context(), "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(t.Context(), "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+	if _, err := conn.Exec(t.Context(), stmt); err != nil {
 		t.Fatal(err)
 	}
 	done := false
-	release = func() {
+	commit = func() {
 		if done {
 			return
 		}
@@ -47,8 +55,8 @@ func lockTable(t *testing.T, db *testDB, table string) (release func()) {
 		}
 		conn.Close(context.Background())
 	}
-	t.Cleanup(release)
-	return release
+	t.Cleanup(commit)
+	return commit
 }
 
 // waitLockWait waits until a query in db (the source's: the test makes
@@ -223,29 +231,7 @@ func TestSnapshot_SlowQueryNotCut(t *testing.T) {
 // and just slow. The returned function commits it.
 func holdXid(t *testing.T, db *testDB) (commit func()) {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), db.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(t.Context(), "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(t.Context(), "SELECT txid_current()"); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	commit = func() {
-		if done {
-			return
-		}
-		done = true
-		if _, err := conn.Exec(context.Background(), "COMMIT"); err != nil {
-			t.Error(err)
-		}
-		conn.Close(context.Background())
-	}
-	t.Cleanup(commit)
-	return commit
+	return openTx(t, db, "SELECT txid_current()")
 }
 
 // openResult is what an Open run in the background returned.
