@@ -140,22 +140,33 @@ func TestSnapshot_DeadConnection_Partitioned(t *testing.T) {
 // runner, blocked in that query, would otherwise never come back to the
 // replication stream's own dead-connection check.
 func TestIncrementalSnapshot_DeadConnection_Partitioned(t *testing.T) {
+	p, s, release := startChunkWaitingOnLock(t, nil)
+	p.Hold()
+	release() // the chunk's rows are sent, and held
+	checkDeadErr(t, readToError(t, s, 30*time.Second))
+}
+
+// startChunkWaitingOnLock opens a source on a table of 100 rows through a
+// proxy (wal.receiver.timeout 2s, chunks of 40 rows) and starts an
+// incremental snapshot whose first chunk query waits on a lock another
+// session holds until release. adjust, if not nil, adjusts the source
+// before it opens. The source closes when the test ends.
+func startChunkWaitingOnLock(t *testing.T, adjust func(*Source)) (p *netproxy.Proxy, s *Source, release func()) {
+	t.Helper()
 	db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, v int)", "INSERT INTO a SELECT g, g FROM generate_series(1, 100) g")
-	p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
+	p = netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
 	s, err := tryOpenSource(t, viaProxy(db, p), map[string]string{"snapshot.mode": "never", "tables": "public.a",
-		"wal.receiver.timeout": "2s", "snapshot.chunk.size": "40"}, nil, nil)
+		"wal.receiver.timeout": "2s", "snapshot.chunk.size": "40"}, adjust, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close(context.Background())
-	release := lockTable(t, db, "a")
+	t.Cleanup(func() { s.Close(context.Background()) })
+	release = lockTable(t, db, "a")
 	if err := s.ExecuteSnapshot(t.Context(), []string{"public.a"}); err != nil {
 		t.Fatal(err)
 	}
 	waitLockWait(t, db)
-	p.Hold()
-	release() // the chunk's rows are sent, and held
-	checkDeadErr(t, readToError(t, s, 30*time.Second))
+	return p, s, release
 }
 
 // probeLog returns an adjust hook that logs the source's debug messages,
@@ -201,20 +212,8 @@ func TestSnapshot_SlowQueryNotCut(t *testing.T) {
 		readRecords(t, s, 100, 30*time.Second)
 	})
 	t.Run("incremental", func(t *testing.T) {
-		db := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, v int)", "INSERT INTO a SELECT g, g FROM generate_series(1, 100) g")
 		logTo, probed := probeLog()
-		p := netproxy.Start(t, "127.0.0.1:"+strconv.Itoa(server.port))
-		s, err := tryOpenSource(t, viaProxy(db, p), map[string]string{"snapshot.mode": "never", "tables": "public.a",
-			"wal.receiver.timeout": "2s", "snapshot.chunk.size": "40"}, logTo, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close(context.Background())
-		release := lockTable(t, db, "a")
-		if err := s.ExecuteSnapshot(t.Context(), []string{"public.a"}); err != nil {
-			t.Fatal(err)
-		}
-		waitLockWait(t, db)
+		_, s, release := startChunkWaitingOnLock(t, logTo)
 		expectQuiet(t, s, 7*time.Second)
 		probed(t)
 		release()
