@@ -145,6 +145,40 @@ func TestWorker_SIGKILL_EveryCommittedChangeInCommitOrder(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills: %d transactions, %d changes checked, %d delivered again after restarts", kills, w.committed(), checked, dups)
+	if t.Failed() {
+		// Seen once in CI (2026-11-30): the slot confirmed the end of the
+		// WAL while the last changes were missing. Say what the last
+		// child and the log held, for the next look.
+		var confirmed string
+		conn.QueryRow(context.Background(), "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", e2eSlot).Scan(&confirmed)
+		t.Logf("WAL end %s, slot confirmed %s; the last child's log:\n%s", end, confirmed, child.Stderr())
+		logE2EDir(t, dir)
+	}
+}
+
+// logE2EDir logs the files of the worker's data directory with their
+// sizes, and the ends of the topic's partitions as the log opens them.
+func logE2EDir(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				t.Logf("  %s %d bytes", path, fi.Size())
+			}
+		}
+		return nil
+	})
+	l, err := tlog.Open(e2eLogOptions(dir, slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Logf("open the log: %v", err)
+		return
+	}
+	defer l.Close()
+	n, _ := l.Partitions(e2eTopic)
+	for i := range n {
+		start, end, err := l.Offsets(e2eTopic, int32(i))
+		t.Logf("  %s/%d: offsets %d to %d (%v)", e2eTopic, i, start, end, err)
+	}
 }
 
 // e2eWriter commits transactions of one to three changes on random keys
