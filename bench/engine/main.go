@@ -206,6 +206,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			}
 		}
 		if phases["latency"] {
+			if phases["append"] || phases["e2e"] {
+				if err := settleDisk(ctx, c.dir); err != nil {
+					return err
+				}
+			}
 			progress("round %d/%d: latency: generator at %.0f events/s for %v → log → file sink", i+1, c.runs, c.rate, c.duration)
 			if rd.latency, err = runLatency(ctx, c, filepath.Join(dir, "latency")); err != nil {
 				return fmt.Errorf("latency: %w", err)
