@@ -81,11 +81,23 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		if err != nil {
 			return err
 		}
-		var est float64
-		if err := cat.conn.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", t.quoted()).Scan(&est); err != nil {
-			return fmt.Errorf("estimate the rows of %s: %w", name, err)
+		estimate, err := tableRows(ctx, cat.conn, t)
+		if err != nil {
+			return err
 		}
-		estimate := int64(max(est, 0))
+		if rel.filter != "" {
+			// reltuples counts every row of the table, but the snapshot
+			// reads only those the publication's row filter lets through:
+			// the progress would stay far below 100% until the table ends,
+			// and the split would cut a selective filter's few rows into
+			// parts as if they were the whole table. An estimate that
+			// fails fails no snapshot: the table's stays.
+			if n, err := filteredRows(ctx, cat.conn, rel); err != nil {
+				s.log.Warn("postgres: cannot estimate the rows the publication's row filter lets through; the snapshot's progress and its split into parts count every row of the table", "table", name, "filter", rel.filter, "err", err)
+			} else {
+				estimate = n
+			}
+		}
 		resumed := len(rel.keyIdx) > 0 && (prog.Last[name] != nil || prog.Split[name] != nil)
 		if !resumed {
 			delete(prog.Rows, name) // read from the start again
@@ -97,19 +109,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 				prog.Split[name] = bounds
 			}
 		}
-		shown := estimate
-		if rel.filter != "" {
-			// reltuples counts every row of the table, but the snapshot
-			// reads only those the publication's row filter lets through:
-			// the progress would stay far below 100% until the table ends.
-			// An estimate that fails fails no snapshot: the table's stays.
-			if n, err := filteredRows(ctx, cat.conn, rel); err != nil {
-				s.log.Warn("postgres: cannot estimate the rows the publication's row filter lets through; the snapshot's progress counts every row of the table", "table", name, "filter", rel.filter, "err", err)
-			} else {
-				shown = n
-			}
-		}
-		s.rep.snapshotTable(name, prog.Rows[name], shown)
+		s.rep.snapshotTable(name, prog.Rows[name], estimate)
 		bounds, split := prog.Split[name]
 		if !split {
 			u := &snapUnit{rel: rel, name: name}
@@ -387,11 +387,37 @@ func (s *Source) readUnit(ctx context.Context, conn *pgx.Conn, enc *encoder, u *
 	return send(c)
 }
 
+// tableRows estimates the rows of a table from the statistics
+// (pg_class.reltuples, nothing read). A partitioned table holds no rows
+// itself, and its reltuples is -1 until it is analyzed by name, which
+// autovacuum never does: its estimate is the sum of its leaf partitions'.
+// A table or partition never vacuumed nor analyzed (reltuples -1) counts
+// as empty.
+func tableRows(ctx context.Context, conn *pgx.Conn, t tableRef) (int64, error) {
+	var est float64
+	err := conn.QueryRow(ctx, `
+SELECT CASE WHEN c.relkind = 'p' THEN (
+	SELECT coalesce(sum(greatest(l.reltuples, 0)), 0)
+	FROM pg_partition_tree(c.oid) pt JOIN pg_class l ON l.oid = pt.relid
+	WHERE pt.isleaf)
+ELSE greatest(c.reltuples, 0) END::float8
+FROM pg_class c WHERE c.oid = $1::regclass`, t.quoted()).Scan(&est)
+	if err != nil {
+		return 0, fmt.Errorf("estimate the rows of %s: %w", t, err)
+	}
+	return int64(est), nil
+}
+
 // splitBounds cuts a large table whose first key column is an integer
 // into up to snapshot.workers parts of equal key width, so that several
 // workers read it at once; it returns the boundaries between the parts,
-// or nil to read the table as one. The first and the last part are open,
-// so the bounds, read outside the snapshot, cover every row of it.
+// or nil to read the table as one. estimate is the rows the snapshot
+// reads of the table: for a table the publication filters rows of, those
+// the filter lets through, whose key range is the one cut (over the
+// whole table's, a selective filter's rows would fall in one part). The
+// first and the last part are open, so the bounds, read outside the
+// snapshot, cover every row of it. A partitioned table is cut like an
+// ordinary one: each part reads its key range across the partitions.
 func (s *Source) splitBounds(ctx context.Context, conn *pgx.Conn, rel *relation, estimate int64) ([]string, error) {
 	parts := min(int64(s.set.workers), estimate/int64(2*s.set.chunkSize))
 	if parts < 2 || len(rel.keyIdx) == 0 {
@@ -404,7 +430,11 @@ func (s *Source) splitBounds(ctx context.Context, conn *pgx.Conn, rel *relation,
 	}
 	col := pgx.Identifier{rel.columns[rel.keyIdx[0]].name}.Sanitize()
 	var lo, hi *string
-	if err := conn.QueryRow(ctx, "SELECT min("+col+")::text, max("+col+")::text FROM "+rel.ref.quoted()).Scan(&lo, &hi); err != nil {
+	sql := "SELECT min(" + col + ")::text, max(" + col + ")::text FROM " + rel.ref.quoted()
+	if rel.filter != "" {
+		sql += " WHERE (" + rel.filter + ")" // the publication's row filter, as readUnit reads
+	}
+	if err := conn.QueryRow(ctx, sql).Scan(&lo, &hi); err != nil {
 		return nil, fmt.Errorf("read the key range of %s: %w", rel.ref, err)
 	}
 	if lo == nil || hi == nil {
