@@ -184,3 +184,54 @@ func TestSnapshot_PartitionedTableSplit(t *testing.T) {
 		t.Errorf("snapshot_rows_scanned = %v, want 6000", got)
 	}
 }
+
+// TestSnapshot_NeverAnalyzedTableEstimate: a table loaded and never
+// analyzed (reltuples -1, as before autovacuum's first analyze) has no
+// statistics; its rows are estimated from a sample of its pages, so the
+// progress shows them and the table is read in parts. An empty one
+// estimates none.
+func TestSnapshot_NeverAnalyzedTableEstimate(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE u (id bigint PRIMARY KEY, v int) WITH (autovacuum_enabled = off)",
+		"INSERT INTO u SELECT g, g FROM generate_series(1, 20000) g",
+		"CREATE TABLE e (id bigint PRIMARY KEY) WITH (autovacuum_enabled = off)",
+	)
+	for _, rel := range []string{"u", "e"} {
+		if n := db.queryString(t, fmt.Sprintf("SELECT reltuples::text FROM pg_class WHERE oid = '%s'::regclass", rel)); n != "-1" {
+			t.Fatalf("reltuples of %s = %s, want -1 (never analyzed)", rel, n)
+		}
+	}
+	s := openSource(t, db, map[string]string{"tables": "public.u,public.e", "snapshot.chunk.size": "100", "snapshot.workers": "3"}, nil)
+	totals := map[string]int64{}
+	for deadline := time.Now().Add(30 * time.Second); len(totals) < 2; time.Sleep(5 * time.Millisecond) {
+		for _, p := range s.Report().Progress {
+			totals[p.Name] = p.Total
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot progress of both tables: %+v", s.Report())
+		}
+	}
+	// A sample of about 100 of the table's ~110 pages: close to every row.
+	if got := totals["public.u"]; got < 15000 || got > 25000 {
+		t.Errorf("estimated rows of public.u = %d, want about 20000 (from a sample of its pages)", got)
+	}
+	if got := totals["public.e"]; got != 0 {
+		t.Errorf("estimated rows of the empty public.e = %d, want 0", got)
+	}
+	recs := readSnapshot(t, s)
+	var ofU []connect.Record
+	for _, r := range recs {
+		if r.Topic == "src.public.u" {
+			ofU = append(ofU, r)
+		}
+	}
+	split := snapshotSplit(t, recs, "public.u")
+	if len(split) != 2 {
+		t.Errorf("split of public.u = %v, want it cut in three", split)
+	}
+	var want []int
+	for id := 1; id <= 20000; id++ {
+		want = append(want, id)
+	}
+	checkReadOnce(t, ofU, want, split)
+}
