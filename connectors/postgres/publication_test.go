@@ -325,17 +325,7 @@ func TestSnapshot_RowFilterProgress(t *testing.T) {
 		"snapshot.chunk.size": "10", "batch.size": "10"}, nil)
 	// The runner waits for Read after a few chunks: the snapshot is still
 	// on, its progress shown.
-	var prog *connect.Progress
-	for deadline := time.Now().Add(30 * time.Second); prog == nil; time.Sleep(10 * time.Millisecond) {
-		for _, p := range s.Report().Progress {
-			if p.Name == "public.f" {
-				prog = &p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot progress of public.f: %+v", s.Report())
-		}
-	}
+	prog := snapshotProgress(t, s, "public.f")["public.f"]
 	t.Logf("progress while the snapshot runs: %d of %d rows", prog.Done, prog.Total)
 	if prog.Total < 100 || prog.Total > 400 {
 		t.Errorf("public.f estimated at %d rows, want about the 200 the row filter lets through (the table has 2000)", prog.Total)

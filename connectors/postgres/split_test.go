@@ -91,6 +91,25 @@ func checkReadOnce(t *testing.T, recs []connect.Record, want []int, split []int6
 	}
 }
 
+// snapshotProgress waits until s reports the snapshot progress of every
+// table of names and returns it by table.
+func snapshotProgress(t *testing.T, s *Source, names ...string) map[string]connect.Progress {
+	t.Helper()
+	got := map[string]connect.Progress{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for _, p := range s.Report().Progress {
+			got[p.Name] = p
+		}
+		missing := slices.ContainsFunc(names, func(n string) bool { _, ok := got[n]; return !ok })
+		if !missing {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot progress of %v: %+v", names, s.Report())
+		}
+	}
+}
+
 // span renders sorted ids as "n ids lo..hi".
 func span(ids []int) string {
 	if len(ids) == 0 {
@@ -155,17 +174,7 @@ func TestSnapshot_PartitionedTableSplit(t *testing.T) {
 	s := openSource(t, db, map[string]string{"tables": "public.m", "snapshot.chunk.size": "100", "snapshot.workers": "3"}, nil)
 
 	// Nobody reads: the runner stops after a few chunks, mid-snapshot.
-	var prog *connect.Progress
-	for deadline := time.Now().Add(30 * time.Second); prog == nil; time.Sleep(5 * time.Millisecond) {
-		for _, p := range s.Report().Progress {
-			if p.Name == "public.m" {
-				prog = &p
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot progress of public.m: %+v", s.Report())
-		}
-	}
+	prog := snapshotProgress(t, s, "public.m")["public.m"]
 	if prog.Total != 6000 || prog.Done >= 6000 {
 		t.Errorf("snapshot progress of public.m = %d of %d rows, want the 6000 rows of its partitions estimated before it ends", prog.Done, prog.Total)
 	}
@@ -202,20 +211,12 @@ func TestSnapshot_NeverAnalyzedTableEstimate(t *testing.T) {
 		}
 	}
 	s := openSource(t, db, map[string]string{"tables": "public.u,public.e", "snapshot.chunk.size": "100", "snapshot.workers": "3"}, nil)
-	totals := map[string]int64{}
-	for deadline := time.Now().Add(30 * time.Second); len(totals) < 2; time.Sleep(5 * time.Millisecond) {
-		for _, p := range s.Report().Progress {
-			totals[p.Name] = p.Total
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot progress of both tables: %+v", s.Report())
-		}
-	}
+	prog := snapshotProgress(t, s, "public.u", "public.e")
 	// A sample of about 100 of the table's ~110 pages: close to every row.
-	if got := totals["public.u"]; got < 15000 || got > 25000 {
+	if got := prog["public.u"].Total; got < 15000 || got > 25000 {
 		t.Errorf("estimated rows of public.u = %d, want about 20000 (from a sample of its pages)", got)
 	}
-	if got := totals["public.e"]; got != 0 {
+	if got := prog["public.e"].Total; got != 0 {
 		t.Errorf("estimated rows of the empty public.e = %d, want 0", got)
 	}
 	recs := readSnapshot(t, s)
