@@ -197,27 +197,35 @@ func TestSnapshot_PartitionedTableSplit(t *testing.T) {
 // TestSnapshot_NeverAnalyzedTableEstimate: a table loaded and never
 // analyzed (reltuples -1, as before autovacuum's first analyze) has no
 // statistics; its rows are estimated from a sample of its pages, so the
-// progress shows them and the table is read in parts. An empty one
-// estimates none.
+// progress shows them and the table is read in parts; so is a partitioned
+// table whose partition has none. An empty one estimates none.
 func TestSnapshot_NeverAnalyzedTableEstimate(t *testing.T) {
 	db := newDB(t,
 		"CREATE TABLE u (id bigint PRIMARY KEY, v int) WITH (autovacuum_enabled = off)",
 		"INSERT INTO u SELECT g, g FROM generate_series(1, 20000) g",
 		"CREATE TABLE e (id bigint PRIMARY KEY) WITH (autovacuum_enabled = off)",
+		"CREATE TABLE pm (id bigint PRIMARY KEY, v int) PARTITION BY RANGE (id)",
+		"CREATE TABLE pm_1 PARTITION OF pm FOR VALUES FROM (MINVALUE) TO (MAXVALUE) WITH (autovacuum_enabled = off)",
+		"INSERT INTO pm SELECT g, g FROM generate_series(1, 5000) g",
 	)
-	for _, rel := range []string{"u", "e"} {
+	for _, rel := range []string{"u", "e", "pm_1"} {
 		if n := db.queryString(t, fmt.Sprintf("SELECT reltuples::text FROM pg_class WHERE oid = '%s'::regclass", rel)); n != "-1" {
 			t.Fatalf("reltuples of %s = %s, want -1 (never analyzed)", rel, n)
 		}
 	}
-	s := openSource(t, db, map[string]string{"tables": "public.u,public.e", "snapshot.chunk.size": "100", "snapshot.workers": "3"}, nil)
-	prog := snapshotProgress(t, s, "public.u", "public.e")
+	s := openSource(t, db, map[string]string{"tables": "public.u,public.e,public.pm", "snapshot.chunk.size": "100", "snapshot.workers": "3"}, nil)
+	prog := snapshotProgress(t, s, "public.u", "public.e", "public.pm")
 	// A sample of about 100 of the table's ~110 pages: close to every row.
 	if got := prog["public.u"].Total; got < 15000 || got > 25000 {
 		t.Errorf("estimated rows of public.u = %d, want about 20000 (from a sample of its pages)", got)
 	}
 	if got := prog["public.e"].Total; got != 0 {
 		t.Errorf("estimated rows of the empty public.e = %d, want 0", got)
+	}
+	// A partitioned table whose partition has no statistics: sampled
+	// through the partitioned table.
+	if got := prog["public.pm"].Total; got < 3750 || got > 6250 {
+		t.Errorf("estimated rows of public.pm = %d, want about 5000 (from a sample of its partition's pages)", got)
 	}
 	recs := readSnapshot(t, s)
 	var ofU []connect.Record
