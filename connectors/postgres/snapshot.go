@@ -150,7 +150,7 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		}
 		defer exp.Close(context.Background())
 		if _, err := exp.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-			return fmt.Errorf("begin the snapshot transaction: %w", err)
+			return fmt.Errorf("begin the snapshot transaction: %w", deadErr(exp.PgConn().Conn(), err))
 		}
 		if err := exp.QueryRow(ctx, "SELECT pg_export_snapshot()").Scan(&name); err != nil {
 			return fmt.Errorf("export a snapshot: %w", err)
@@ -290,19 +290,23 @@ func (s *Source) snapshotWorker(ctx context.Context, enc *encoder, snapshot stri
 		return err
 	}
 	defer conn.Close(context.Background())
+	// Exec (the simple protocol) says only "conn closed" once the
+	// connection's watch took it for dead and closed it: deadErr says why.
 	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
-		return fmt.Errorf("begin the snapshot transaction: %w", err)
+		return fmt.Errorf("begin the snapshot transaction: %w", deadErr(conn.PgConn().Conn(), err))
 	}
 	if _, err := conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'"); err != nil {
-		return fmt.Errorf("import snapshot %s: %w", snapshot, err)
+		return fmt.Errorf("import snapshot %s: %w", snapshot, deadErr(conn.PgConn().Conn(), err))
 	}
 	for u := range work {
 		if err := s.readUnit(ctx, conn, enc, u, started, chunks); err != nil {
 			return err
 		}
 	}
-	_, err = conn.Exec(ctx, "COMMIT")
-	return err
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("end the snapshot transaction: %w", deadErr(conn.PgConn().Conn(), err))
+	}
+	return nil
 }
 
 // readUnit reads one unit in key order (after u.after when resuming),
