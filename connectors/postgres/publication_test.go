@@ -119,13 +119,7 @@ func TestSnapshot_PublicationRowFilterAndColumnList(t *testing.T) {
 			db := newDB(t, pubTableSetup...)
 			s := openSource(t, db, map[string]string{"tables": "public.acct", "publication": "pub_eu", "publication.autocreate.mode": "disabled",
 				"schemas": schemas}, nil)
-			snap := readUntil(t, s, 60*time.Second, func(r []connect.Record) bool {
-				if len(r) == 0 || r[len(r)-1].Position == nil {
-					return false
-				}
-				p, _ := decodePosition(r[len(r)-1].Position)
-				return p.Snapshot == nil
-			})
+			snap := readSnapshot(t, s)
 			var keys []string
 			for _, e := range decode(t, snap) {
 				if e.Ev == nil || e.Ev.Op != connect.OpRead {
