@@ -9,145 +9,172 @@ import (
 // scanJSON reports whether data is exactly one JSON value (RFC 8259, with
 // optional whitespace around it) and whether it is already compact (no
 // whitespace outside strings). It is the file sink's hot path: one pass,
-// no allocation, several times faster than encoding/json.Valid. Strings are
-// not checked for valid UTF-8 here: ascii says whether data is all ASCII
-// (then it needs no such check; else the caller checks).
+// no allocation below 64 levels of nesting, several times faster than
+// encoding/json.Valid. Strings are not checked for valid UTF-8 here: ascii
+// says whether data is all ASCII (then it needs no such check; else the
+// caller checks).
+//
+// It is one loop over the tokens with its state in locals, not a
+// recursive descent: an event's head (its dozen short keys, strings and
+// numbers before a long padding string) then costs about a third of what
+// a call per token did.
 func scanJSON(data []byte) (valid, compact, ascii bool) {
-	s := scanner{data: data, compact: true, ascii: true}
-	s.space()
-	if !s.value(0) {
+	var (
+		small   [64]bool
+		objects = small[:0] // the open containers, innermost last: true for an object
+		i       = 0
+		n       = len(data)
+		ok      bool
+		high    bool
+	)
+	compact, ascii = true, true
+
+value: // a value is due at data[i], after optional whitespace
+	if i < n && data[i] <= ' ' {
+		if i, ok = skipSpace(data, i); !ok {
+			return false, false, false
+		}
+		compact = false
+	}
+	if i >= n {
 		return false, false, false
 	}
-	s.space()
-	return s.i == len(s.data), s.compact, s.ascii
+	switch c := data[i]; {
+	case c == '"':
+		if i, ok, high = scanString(data, i+1); !ok {
+			return false, false, false
+		}
+		ascii = ascii && !high
+	case c == '{' || c == '[':
+		if len(objects) == maxDepth {
+			return false, false, false
+		}
+		objects = append(objects, c == '{')
+		i++
+		if i < n && data[i] <= ' ' {
+			if i, ok = skipSpace(data, i); !ok {
+				return false, false, false
+			}
+			compact = false
+		}
+		if i < n && data[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+			objects = objects[:len(objects)-1]
+			i++
+			goto after
+		}
+		if c == '{' {
+			goto key
+		}
+		goto value
+	case c == '-' || c >= '0' && c <= '9':
+		if i, ok = scanNumber(data, i); !ok {
+			return false, false, false
+		}
+	case c == 't':
+		if i, ok = literal(data, i, "true"); !ok {
+			return false, false, false
+		}
+	case c == 'f':
+		if i, ok = literal(data, i, "false"); !ok {
+			return false, false, false
+		}
+	case c == 'n':
+		if i, ok = literal(data, i, "null"); !ok {
+			return false, false, false
+		}
+	default:
+		return false, false, false
+	}
+
+after: // a value ended before data[i]
+	if i < n && data[i] <= ' ' {
+		if i, ok = skipSpace(data, i); !ok {
+			return false, false, false
+		}
+		compact = false
+	}
+	if len(objects) == 0 {
+		return i == n, compact, ascii
+	}
+	if i >= n {
+		return false, false, false
+	}
+	switch c, inObject := data[i], objects[len(objects)-1]; {
+	case c == ',':
+		i++
+		if inObject {
+			goto key
+		}
+		goto value
+	case c == '}' && inObject, c == ']' && !inObject:
+		objects = objects[:len(objects)-1]
+		i++
+		goto after
+	}
+	return false, false, false
+
+key: // an object's key is due at data[i], after optional whitespace
+	if i < n && data[i] <= ' ' {
+		if i, ok = skipSpace(data, i); !ok {
+			return false, false, false
+		}
+		compact = false
+	}
+	if i >= n || data[i] != '"' {
+		return false, false, false
+	}
+	if i, ok, high = scanString(data, i+1); !ok {
+		return false, false, false
+	}
+	ascii = ascii && !high
+	if i < n && data[i] <= ' ' {
+		if i, ok = skipSpace(data, i); !ok {
+			return false, false, false
+		}
+		compact = false
+	}
+	if i >= n || data[i] != ':' {
+		return false, false, false
+	}
+	i++
+	goto value
 }
 
 // maxDepth bounds nesting, as encoding/json does (10000).
 const maxDepth = 10000
 
-type scanner struct {
-	data    []byte
-	i       int
-	compact bool
-	ascii   bool // no byte >= 0x80 seen (only strings may hold one)
-}
-
-func (s *scanner) space() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
+// skipSpace skips the whitespace from data[i] on and returns where it
+// ends; ok is false when data[i] is a byte no JSON text may have there
+// (a control character that is not whitespace: the caller calls it only
+// for bytes <= ' ').
+func skipSpace(data []byte, i int) (end int, ok bool) {
+	for ; i < len(data); i++ {
+		switch data[i] {
 		case ' ', '\t', '\n', '\r':
-			s.compact = false
-			s.i++
 		default:
-			return
+			return i, data[i] > ' '
 		}
 	}
+	return i, true
 }
 
-func (s *scanner) value(depth int) bool {
-	if s.i >= len(s.data) || depth > maxDepth {
-		return false
+func literal(data []byte, i int, lit string) (end int, ok bool) {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return i, false
 	}
-	switch c := s.data[s.i]; {
-	case c == '{':
-		return s.object(depth + 1)
-	case c == '[':
-		return s.array(depth + 1)
-	case c == '"':
-		return s.str()
-	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	}
-	return false
+	return i + len(lit), true
 }
 
-func (s *scanner) literal(lit string) bool {
-	if len(s.data)-s.i < len(lit) || string(s.data[s.i:s.i+len(lit)]) != lit {
-		return false
-	}
-	s.i += len(lit)
-	return true
-}
-
-func (s *scanner) object(depth int) bool {
-	s.i++ // {
-	s.space()
-	if s.i < len(s.data) && s.data[s.i] == '}' {
-		s.i++
-		return true
-	}
-	for {
-		if s.i >= len(s.data) || s.data[s.i] != '"' || !s.str() {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) || s.data[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.space()
-		if !s.value(depth) {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) {
-			return false
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (s *scanner) array(depth int) bool {
-	s.i++ // [
-	s.space()
-	if s.i < len(s.data) && s.data[s.i] == ']' {
-		s.i++
-		return true
-	}
-	for {
-		if !s.value(depth) {
-			return false
-		}
-		s.space()
-		if s.i >= len(s.data) {
-			return false
-		}
-		switch s.data[s.i] {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (s *scanner) str() bool {
-	s.i++ // opening quote
-	for s.i < len(s.data) {
+// scanString scans a string whose opening quote is before data[i] and
+// returns where it ends (after its closing quote), whether it is valid and
+// whether it holds a byte from 0x80 up.
+func scanString(data []byte, i int) (end int, ok, high bool) {
+	for i < len(data) {
 		// Look at eight bytes at a time: skip them when none needs a look
 		// (most of a string: a 1 KiB padded event is mostly one string),
 		// else go straight to the first that does. The loop walks a
 		// shrinking slice: no bounds checks, no stores.
-		if rest := s.data[s.i:]; len(rest) >= 8 {
+		if rest := data[i:]; len(rest) >= 8 {
 			for words := 0; len(rest) >= 8; words++ {
 				if words == 2 {
 					// Sixteen plain bytes: a long run (padding, text),
@@ -161,45 +188,41 @@ func (s *scanner) str() bool {
 				}
 				rest = rest[8:]
 			}
-			if s.i = len(s.data) - len(rest); len(rest) == 0 {
+			if i = len(data) - len(rest); len(rest) == 0 {
 				break
 			}
 		}
-		c := s.data[s.i]
-		switch {
+		switch c := data[i]; {
 		case c == '"':
-			s.i++
-			return true
+			return i + 1, true, high
 		case c == '\\':
-			if s.i+1 >= len(s.data) {
-				return false
+			if i+1 >= len(data) {
+				return i, false, high
 			}
-			switch s.data[s.i+1] {
+			switch data[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if len(s.data)-s.i < 6 {
-					return false
+				if len(data)-i < 6 {
+					return i, false, high
 				}
-				for _, h := range s.data[s.i+2 : s.i+6] {
+				for _, h := range data[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
+						return i, false, high
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
-				return false
+				return i, false, high
 			}
 		case c < 0x20:
-			return false
+			return i, false, high
 		default:
-			if c >= 0x80 {
-				s.ascii = false
-			}
-			s.i++
+			high = high || c >= 0x80
+			i++
 		}
 	}
-	return false
+	return i, false, high
 }
 
 // plainPrefix returns how many bytes of b, the inside of a string, need no
@@ -258,41 +281,42 @@ func special(w uint64) uint64 {
 	return (control | zero | w) & msb
 }
 
-func (s *scanner) number() bool {
-	d := s.data
-	if d[s.i] == '-' {
-		s.i++
+// scanNumber scans a number starting at data[i] and returns where it ends.
+func scanNumber(data []byte, i int) (end int, ok bool) {
+	d := data
+	if d[i] == '-' {
+		i++
 	}
 	switch {
-	case s.i < len(d) && d[s.i] == '0':
-		s.i++
-	case s.i < len(d) && d[s.i] >= '1' && d[s.i] <= '9':
-		for s.i < len(d) && d[s.i] >= '0' && d[s.i] <= '9' {
-			s.i++
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
 		}
 	default:
-		return false
+		return i, false
 	}
-	if s.i < len(d) && d[s.i] == '.' {
-		s.i++
-		if s.i >= len(d) || d[s.i] < '0' || d[s.i] > '9' {
-			return false
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			return i, false
 		}
-		for s.i < len(d) && d[s.i] >= '0' && d[s.i] <= '9' {
-			s.i++
-		}
-	}
-	if s.i < len(d) && (d[s.i] == 'e' || d[s.i] == 'E') {
-		s.i++
-		if s.i < len(d) && (d[s.i] == '+' || d[s.i] == '-') {
-			s.i++
-		}
-		if s.i >= len(d) || d[s.i] < '0' || d[s.i] > '9' {
-			return false
-		}
-		for s.i < len(d) && d[s.i] >= '0' && d[s.i] <= '9' {
-			s.i++
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
 		}
 	}
-	return true
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			return i, false
+		}
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	}
+	return i, true
 }

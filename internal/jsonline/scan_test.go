@@ -3,6 +3,7 @@ package jsonline
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,32 @@ func BenchmarkAppendLine(b *testing.B) {
 	for b.Loop() {
 		buf.Reset()
 		Append(&buf, &r, true)
+	}
+}
+
+// TestScanJSON_Depth checks the nesting limit against encoding/json's
+// (10000 levels), in arrays, objects and both mixed, across the 64 levels
+// the scanner keeps on its stack.
+func TestScanJSON_Depth(t *testing.T) {
+	for _, depth := range []int{1, 63, 64, 65, 200, maxDepth - 1, maxDepth, maxDepth + 1} {
+		for _, kind := range []string{"arrays", "objects", "mixed"} {
+			var open, close strings.Builder
+			for level := range depth {
+				if kind == "arrays" || kind == "mixed" && level%2 == 0 {
+					open.WriteString("[")
+					close.WriteString("]")
+				} else {
+					open.WriteString(`{"k":`)
+					close.WriteString("}")
+				}
+			}
+			closing := []byte(close.String())
+			slices.Reverse(closing)
+			data := []byte(open.String() + "1" + string(closing))
+			valid, compact, _ := scanJSON(data)
+			if want := json.Valid(data); valid != want || valid && !compact {
+				t.Errorf("%s nested %d deep: scanJSON valid = %v, compact = %v; encoding/json says valid = %v", kind, depth, valid, compact, want)
+			}
+		}
 	}
 }
