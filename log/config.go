@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Topic config names, as Kafka spells them.
@@ -188,4 +189,18 @@ func floatBetween(lo, hi float64) func(string) error {
 		}
 		return nil
 	}
+}
+
+// msDuration converts a config's milliseconds to a time.Duration,
+// saturating: Kafka accepts up to Long.MAX_VALUE (often meant as "never"),
+// which overflows in nanoseconds.
+func msDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > most:
+		return math.MaxInt64
+	case ms < -most:
+		return math.MinInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }

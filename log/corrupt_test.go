@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -581,4 +582,40 @@ func TestFeature_DataDirLocked(t *testing.T) {
 	}
 	l3 := openTestLog(t, dir) // the lock is released on Close
 	l3.Close()
+}
+
+// TestOpen_ProducerSnapshotWithNullProducer: a producer.snapshot that
+// parses but holds null for a producer (damage, a hand edit) is treated as
+// unreadable: Open rebuilds the producers' state from the segments instead
+// of panicking, and the producer's next batch still follows on.
+func TestOpen_ProducerSnapshotWithNullProducer(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	id, epoch, err := l.InitProducerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendIdempotent(context.Background(), "t", 0, []Record{{Value: []byte("a")}}, ProducerInfo{ID: id, Epoch: epoch, Sequence: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap := fmt.Sprintf(`{"offset":0,"producers":{"%d":null}}`, id)
+	if err := os.WriteFile(filepath.Join(partitionDir(dir, "t", 0), producerSnapshotFile), []byte(snap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Open panicked on a damaged producer snapshot: %v", r)
+		}
+	}()
+	l2, err := Open(Options{Dir: dir, Logger: discardLogger()})
+	if err != nil {
+		t.Fatalf("Open with a damaged producer snapshot: %v", err)
+	}
+	defer l2.Close()
+	if _, err := l2.AppendIdempotent(context.Background(), "t", 0, []Record{{Value: []byte("b")}}, ProducerInfo{ID: id, Epoch: epoch, Sequence: 1}); err != nil {
+		t.Fatalf("the producer's next batch after the rebuild: %v", err)
+	}
 }

@@ -15,7 +15,8 @@ var (
 	ErrInvalidConfig    = errors.New("invalid topic config")
 	ErrInvalidTopicName = errors.New("invalid topic name")
 	// ErrInternalTopic: the topic holds the log's or the worker's own
-	// state (IsInternalTopic) and cannot be deleted.
+	// state (IsInternalTopic): it cannot be deleted nor grow, and
+	// __consumer_offsets is made only by the log itself.
 	ErrInternalTopic        = errors.New("internal topic")
 	ErrOffsetOutOfRange     = errors.New("offset out of range")
 	ErrRecordTooLarge       = errors.New("record batch too large")

@@ -559,7 +559,7 @@ func (g *Groups) offsetsPartitions() (int, error) {
 		ConfigSegmentBytes:    offsetsTopicSegmentBytes,
 		ConfigMaxMessageBytes: offsetsTopicMaxMessageBytes,
 	}
-	if err := g.l.CreateTopic(OffsetsTopic, offsetsTopicPartitions, cfg); err != nil && !errors.Is(err, ErrTopicExists) {
+	if err := g.l.createTopic(OffsetsTopic, offsetsTopicPartitions, cfg); err != nil && !errors.Is(err, ErrTopicExists) {
 		return 0, fmt.Errorf("create %s: %w", OffsetsTopic, err)
 	}
 	return g.l.Partitions(OffsetsTopic)

@@ -767,3 +767,53 @@ func TestGroups_GuardDelete(t *testing.T) {
 		t.Fatalf("guards called %v, want %v", calls, want)
 	}
 }
+
+// TestCreatePartitions_OffsetsTopicCannotGrow: a group's commits go to
+// the partition its name hashes to, and reading keeps the one at the
+// highest offset: grown, __consumer_offsets would send a group's new
+// commits to another partition, at lower offsets, and they would lose to
+// its old ones. The log refuses to grow it (and any internal topic), and
+// to let anyone but the groups create it (a client's CreateTopics or an
+// auto-create would make it with retention).
+func TestCreatePartitions_OffsetsTopicCannotGrow(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	ctx := context.Background()
+	if err := l.CreateTopic(OffsetsTopic, 1, nil); !errors.Is(err, ErrInternalTopic) {
+		t.Fatalf("CreateTopic(%s) = %v, want ErrInternalTopic", OffsetsTopic, err)
+	}
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const group = "g"
+	for off := int64(1); off <= 5; off++ {
+		if err := l.Groups().Commit(ctx, group, []OffsetCommit{{Topic: "t", Partition: 0, Offset: off}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, topic := range []string{OffsetsTopic, "_tributary.offsets"} {
+		if topic != OffsetsTopic {
+			if err := l.CreateTopic(topic, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := l.CreatePartitions(topic, 4)
+		if !errors.Is(err, ErrInternalTopic) || !strings.Contains(err.Error(), "cannot change") {
+			t.Fatalf("CreatePartitions(%s, 4) = %v, want ErrInternalTopic saying the count cannot change", topic, err)
+		}
+		if n, _ := l.Partitions(topic); n != 1 {
+			t.Fatalf("%s has %d partitions after the refusal, want 1", topic, n)
+		}
+	}
+	if err := l.Groups().Commit(ctx, group, []OffsetCommit{{Topic: "t", Partition: 0, Offset: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	defer l.Close()
+	if off, _ := l.Groups().CommittedOffset(group, "t", 0); off != 42 {
+		t.Fatalf("committed offset after reopen = %d, want 42", off)
+	}
+}

@@ -333,6 +333,17 @@ func (l *Log) Groups() *Groups { return l.groups }
 // CreateTopic creates a topic with partitions partitions and config
 // overrides. Unknown config names and bad values are refused.
 func (l *Log) CreateTopic(name string, partitions int, config map[string]string) error {
+	if name == OffsetsTopic {
+		// Made by the first offset commit, compacted, with the partition
+		// count the groups rely on: one made otherwise (a client's
+		// CreateTopics, an auto-create) would lose commits to retention.
+		return fmt.Errorf("%w: %s is the log's own topic of committed offsets; it is created by the first commit of a consumer group", ErrInternalTopic, name)
+	}
+	return l.createTopic(name, partitions, config)
+}
+
+// createTopic is CreateTopic without the refusal of the log's own topic.
+func (l *Log) createTopic(name string, partitions int, config map[string]string) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
@@ -665,6 +676,12 @@ func (l *Log) CreatePartitions(name string, total int) error {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	have := len(t.parts)
+	if IsInternalTopic(name) {
+		// Where a key's records go depends on the partition count: grown,
+		// a group's (or a source's) new commits would land in another
+		// partition than its old ones, and lose to them on reading.
+		return fmt.Errorf("%w: %s holds committed offsets or source positions, and its partition count cannot change (it stays %d)", ErrInternalTopic, name, have)
+	}
 	if total <= have {
 		return fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, have, have)
 	}

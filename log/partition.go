@@ -563,7 +563,7 @@ func rollDue(cfg TopicConfig, active *segment, pos, next, size int64, meta batch
 		return rollFull
 	case next+(meta.LastOffset-meta.BaseOffset)-active.base > math.MaxInt32: // indexes hold offsets relative to the base
 		return rollOffsets
-	case !aged && now.Sub(active.created) > time.Duration(cfg.SegmentMs)*time.Millisecond:
+	case !aged && now.Sub(active.created) > msDuration(cfg.SegmentMs):
 		return rollAged
 	}
 	return ""

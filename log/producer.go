@@ -126,8 +126,13 @@ func readProducerSnapshot(dir string) (*producerState, int64) {
 		return newProducerState(), 0
 	}
 	var snap producerSnapshot
-	if err := json.Unmarshal(data, &snap); err != nil || snap.Producers == nil {
+	if err := json.Unmarshal(data, &snap); err != nil || snap.Producers == nil || snap.Offset < 0 {
 		return newProducerState(), 0
+	}
+	for _, e := range snap.Producers {
+		if e == nil {
+			return newProducerState(), 0 // damaged: rebuild it all
+		}
 	}
 	return &producerState{m: snap.Producers}, snap.Offset
 }

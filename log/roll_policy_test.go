@@ -4,6 +4,7 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -326,5 +327,32 @@ func TestRollDue(t *testing.T) {
 		if got := rollDue(cfg, tc.active, tc.pos, tc.next, tc.size, tc.meta, now, tc.aged); got != tc.want {
 			t.Errorf("%s: rollDue = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRoll_SegmentMsBeyondNanosecondsNeverRolls: Kafka accepts segment.ms
+// up to Long.MAX_VALUE ("never roll by time"), which overflows as
+// nanoseconds (MaxInt64 ms was -1 ms, and every append rolled a segment).
+func TestRoll_SegmentMsBeyondNanosecondsNeverRolls(t *testing.T) {
+	for _, ms := range []string{"9223372036854775807", "10000000000000"} {
+		t.Run(ms, func(t *testing.T) {
+			l := openTestLog(t, t.TempDir())
+			defer l.Close()
+			if err := l.CreateTopic("t", 1, map[string]string{ConfigSegmentMs: ms}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if _, err := l.Append(context.Background(), "t", 0, []Record{{Value: []byte(fmt.Sprint(i))}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := l.DescribeTopic("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := d.Partitions[0].Segments; n != 1 {
+				t.Fatalf("segment.ms=%s: 5 small appends made %d segments; want 1 (no roll is due)", ms, n)
+			}
+		})
 	}
 }

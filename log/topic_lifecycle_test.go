@@ -393,10 +393,16 @@ func TestDeleteTopic_WaitingReaders(t *testing.T) {
 func TestDeleteTopic_InternalRefused(t *testing.T) {
 	l := openTestLog(t, t.TempDir())
 	defer l.Close()
+	if err := l.CreateTopic("_tributary.offsets", 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Groups().Commit(t.Context(), "g", []OffsetCommit{{Topic: "t", Partition: 0, Offset: 1}}); err != nil {
+		t.Fatal(err) // makes __consumer_offsets
+	}
 	for _, name := range []string{"_tributary.offsets", OffsetsTopic} {
-		if err := l.CreateTopic(name, 1, map[string]string{"cleanup.policy": "compact"}); err != nil && !errors.Is(err, ErrTopicExists) {
-			t.Fatal(err)
-		}
 		if err := l.DeleteTopic(name); !errors.Is(err, ErrInternalTopic) {
 			t.Errorf("DeleteTopic(%s) = %v, want ErrInternalTopic", name, err)
 		}

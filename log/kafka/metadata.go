@@ -65,7 +65,9 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 		rt.Topic = kmsg.StringPtr(name)
 		rt.IsInternal = name == tlog.OffsetsTopic
 		d, err := s.log.DescribeTopic(name)
-		if errors.Is(err, tlog.ErrUnknownTopic) && autoCreate {
+		if errors.Is(err, tlog.ErrUnknownTopic) && autoCreate && name != tlog.OffsetsTopic {
+			// (__consumer_offsets is made by the first commit, compacted:
+			// until then it is unknown, not made by a client's asking.)
 			err = s.log.CreateTopic(name, s.log.DefaultPartitions(), nil)
 			if err == nil || errors.Is(err, tlog.ErrTopicExists) {
 				d, err = s.log.DescribeTopic(name)

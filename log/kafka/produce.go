@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -123,6 +124,11 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 func (s *Server) appendBatches(ctx context.Context, topic string, partition int32, records []byte) (int64, func(context.Context) error, error) {
 	if len(records) == 0 {
 		return -1, nil, kerr.InvalidRecord
+	}
+	if topic == tlog.OffsetsTopic {
+		// As Kafka: the groups' commits are written by the log alone
+		// (a client's records there could move any group's offsets).
+		return -1, nil, fmt.Errorf("%w: cannot append to internal topic %s (commit a group's offsets with OffsetCommit)", tlog.ErrInternalTopic, topic)
 	}
 	// Frame every batch before appending any, so that a malformed one
 	// refuses the whole set (as Kafka validates a partition's records

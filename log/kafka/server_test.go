@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -407,5 +408,44 @@ func TestMetadata_AutoCreate(t *testing.T) {
 		if created == disabled || (disabled && code != kerr.UnknownTopicOrPartition.Code) {
 			t.Errorf("disabled=%v: created %v, error code %d", disabled, created, code)
 		}
+	}
+}
+
+// TestInternalTopic_ClientsCannotCreateOrAppend: a client can neither
+// make __consumer_offsets by asking for it (the first commit makes it,
+// compacted; one made by auto-create would keep commits only for
+// retention.ms) nor write to it (its records there could move any group's
+// offsets): Kafka answers INVALID_TOPIC_EXCEPTION to a produce to an
+// internal topic, and so does the listener.
+func TestInternalTopic_ClientsCannotCreateOrAppend(t *testing.T) {
+	ts := startServer(t)
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(tlog.OffsetsTopic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(t.Context(), ts.client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("metadata for %s before any commit: error code %d, want UNKNOWN_TOPIC_OR_PARTITION", tlog.OffsetsTopic, code)
+	}
+	if _, err := ts.log.Partitions(tlog.OffsetsTopic); err == nil {
+		t.Fatalf("asking for %s made it", tlog.OffsetsTopic)
+	}
+
+	// Once a group has committed, the topic exists: produce is refused.
+	ts.createTopic(t, "t", 1, nil)
+	if err := ts.log.Groups().Commit(t.Context(), "g", []tlog.OffsetCommit{{Topic: "t", Partition: 0, Offset: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(1))
+	err = c.ProduceSync(t.Context(), &kgo.Record{Topic: tlog.OffsetsTopic, Partition: 0, Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", tlog.OffsetsTopic, err)
+	}
+	if off, _ := ts.log.Groups().CommittedOffset("g", "t", 0); off != 7 {
+		t.Fatalf("group g's committed offset = %d after the refused produce, want 7", off)
 	}
 }
