@@ -12,60 +12,6 @@ import (
 	tlog "github.com/tributary-io/tributary/log"
 )
 
-// renameTopic is a sink-side transform that routes every record to
-// another topic, as Kafka's RegexRouter does in front of a JDBC sink
-// (topic → table name).
-type renameTopic struct{ to string }
-
-func (t renameTopic) Apply(r connect.Record) ([]connect.Record, error) {
-	r.Topic = t.to
-	r.Value = append([]byte(nil), r.Value...)
-	return []connect.Record{r}, nil
-}
-
-// A record the sink refuses (TASK_PUT) after a transform that changed its
-// topic is dead-lettered with __connect.errors.topic naming the topic it
-// was read from, as Kafka Connect's DeadLetterQueueReporter does (it uses
-// the original consumer record) and as docs/pipelines.md promises
-// ("headers naming the original topic, partition, offset").
-func TestReviewEng_DeadLetterHeadersNameTheTopicReadAfterASinkTransform(t *testing.T) {
-	h := newHarness(t, t.TempDir())
-	ctx := t.Context()
-	h.worker.opts.Transforms = func(typ string, cfg map[string]string) (Transformer, error) {
-		return renameTopic{to: "orders_table"}, nil
-	}
-	if err := h.log.CreateTopic("cdc.public.orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.log.Append(ctx, "cdc.public.orders", 0, []tlog.Record{{Value: []byte(`"ok"`)}, {Value: []byte(`"poison"`)}}); err != nil {
-		t.Fatal(err)
-	}
-	spec := ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"cdc.public.orders"},
-		Transforms: []TransformSpec{{Type: "route", Config: map[string]string{}}},
-		Errors:     ErrorPolicy{Tolerance: "all", DeadLetterTopic: "dlq"}}
-	if err := h.worker.Start(ctx, spec, ""); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a dead letter", func() bool {
-		_, end, err := h.log.Offsets("dlq", 0)
-		return err == nil && end >= 1
-	})
-	res, err := h.log.Read(ctx, "dlq", 0, 0, tlog.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr := map[string]string{}
-	for _, hh := range res.Records[0].Headers {
-		hdr[hh.Key] = string(hh.Value)
-	}
-	if got := hdr["__connect.errors.topic"]; got != "cdc.public.orders" {
-		t.Errorf("__connect.errors.topic = %q, want the topic the record was read from, cdc.public.orders", got)
-	}
-	if got := hdr["__connect.errors.offset"]; got != "1" {
-		t.Errorf("__connect.errors.offset = %q, want 1", got)
-	}
-}
-
 // dropOnFailSink is a Flusher whose Flush, when it fails, drops what it
 // buffered (a failed upload discards its part file): the task fails, and
 // per connect.Flusher the records not covered by a successful Flush are
