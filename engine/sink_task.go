@@ -81,12 +81,22 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 	flusher, _ := sink.(connect.Flusher)
 	var unflushed []PartitionOffset // written, not yet flushed (Flusher only)
 	lastFlush := time.Now()
+	// flushErr is the first failed Flush. After it the task flushes and
+	// commits nothing more: the sink may have dropped what it buffered, so
+	// a later Flush that succeeds says nothing of the records written
+	// before the failure. They stay uncommitted and the restarted task
+	// writes them again.
+	var flushErr error
 	flush := func() error {
+		if flushErr != nil {
+			return flushErr
+		}
 		if len(unflushed) == 0 {
 			return nil
 		}
 		if err := flusher.Flush(hard); err != nil {
-			return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+			flushErr = fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+			return flushErr
 		}
 		commits <- unflushed
 		unflushed, lastFlush = nil, time.Now()
@@ -96,6 +106,9 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 		defer func() {
 			// Stopping: make what was written durable and commit it. An
 			// error here leaves the offsets uncommitted: redelivered.
+			if flushErr != nil {
+				return // the task ends with it; nothing more is committed
+			}
 			if err := flush(); err != nil {
 				r.logger.Warn("final flush failed; its records will be delivered again", "error", err)
 			}
