@@ -90,3 +90,109 @@ func TestWorker_DeadLetterAttemptsCountTheSinksTries(t *testing.T) {
 		})
 	}
 }
+
+// routeTransform is a sink-side transform that routes every record to
+// another topic and keys it by that topic, as a RegexRouter in front of a
+// JDBC sink does (topic → table name). It drops a record whose value is
+// "skip" (a filter) and makes copies records of every other one.
+type routeTransform struct {
+	to     string
+	copies int
+}
+
+func (t routeTransform) Apply(r connect.Record) ([]connect.Record, error) {
+	if string(r.Value) == `"skip"` {
+		return nil, nil
+	}
+	r.Topic = t.to
+	r.Key = []byte(t.to)
+	r.Value = append([]byte(nil), r.Value...)
+	out := make([]connect.Record, t.copies)
+	for i := range out {
+		out[i] = r.Clone()
+	}
+	return out, nil
+}
+
+// runRouteToDeadLetters starts a sink on topic "cdc.public.orders" behind
+// tr that dead-letters what it refuses (memSink refuses "poison"), appends
+// vals, and returns the first want dead letters with their headers.
+func runRouteToDeadLetters(t *testing.T, tr routeTransform, vals []string, want int) ([]tlog.Record, []map[string]string) {
+	t.Helper()
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	h.worker.opts.Transforms = func(typ string, cfg map[string]string) (Transformer, error) { return tr, nil }
+	if err := h.log.CreateTopic("cdc.public.orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]tlog.Record, len(vals))
+	for i, v := range vals {
+		recs[i] = tlog.Record{Value: []byte(v)}
+	}
+	if _, err := h.log.Append(ctx, "cdc.public.orders", 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	spec := ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"cdc.public.orders"},
+		Transforms: []TransformSpec{{Type: "route", Config: map[string]string{}}},
+		Errors:     ErrorPolicy{Tolerance: "all", DeadLetterTopic: "dlq"}}
+	if err := h.worker.Start(ctx, spec, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, fmt.Sprintf("%d dead letters", want), func() bool {
+		_, end, err := h.log.Offsets("dlq", 0)
+		return err == nil && end >= int64(want)
+	})
+	res, err := h.log.Read(ctx, "dlq", 0, 0, tlog.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) < want {
+		t.Fatalf("read %d dead letters, want %d", len(res.Records), want)
+	}
+	var hdrs []map[string]string
+	for _, r := range res.Records[:want] {
+		hdr := map[string]string{}
+		for _, hh := range r.Headers {
+			hdr[hh.Key] = string(hh.Value)
+		}
+		hdrs = append(hdrs, hdr)
+	}
+	return res.Records[:want], hdrs
+}
+
+// A record the sink refuses (TASK_PUT) after a sink transform changed its
+// topic and key is dead-lettered as it was read: its headers name the
+// topic, partition and offset it was read from, and its key and value are
+// the ones read, as Kafka Connect's DeadLetterQueueReporter writes the
+// original consumer record and as docs/pipelines.md promises ("headers
+// naming the original topic, partition, offset").
+func TestWorker_DeadLetterAfterSinkTransformIsTheRecordAsRead(t *testing.T) {
+	recs, hdrs := runRouteToDeadLetters(t, routeTransform{to: "orders_table", copies: 1}, []string{`"ok"`, `"poison"`}, 1)
+	hdr := hdrs[0]
+	if got := hdr["__connect.errors.topic"]; got != "cdc.public.orders" {
+		t.Errorf("__connect.errors.topic = %q, want the topic the record was read from, cdc.public.orders", got)
+	}
+	if got := hdr["__connect.errors.offset"]; got != "1" {
+		t.Errorf("__connect.errors.offset = %q, want 1", got)
+	}
+	if got := hdr["__connect.errors.stage"]; got != "TASK_PUT" {
+		t.Errorf("__connect.errors.stage = %q, want TASK_PUT", got)
+	}
+	if recs[0].Key != nil || string(recs[0].Value) != `"poison"` {
+		t.Errorf("dead letter key %q value %q, want the record as read: no key, value \"poison\"", recs[0].Key, recs[0].Value)
+	}
+}
+
+// When a sink transform drops some records and makes several of others,
+// each record the sink refuses is dead-lettered as the polled record it
+// came from.
+func TestWorker_DeadLetterAfterSinkTransformFanOutNamesItsSource(t *testing.T) {
+	_, hdrs := runRouteToDeadLetters(t, routeTransform{to: "orders_table", copies: 2},
+		[]string{`"skip"`, `"ok"`, `"skip"`, `"poison"`, `"ok"`, `"poison"`}, 4)
+	want := []string{"3", "3", "5", "5"}
+	for i, hdr := range hdrs {
+		if hdr["__connect.errors.topic"] != "cdc.public.orders" || hdr["__connect.errors.offset"] != want[i] {
+			t.Errorf("dead letter %d names %s@%s, want cdc.public.orders@%s", i, hdr["__connect.errors.topic"], hdr["__connect.errors.offset"], want[i])
+		}
+	}
+}

@@ -81,12 +81,22 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 	flusher, _ := sink.(connect.Flusher)
 	var unflushed []PartitionOffset // written, not yet flushed (Flusher only)
 	lastFlush := time.Now()
+	// flushErr is the first failed Flush. After it the task flushes and
+	// commits nothing more: the sink may have dropped what it buffered, so
+	// a later Flush that succeeds says nothing of the records written
+	// before the failure. They stay uncommitted and the restarted task
+	// writes them again.
+	var flushErr error
 	flush := func() error {
+		if flushErr != nil {
+			return flushErr
+		}
 		if len(unflushed) == 0 {
 			return nil
 		}
 		if err := flusher.Flush(hard); err != nil {
-			return fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+			flushErr = fmt.Errorf("sink %s: flush: %w", r.spec.Name, err)
+			return flushErr
 		}
 		commits <- unflushed
 		unflushed, lastFlush = nil, time.Now()
@@ -96,6 +106,9 @@ func (r *runner) deliver(hard, soft context.Context, sink connect.Sink, consumer
 		defer func() {
 			// Stopping: make what was written durable and commit it. An
 			// error here leaves the offsets uncommitted: redelivered.
+			if flushErr != nil {
+				return // the task ends with it; nothing more is committed
+			}
 			if err := flush(); err != nil {
 				r.logger.Warn("final flush failed; its records will be delivered again", "error", err)
 			}
@@ -151,10 +164,12 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 	m := r.w.metrics
 	start := time.Now()
 	r.m.recordsRead.Add(float64(len(recs)))
-	out := recs // no transforms: the polled records as they are
+	out := recs      // no transforms: the polled records as they are
+	var from origins // and each its own origin
 	if len(c) > 0 {
 		out = make([]connect.Record, 0, len(recs))
-		for _, rec := range recs {
+		from = origins{polled: recs, index: make([]int32, 0, len(recs))}
+		for i, rec := range recs {
 			var err error
 			out, err = c.appendApplied(out, rec)
 			if err != nil {
@@ -164,10 +179,13 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 				}
 				continue
 			}
+			for len(from.index) < len(out) {
+				from.index = append(from.index, int32(i))
+			}
 		}
 	}
 	bad := r.badRecords
-	if err := r.write(hard, soft, sink, out); err != nil {
+	if err := r.write(hard, soft, sink, out, from); err != nil {
 		return err
 	}
 	// Dead-lettered or skipped records were not delivered: they count in
@@ -176,6 +194,34 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 	r.m.batchSeconds.Observe(time.Since(start).Seconds())
 	r.m.observeDelivery(recs)
 	return nil
+}
+
+// origins maps the records a sink task hands to the sink back to the
+// polled records they came from: a sink transform may change a record
+// (its topic, key, value), or make several or none of one. A dead letter
+// for a record the sink refused carries the record as read (topic,
+// partition, offset, key, value), as Kafka Connect's dead-letter reporter
+// uses the original consumer record. The zero value says the records are
+// the polled ones themselves.
+type origins struct {
+	polled []connect.Record
+	index  []int32 // index[i]: the i-th record came from polled[index[i]]
+}
+
+// of returns the polled record that recs[i] came from.
+func (o origins) of(recs []connect.Record, i int) connect.Record {
+	if o.index == nil {
+		return recs[i]
+	}
+	return o.polled[o.index[i]]
+}
+
+// slice returns the origins of recs[i:j], as o.of(recs, ·) stands to recs.
+func (o origins) slice(i, j int) origins {
+	if o.index != nil {
+		o.index = o.index[i:j]
+	}
+	return o
 }
 
 // sinkCommitInterval is the least time between two group commits of a
@@ -365,8 +411,9 @@ func stopping(soft context.Context, err error) bool {
 // hard context: a healthy Write finishes its batch during a stop, within
 // a shutdown's drain) carrying soft as its stop signal (connect.WithStop),
 // so that a sink that retries on its own stops retrying when asked to
-// stop; the worker's own retry waits end with soft too.
-func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []connect.Record) error {
+// stop; the worker's own retry waits end with soft too. from maps recs to
+// the polled records they came from: a dead letter carries those.
+func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []connect.Record, from origins) error {
 	wctx := connect.WithStop(ctx, soft)
 	pol := r.spec.Errors
 	bo := backoff{initial: pol.BackoffInitial, max: pol.BackoffMax}
@@ -390,21 +437,21 @@ func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []conn
 		var bad *connect.BadRecordError
 		switch {
 		case errors.As(err, &bad) && bad.Index >= 0 && bad.Index < len(recs):
-			if err := r.badRecord(ctx, recs[bad.Index], "TASK_PUT", attempts, err); err != nil {
+			if err := r.badRecord(ctx, from.of(recs, bad.Index), "TASK_PUT", attempts, err); err != nil {
 				return err
 			}
-			recs, attempts = recs[bad.Index+1:], 0
+			recs, from, attempts = recs[bad.Index+1:], from.slice(bad.Index+1, len(recs)), 0
 			bo.reset()
 		case errors.As(err, &bad):
 			// Unknown which one: write one at a time to find it.
 			if len(recs) == 1 {
-				if err := r.badRecord(ctx, recs[0], "TASK_PUT", attempts, err); err != nil {
+				if err := r.badRecord(ctx, from.of(recs, 0), "TASK_PUT", attempts, err); err != nil {
 					return err
 				}
 				return nil
 			}
 			for i := range recs {
-				if err := r.write(ctx, soft, sink, recs[i:i+1]); err != nil {
+				if err := r.write(ctx, soft, sink, recs[i:i+1], from.slice(i, i+1)); err != nil {
 					return err
 				}
 			}
@@ -420,8 +467,8 @@ func (r *runner) write(ctx, soft context.Context, sink connect.Sink, recs []conn
 				return fmt.Errorf("sink %s: retry of write: %w", r.spec.Name, connect.ErrStopping)
 			}
 		case connect.IsRetryable(err) && pol.Tolerance == "all":
-			for _, rec := range recs {
-				if err := r.badRecord(ctx, rec, "TASK_PUT", attempts, err); err != nil {
+			for i := range recs {
+				if err := r.badRecord(ctx, from.of(recs, i), "TASK_PUT", attempts, err); err != nil {
 					return err
 				}
 			}
