@@ -210,6 +210,12 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	n := 0
 	for n < len(p.segments)-1 {
 		s := p.segments[n]
+		if p.segments[n+1].base > p.visible {
+			// Some of its records are written but not yet readable (not
+			// yet fsync'ed): as Kafka deletes only below the high
+			// watermark, they wait until a reader could have seen them.
+			break
+		}
 		expired := cfg.RetentionMs >= 0 && s.maxTs >= 0 && now.UnixMilli()-s.maxTs > cfg.RetentionMs
 		oversize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
 		if !expired && !oversize {

@@ -356,3 +356,48 @@ func TestRoll_SegmentMsBeyondNanosecondsNeverRolls(t *testing.T) {
 		})
 	}
 }
+
+// TestRetention_KeepsSegmentsNotYetReadable: retention deletes a segment
+// only once every record in it is readable (below the high watermark, as
+// Kafka's deletable segments are): records written and rolled past but not
+// yet fsync'ed must not vanish before any reader could see them. The test
+// holds the partition's readable end back, as it is between a write and
+// its fsync.
+func TestRetention_KeepsSegmentsNotYetReadable(t *testing.T) {
+	l := openTestLog(t, t.TempDir())
+	defer l.Close()
+	if err := l.CreateTopic("t", 1, map[string]string{ConfigSegmentBytes: "1024", ConfigRetentionBytes: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 600) // about one batch per segment
+	for range 6 {
+		if _, err := l.Append(t.Context(), "t", 0, []Record{{Value: value}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := l.partitionForWrite("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	if len(p.segments) < 5 {
+		p.mu.Unlock()
+		t.Fatalf("%d segments after 6 appends of 600 bytes with segment.bytes 1024; the test needs 5 or more", len(p.segments))
+	}
+	readable := p.segments[2].base // records from here on: written, not yet readable
+	p.visible = readable
+	p.mu.Unlock()
+
+	if _, err := p.enforceRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	start := p.logStart
+	p.mu.Unlock()
+	if start > readable {
+		t.Fatalf("retention moved the log start to %d, past the readable end %d: it deleted records no reader could have seen", start, readable)
+	}
+	if start != p.segments[0].base || start == 0 {
+		t.Fatalf("log start %d: retention.bytes 1 should still delete the readable segments before offset %d", start, readable)
+	}
+}
