@@ -86,6 +86,8 @@ type Backend struct {
 	base   []kgo.Opt
 	client *kgo.Client // producer and admin requests
 	adm    *kadm.Client
+	// clusterID is the cluster's id, read when the backend connected.
+	clusterID string
 
 	known sync.Map // topic name → struct{}: topics Append made sure exist
 }
@@ -129,12 +131,19 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka backend: %w", err)
 	}
-	if err := client.Ping(ctx); err != nil {
+	adm := kadm.NewClient(client)
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("kafka backend: reach brokers %s: %w", strings.Join(opts.Brokers, ","), err)
 	}
-	return &Backend{opts: opts, logger: opts.Logger, base: base, client: client, adm: kadm.NewClient(client)}, nil
+	return &Backend{opts: opts, logger: opts.Logger, base: base, client: client, adm: adm, clusterID: meta.Cluster}, nil
 }
+
+// ClusterID returns the cluster's id, as its brokers gave it when the
+// backend connected (GET / of the REST API shows it, as Kafka Connect's
+// kafka_cluster_id).
+func (b *Backend) ClusterID() string { return b.clusterID }
 
 // splitBrokers splits comma-separated entries and drops empty ones.
 func splitBrokers(in []string) []string {

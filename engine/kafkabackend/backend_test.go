@@ -242,3 +242,12 @@ func TestSplitBrokers(t *testing.T) {
 		t.Fatal("New without brokers succeeded")
 	}
 }
+
+// TestBackend_ClusterID: the backend knows the id of the cluster it
+// connected to (the REST API's GET / shows it as kafka_cluster_id).
+func TestBackend_ClusterID(t *testing.T) {
+	c := startListener(t)
+	if got, want := c.backend(t).ClusterID(), c.log.ClusterID(); got != want || got == "" {
+		t.Fatalf("ClusterID() = %q, want the listener's %q", got, want)
+	}
+}
