@@ -1,0 +1,143 @@
+package rest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/webhook"
+	"github.com/tributary-io/tributary/engine"
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// Kafka Connect refuses a PUT …/config whose "name" differs from the URL's:
+// 400 "Connector name configuration (b) doesn't match connector name in
+// the URL (a)". Accepting it silently leaves the caller believing they
+// configured connector b.
+func TestReviewRest_PutConfigNameMismatch(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	code, body := call(t, srv, "PUT", "/connectors/a/config", `{"connector.class":"idle","name":"b","topic":"t"}`)
+	if code != 400 {
+		t.Errorf("PUT /connectors/a/config with name=b: %d %s; want 400 (Kafka Connect: name doesn't match the URL)", code, body)
+	}
+}
+
+// POST /connectors with a body name and a different config "name": Kafka
+// Connect answers 400 (checkAndPutConnectorConfigName).
+func TestReviewRest_CreateNameMismatch(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","config":{"connector.class":"idle","name":"b","topic":"t"}}`)
+	if code != 400 {
+		t.Errorf("POST name=a config.name=b: %d %s; want 400", code, body)
+	}
+}
+
+// Kafka Connect's Jackson reads config values that are JSON numbers or
+// booleans as strings ("tasks.max": 1 is common in copied examples); here
+// the whole request is a 400 "request body: json: cannot unmarshal number".
+func TestReviewRest_CreateNumericConfigValue(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","initial_state":"STOPPED","config":{"connector.class":"idle","tasks.max":1,"topic":"t"}}`)
+	if code != 201 {
+		t.Errorf(`POST with "tasks.max": 1: %d %s; want 201 as Kafka Connect (values coerced to strings)`, code, body)
+	}
+}
+
+func newWebhookServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	logs := &bytesLog{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := connect.NewRegistry()
+	reg.MustRegister(webhook.Connector())
+	w, err := engine.NewWorker(t.Context(), engine.Options{Backend: engine.NewEmbedded(l, logger), Connectors: reg, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(w, l, "test", logger))
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Shutdown(ctx)
+		l.Close()
+		if strings.Contains(logs.String(), "SECRETKEY123") {
+			t.Errorf("the log shows a credential:\n%s", logs.String())
+		}
+	})
+	return srv
+}
+
+// The validate endpoint masks the url's hapikey in "value" but echoes it in
+// clear in the same entry's "errors"; POST /connectors's 400 message does the
+// same: the connector's problems are never passed through its Redact.
+func TestReviewRest_ValidateAndCreateErrorsLeakCredential(t *testing.T) {
+	srv := newWebhookServer(t)
+	const cfg = `{"connector.class":"webhook","topics":"in","url":"ftp://api.example.com/contacts?hapikey=SECRETKEY123"}`
+	code, body := call(t, srv, "PUT", "/connector-plugins/webhook/config/validate", cfg)
+	if code != 200 {
+		t.Fatalf("validate: %d %s", code, body)
+	}
+	if !strings.Contains(body, "hapikey="+connect.Masked) {
+		t.Fatalf("validate does not mask the value at all: %s", body)
+	}
+	if strings.Contains(body, "SECRETKEY123") {
+		i := strings.Index(body, "SECRETKEY123")
+		t.Errorf("validate answer shows the credential it masks in the value: …%s…", body[max(0, i-200):min(len(body), i+60)])
+	}
+	code, body = call(t, srv, "POST", "/connectors", `{"name":"crm","initial_state":"STOPPED","config":`+cfg+`}`)
+	if code != 400 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if strings.Contains(body, "SECRETKEY123") {
+		t.Errorf("create's 400 shows the credential: %s", body)
+	}
+}
+
+// Kafka Connect reads initial_state case-insensitively
+// (InitialState.forValue: valueOf(value.toUpperCase(Locale.ROOT))):
+// "paused" creates a paused connector; here it is a 400.
+func TestReviewRest_CreateInitialStateLowercase(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","initial_state":"paused","config":{"connector.class":"idle","topic":"t"}}`)
+	if code != 201 {
+		t.Errorf(`POST initial_state "paused": %d %s; want 201 (Kafka Connect upper-cases it)`, code, body)
+	}
+}
+
+// Kafka Connect trims the name of POST /connectors ("String name =
+// createRequest.name().trim()"); here " a " is refused as an invalid name.
+func TestReviewRest_CreateNameTrimmed(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	code, body := call(t, srv, "POST", "/connectors", `{"name":" a ","initial_state":"STOPPED","config":{"connector.class":"idle","topic":"t"}}`)
+	if code != 201 || !strings.Contains(body, `"name":"a"`) {
+		t.Errorf(`POST name " a ": %d %s; want 201 for connector "a"`, code, body)
+	}
+}
+
+// A partition number beyond int32 wraps in int32(p): partition 4294967296
+// reads partition 0 instead of answering that no such partition exists
+// (queryInt's own rule: a typo must not read from somewhere else than
+// asked).
+func TestReviewRest_PartitionNumberWraps(t *testing.T) {
+	srv, _, _, l := newTestServerLog(t)
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("in-partition-0")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/topics/t/partitions/4294967296/records", "/topics/t/partitions/4294967296/offsets"} {
+		code, body := call(t, srv, "GET", path, "")
+		if code == 200 {
+			t.Errorf("GET %s: 200 %s; want 400 or 404 (partition 4294967296 does not exist; this is partition 0)", path, body)
+		}
+	}
+}
