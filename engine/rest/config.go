@@ -334,12 +334,40 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 		bad(keyTransforms, strings.TrimPrefix(err.Error(), engine.ErrBadRequest.Error()+": "))
 	}
 	spec.Transforms = ts
+	for i := range problems {
+		problems[i].msg = s.maskProblem(conn, cfg, problems[i].msg)
+	}
 	if warn && len(problems) == 0 {
 		for _, w := range warnings {
 			w()
 		}
 	}
 	return spec, conn, problems, nil
+}
+
+// maskProblem hides in msg, a problem of the flat config cfg of conn,
+// what GET …/config masks (pipelines.MaskMessage): the values of secret
+// parameters of the connector and of its transforms, and the parts of
+// others the connector's Redact masks. A check may quote any value, so
+// the validate endpoint's errors and a 400's message would otherwise show
+// what its values hide.
+func (s *Server) maskProblem(conn connect.Connector, cfg map[string]string, msg string) string {
+	msg = pipelines.MaskMessage(conn.Spec, cfg, msg)
+	for _, a := range connect.SplitList(cfg[keyTransforms]) {
+		prefix := keyTransforms + "." + a + "."
+		ts, ok := s.transforms.Spec(cfg[prefix+"type"])
+		if !ok {
+			continue
+		}
+		tcfg := map[string]string{}
+		for k, v := range cfg {
+			if key, ok := strings.CutPrefix(k, prefix); ok {
+				tcfg[key] = v
+			}
+		}
+		msg = pipelines.MaskMessage(ts, tcfg, msg)
+	}
+	return msg
 }
 
 // retryTimeout applies Kafka Connect's errors.retry.timeout (ms; -1
