@@ -287,11 +287,14 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
 }
 
 type createRequest struct {
-	Name         string            `json:"name"`
-	Config       map[string]string `json:"config"`
-	InitialState string            `json:"initial_state"`
+	Name         string     `json:"name"`
+	Config       configJSON `json:"config"`
+	InitialState string     `json:"initial_state"`
 }
 
+// createConnector is Kafka Connect's POST /connectors: the name is
+// trimmed, a config "name" must be the same, and initial_state is read
+// case-insensitively.
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 	var req createRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -299,14 +302,19 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Name == "" {
-		req.Name = req.Config["name"]
+		req.Name = req.Config[keyName]
+	}
+	req.Name = strings.TrimSpace(req.Name)
+	if err := checkConfigName(req.Name, req.Config, `the request's "name"`); err != nil {
+		s.fail(w, err)
+		return
 	}
 	spec, err := s.specFromConfig(req.Name, req.Config)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if err := s.worker.Start(r.Context(), spec, engine.State(req.InitialState)); err != nil {
+	if err := s.worker.Start(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -359,12 +367,16 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
-	var cfg map[string]string
+	var cfg configJSON
 	if err := decodeBody(r, &cfg); err != nil {
 		s.fail(w, err)
 		return
 	}
 	name := r.PathValue("name")
+	if err := checkConfigName(name, cfg, ""); err != nil {
+		s.fail(w, err)
+		return
+	}
 	s.keepMasked(name, cfg)
 	spec, err := s.specFromConfig(name, cfg)
 	if err != nil {
@@ -392,7 +404,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 // 3.9's PATCH): a null value removes a key. Setting "transforms" drops the
 // settings of the transforms it no longer lists.
 func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
-	var patch map[string]*string
+	var patch configPatchJSON
 	if err := decodeBody(r, &patch); err != nil {
 		s.fail(w, err)
 		return
@@ -707,7 +719,7 @@ type configInfo struct {
 // POST /connectors finds them; keys nobody defines come last, with their
 // problem.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
-	var cfg map[string]string
+	var cfg configJSON
 	if err := decodeBody(r, &cfg); err != nil {
 		s.fail(w, err)
 		return

