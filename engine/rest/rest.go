@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -933,9 +934,9 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	p, err := strconv.Atoi(r.PathValue("p"))
+	p, err := pathPartition(r)
 	if err != nil {
-		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		s.fail(w, err)
 		return
 	}
 	offset, err := queryInt(q, "offset", 0)
@@ -953,7 +954,7 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	res, err := s.log.Read(r.Context(), r.PathValue("topic"), int32(p), offset, tlog.ReadOptions{MaxBytes: int(min(maxBytes, 64<<20)), MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
+	res, err := s.log.Read(r.Context(), r.PathValue("topic"), p, offset, tlog.ReadOptions{MaxBytes: int(min(maxBytes, 64<<20)), MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -967,6 +968,17 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		out.Records = append(out.Records, rj)
 	}
 	writeJSON(w, 200, out)
+}
+
+// pathPartition reads the partition number of a path: a 400 when it is not
+// a number or beyond int32 (it must not wrap around to another partition).
+func pathPartition(r *http.Request) (int32, error) {
+	v := r.PathValue("p")
+	p, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: partition %q is not a partition number: want an integer from 0 to %d", engine.ErrBadRequest, v, math.MaxInt32)
+	}
+	return int32(p), nil
 }
 
 // queryInt parses an optional non-negative integer query parameter: def
@@ -1096,13 +1108,13 @@ func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
-	p, err := strconv.Atoi(r.PathValue("p"))
+	p, err := pathPartition(r)
 	if err != nil {
-		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		s.fail(w, err)
 		return
 	}
 	topic := r.PathValue("topic")
-	start, end, err := s.log.Offsets(topic, int32(p))
+	start, end, err := s.log.Offsets(topic, p)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -1114,7 +1126,7 @@ func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, fmt.Errorf("%w: timestamp %q is not milliseconds", engine.ErrBadRequest, ts))
 			return
 		}
-		off, found, err := s.log.OffsetForTime(topic, int32(p), time.UnixMilli(ms))
+		off, found, err := s.log.OffsetForTime(topic, p, time.UnixMilli(ms))
 		if err != nil {
 			s.fail(w, err)
 			return

