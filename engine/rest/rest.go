@@ -627,6 +627,14 @@ func (s *Server) patchOffsets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if len(body.Offsets) == 0 {
+		// Kafka Connect's message: altering nothing is a mistake, not a
+		// success.
+		s.fail(w, fmt.Errorf(`%w: Partitions / offsets need to be provided for an alter offsets request; `+
+			`give {"offsets":[{"partition":{…},"offset":{…}}]} (GET /connectors/%s/offsets shows them), or DELETE the offsets to reset them all`,
+			engine.ErrBadRequest, r.PathValue("name")))
+		return
+	}
 	notes, err := s.worker.AlterOffsetsWithNotes(r.Context(), r.PathValue("name"), body.Offsets)
 	if err != nil {
 		s.fail(w, err)
