@@ -60,6 +60,11 @@ func (r *runner) offsets(ctx context.Context) ([]OffsetEntry, error) {
 // this worker has ended (waitStoppedHere) and no other worker (or other
 // consumer) is left in its group (waitGroupEmpty).
 func (r *runner) alterOffsets(ctx context.Context, entries []OffsetEntry) error {
+	if r.spec.Kind == connect.KindSource {
+		if err := r.checkSourcePartitions(entries); err != nil {
+			return err
+		}
+	}
 	deadline := time.Now().Add(offsetsLeaveWait)
 	if err := r.waitStoppedHere(ctx, deadline); err != nil {
 		return err
@@ -99,6 +104,24 @@ func (r *runner) alterOffsets(ctx context.Context, entries []OffsetEntry) error 
 		}
 		return nil
 	}
+}
+
+// checkSourcePartitions refuses a PATCH of a source's offsets that names
+// a partition other than the source's one, {"pipeline": …}: its offset
+// would otherwise become this source's position, although it was meant
+// for another (an entry copied from another connector's GET, say).
+func (r *runner) checkSourcePartitions(entries []OffsetEntry) error {
+	own := map[string]any{"pipeline": r.spec.Pipeline}
+	for i, e := range entries {
+		if p, ok := e.Partition["pipeline"].(string); ok && p == r.spec.Pipeline && len(e.Partition) == 1 {
+			continue
+		}
+		given, _ := json.Marshal(e.Partition)
+		want, _ := json.Marshal(own)
+		return fmt.Errorf("%w: offsets[%d]: partition %s is not source %s's: it has one partition, %s (GET /connectors/%s/offsets shows it); give that partition, or alter the offsets of the connector the partition belongs to",
+			ErrBadRequest, i, given, r.spec.Name, want, r.spec.Name)
+	}
+	return nil
 }
 
 // AlterOffsetsWithNotes is AlterOffsets that also returns notes on what it

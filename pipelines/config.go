@@ -3,7 +3,6 @@ package pipelines
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -170,29 +169,25 @@ func (d *decoder) check(spec connect.Spec, s settings, path, what string, missin
 	}
 }
 
-// mask hides in msg, a message about the settings s of spec, the values of
-// secret settings, of settings that came from the environment, and every
-// environment value they hold: a whole-config check may quote any
-// setting, or a part of one (a header line holding a token).
+// mask hides in msg, a message about the settings s of spec, what
+// MaskMessage hides (secret settings, the parts Redact masks), the values
+// of settings that came from the environment, and every environment value
+// they hold: a whole-config check may quote any setting, or a part of one
+// (a header line holding a token).
 func (d *decoder) mask(spec connect.Spec, s settings, msg string) string {
-	hide := func(v string) {
-		if v != "" {
-			msg = strings.ReplaceAll(msg, strconv.Quote(v), strconv.Quote(connect.Masked))
-			msg = strings.ReplaceAll(msg, v, connect.Masked)
-		}
-	}
+	secrets := specSecrets(spec, s.values)
 	for _, k := range s.order {
 		st := s.byKey[k]
-		if p, ok := spec.Param(k); (ok && p.IsSecret()) || len(st.vars) > 0 {
-			hide(s.values[k])
+		if len(st.vars) > 0 {
+			secrets = append(secrets, s.values[k])
 		}
 		for _, name := range st.vars {
 			if ev, ok := d.lookup(name); ok && len(ev) >= minMasked {
-				hide(ev)
+				secrets = append(secrets, ev)
 			}
 		}
 	}
-	return msg
+	return hideSecrets(msg, secrets)
 }
 
 // minMasked is the shortest environment value mask hides inside other

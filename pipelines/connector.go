@@ -50,12 +50,8 @@ func checkName(key, what, v string) *Problem {
 	return nil
 }
 
-// checkTopicName checks a topic name as Kafka does; with templates, a
-// source's topic template ({schema}, {table}) is accepted.
-func checkTopicName(key, v string, templates bool) *Problem {
-	if templates && isTemplate(v) {
-		return nil
-	}
+// checkTopicName checks a topic name as Kafka does.
+func checkTopicName(key, v string) *Problem {
 	if !validName(v) || v == "." || v == ".." {
 		hint := nameHint
 		if isTemplate(v) {
@@ -64,6 +60,77 @@ func checkTopicName(key, v string, templates bool) *Problem {
 		return &Problem{Key: key, Message: fmt.Sprintf("invalid topic name %q", v), Hint: hint}
 	}
 	return nil
+}
+
+// topicPlaceholders are the placeholders of a source's topic template that
+// each connector replaces (connectors/postgres and connectors/mysql, whose
+// topic parameter is the template).
+var topicPlaceholders = map[string][]string{
+	"postgres": {"{prefix}", "{schema}", "{table}"},
+	"mysql":    {"{prefix}", "{database}", "{table}"},
+}
+
+// anyPlaceholders are those of a source whose placeholders are not known
+// here (a plugin's, which fills in its own template): any of the CDC
+// sources'.
+var anyPlaceholders = []string{"{prefix}", "{schema}", "{database}", "{table}"}
+
+// placeholdersOf returns the placeholders the connector replaces in a
+// source's topic template.
+func placeholdersOf(connector string) []string {
+	if p, ok := topicPlaceholders[connector]; ok {
+		return p
+	}
+	return anyPlaceholders
+}
+
+// checkSourceTopic checks a source's topic, which may be a template: each
+// {…} must be a placeholder the connector replaces, and the name with the
+// placeholders replaced must be a valid topic name (the connector leaves
+// anything else as it is, and the topic would be refused at run time). It
+// returns the problem and the byte offset in v it is at, -1 for the topic
+// as a whole.
+func checkSourceTopic(key, connector, v string) (*Problem, int) {
+	if !isTemplate(v) && !strings.Contains(v, "}") {
+		return checkTopicName(key, v), -1
+	}
+	placeholders := placeholdersOf(connector)
+	valid := "the " + connector + " connector replaces " + strings.Join(placeholders, ", ")
+	if _, known := topicPlaceholders[connector]; !known {
+		valid = "a source's topic template may hold " + strings.Join(placeholders, ", ")
+	}
+	var named strings.Builder // v with each placeholder replaced by a word
+	for i := 0; i < len(v); {
+		switch v[i] {
+		case '{':
+			end := strings.IndexAny(v[i+1:], "{}")
+			if end < 0 || v[i+1+end] == '{' {
+				return &Problem{Key: key, Message: fmt.Sprintf("topic template %q has a %q without its %q", v, "{", "}"),
+					Hint: valid + ", each written whole"}, i
+			}
+			ph := v[i : i+1+end+1]
+			if !slices.Contains(placeholders, ph) {
+				hint := valid
+				if s := suggest(ph, placeholders); s != "" {
+					hint = fmt.Sprintf("did you mean %s? %s", s, valid)
+				}
+				return &Problem{Key: key, Message: fmt.Sprintf("unknown placeholder %s in topic template %q", ph, v), Hint: hint}, i
+			}
+			named.WriteString("x")
+			i += len(ph)
+		case '}':
+			return &Problem{Key: key, Message: fmt.Sprintf("topic template %q has a %q without its %q", v, "}", "{"), Hint: valid + ", each written whole"}, i
+		default:
+			named.WriteByte(v[i])
+			i++
+		}
+	}
+	if n := named.String(); !validName(n) || n == "." || n == ".." {
+		off := strings.IndexFunc(v, func(c rune) bool { return !validName(string(c)) && c != '{' && c != '}' })
+		return &Problem{Key: key, Message: fmt.Sprintf("invalid topic name %q: with its placeholders replaced it is not a valid topic name", v),
+			Hint: "around the placeholders, use letters, digits, '.', '_' and '-' (at most 249 characters in all)"}, off
+	}
+	return nil, -1
 }
 
 // checkTopicsChoice checks that a sink names its topics one way.
@@ -102,7 +169,7 @@ func checkDeadLetterTolerance(tolerance Tolerance) *Problem {
 // that matches it is no problem: the engine leaves the sink's dead-letter
 // topic out of what its regex selects.
 func checkDeadLetterTopic(topic string, reads []string, sink string) *Problem {
-	if p := checkTopicName(KeyDeadLetter, topic, false); p != nil {
+	if p := checkTopicName(KeyDeadLetter, topic); p != nil {
 		return p
 	}
 	if slices.Contains(reads, topic) {
@@ -124,7 +191,8 @@ func CheckSource(s Source) []Problem {
 	if s.Topic == "" {
 		add(&Problem{Key: KeyTopic, Message: "a source needs the topic its records go to", Hint: "e.g. topic: web.tracking, or a template such as cdc.{schema}.{table}"})
 	} else {
-		add(checkTopicName(KeyTopic, s.Topic, true))
+		p, _ := checkSourceTopic(KeyTopic, s.Connector, s.Topic)
+		add(p)
 	}
 	return out
 }
@@ -144,7 +212,7 @@ func CheckSink(s Sink) []Problem {
 	add(checkTopicsChoice(len(s.Topics) > 0, s.TopicsRegex != ""))
 	seen := make(map[string]bool)
 	for _, t := range s.Topics {
-		if p := checkTopicName(KeyTopics, t, false); p != nil {
+		if p := checkTopicName(KeyTopics, t); p != nil {
 			add(p)
 			continue
 		}

@@ -268,12 +268,28 @@ func (d *fileDecoder) problem(n *yaml.Node, path string, p *Problem) {
 func isTemplate(topic string) bool { return strings.Contains(topic, "{") }
 
 // topicName checks a topic name as Kafka does.
-func (d *fileDecoder) topicName(v string, n *yaml.Node, path string, templates bool) bool {
-	if p := checkTopicName(path, v, templates); p != nil {
+func (d *fileDecoder) topicName(v string, n *yaml.Node, path string) bool {
+	if p := checkTopicName(path, v); p != nil {
 		d.problem(n, path, p)
 		return false
 	}
 	return true
+}
+
+// sourceTopic checks a source's topic, a template of connector's
+// placeholders or a name (checkSourceTopic), and reports a problem in it
+// where it is in the value.
+func (d *fileDecoder) sourceTopic(connector, v string, n *yaml.Node, path string) bool {
+	p, off := checkSourceTopic(path, connector, v)
+	if p == nil {
+		return true
+	}
+	pos := d.pos(n)
+	if off >= 0 {
+		pos = d.valuePos(n, v, off)
+	}
+	d.errorAt(pos, path, p.Hint, "%s", p.Message)
+	return false
 }
 
 func (d *fileDecoder) log(n *yaml.Node, l *Log) {
@@ -398,7 +414,7 @@ func (d *fileDecoder) topics(n *yaml.Node, p *Pipeline) {
 			continue
 		}
 		t := Topic{Partitions: p.Log.Defaults.Partitions, Pos: d.pos(item)}
-		if name, node, ok := d.required(f, "name", item, path, "a topic"); ok && d.topicName(name, node, join(path, "name"), false) {
+		if name, node, ok := d.required(f, "name", item, path, "a topic"); ok && d.topicName(name, node, join(path, "name")) {
 			t.Name = name
 			d.f.topics = append(d.f.topics, ref{name: name, pos: d.pos(node), path: join(path, "name")})
 		}
@@ -590,7 +606,7 @@ func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
 		}
 		var spec *connect.Spec
 		s.Connector, spec = d.connector(f, item, path, KindSource)
-		if topic, node, ok := d.required(f, "topic", item, path, "a source"); ok && d.topicName(topic, node, join(path, "topic"), true) {
+		if topic, node, ok := d.required(f, "topic", item, path, "a source"); ok && d.sourceTopic(s.Connector, topic, node, join(path, "topic")) {
 			s.Topic = topic
 			if isTemplate(topic) {
 				d.f.anyTopic = true
@@ -681,7 +697,7 @@ func (d *fileDecoder) sinkTopics(f map[string]entry, item *yaml.Node, path strin
 		seen := make(map[string]bool)
 		for i, t := range topics {
 			tpath := index(join(path, "topics"), i)
-			if !d.topicName(t, nodes[i], tpath, false) {
+			if !d.topicName(t, nodes[i], tpath) {
 				continue
 			}
 			if seen[t] {

@@ -98,10 +98,11 @@
 //
 // In every value (never in keys), ${NAME} is replaced by the environment
 // variable NAME, and ${NAME:-default} by NAME or, when NAME is unset or
-// empty, by default. An unset variable without a default is an error at its
-// position. $${ stands for a literal ${; any other $ is kept. In flow
-// collections ({...}, [...]) a value holding ${...} must be quoted, since
-// braces are YAML syntax there.
+// empty, by default, whose braces pair up as in a shell
+// (${TOPIC:-cdc.{schema}.{table}}). An unset variable without a default is
+// an error at its position. $${ stands for a literal ${; any other $ is
+// kept. In flow collections ({...}, [...]) a value holding ${...} must be
+// quoted, since braces are YAML syntax there.
 //
 // # Secrets
 //

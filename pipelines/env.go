@@ -14,8 +14,9 @@ type envError struct {
 }
 
 // expand replaces ${NAME} and ${NAME:-default} in s with values from lookup.
-// ${NAME:-default} takes default when NAME is unset or empty; $${ stands for
-// a literal ${; any other $ is kept as it is. It returns the expanded text,
+// ${NAME:-default} takes default when NAME is unset or empty; a default may
+// hold braces that pair up, as in a shell (${TOPIC:-cdc.{schema}.{table}}).
+// $${ stands for a literal ${; any other $ is kept as it is. It returns the expanded text,
 // the names of the variables whose values went into it, and every problem
 // (an unset variable without default, a malformed reference).
 func expand(s string, lookup func(string) (string, bool)) (string, []string, []envError) {
@@ -33,9 +34,13 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string, []e
 			b.WriteString("${")
 			i += 3
 		case strings.HasPrefix(s[i:], "${"):
-			end := strings.IndexByte(s[i+2:], '}')
+			end := closingBrace(s[i+2:])
 			if end < 0 {
-				errs = append(errs, envError{i, "unterminated ${", "write ${NAME} or ${NAME:-default}, or $${ for a literal ${"})
+				hint := "write ${NAME} or ${NAME:-default}, or $${ for a literal ${"
+				if strings.Contains(s[i+2:], "{") {
+					hint = "write ${NAME} or ${NAME:-default} (braces in a default must pair up), or $${ for a literal ${"
+				}
+				errs = append(errs, envError{i, "unterminated ${", hint})
 				b.WriteString(s[i:])
 				i = len(s)
 				continue
@@ -66,6 +71,25 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string, []e
 		}
 	}
 	return b.String(), names, errs
+}
+
+// closingBrace returns the index in s of the "}" that closes a reference
+// whose "${" came just before s: braces in between pair up, as a shell
+// reads ${NAME:-word}. It returns -1 when there is none.
+func closingBrace(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return -1
 }
 
 func validEnvName(name string) bool {

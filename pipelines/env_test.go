@@ -32,7 +32,12 @@ func TestExpand(t *testing.T) {
 		{"${}", "", nil, []string{"0: malformed variable reference ${}"}},
 		{"${1X}", "", nil, []string{"0: malformed variable reference ${1X}"}},
 		{"${A:B}", "", nil, []string{"0: malformed variable reference ${A:B}"}},
-		{"${A:-${B}}", "}", nil, []string{"0: nested variable reference in ${A:-${B} is not supported"}},
+		{"${A:-${B}}", "", nil, []string{"0: nested variable reference in ${A:-${B}} is not supported"}},
+		// A default's braces pair up, as in a shell.
+		{"${NOPE:-a.{b}.{c}}", "a.{b}.{c}", nil, nil},
+		{"${NOPE:-{x}}.y", "{x}.y", nil, nil},
+		{"${HOST:-{x}}", "db", []string{"HOST"}, nil},
+		{"${NOPE:-a{b}", "${NOPE:-a{b}", nil, []string{"0: unterminated ${"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -137,5 +142,28 @@ func TestParse_EnvErrors(t *testing.T) {
 				t.Errorf("got:\n%s\nwant:\n%s\nat:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"), annotate(tt.yaml, errorList(t, err)))
 			}
 		})
+	}
+}
+
+// A ${VAR:-default} whose default holds braces keeps them, as a shell
+// does: with TOPIC unset, "${TOPIC:-cdc.{schema}.{table}}" (the CDC
+// sources' topic template as a default) is that template, not
+// "cdc.{schema.{table}}" cut at the first "}".
+func TestParse_EnvDefaultKeepsPairedBraces(t *testing.T) {
+	src := "version: 1\nname: p\nsources:\n  - {name: s, connector: postgres, topic: \"${TOPIC:-cdc.{schema}.{table}}\", config: {url: \"postgres://x\"}}\n"
+	p, err := Parse("p.yaml", []byte(src), testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Sources[0].Topic, "cdc.{schema}.{table}"; got != want {
+		t.Errorf("topic = %q, want %q", got, want)
+	}
+}
+
+// expand itself: the same reference in any value.
+func TestExpand_DefaultKeepsPairedBraces(t *testing.T) {
+	got, _, errs := expand("${T:-a.{b}.{c}}", testEnv(nil))
+	if len(errs) != 0 || got != "a.{b}.{c}" {
+		t.Errorf("expand(${T:-a.{b}.{c}}) = %q, %v; want a.{b}.{c}", got, errs)
 	}
 }

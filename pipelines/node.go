@@ -237,6 +237,22 @@ func (d *decoder) scalar(n *yaml.Node, path, expected string) (scalar, bool) {
 // value. It is exact for values written on one line without escapes before
 // the reference; otherwise it is the start of the value.
 func (d *decoder) envPos(n *yaml.Node, off int) Pos {
+	return d.writtenPos(n, n.Value[:off]+"${", off)
+}
+
+// valuePos returns the position of byte offset off of value, scalar n's
+// value after ${VAR} expansion. It is exact when the text before off is
+// written on the value's line as it is (no reference, no escape before
+// it); otherwise it is the start of the value.
+func (d *decoder) valuePos(n *yaml.Node, value string, off int) Pos {
+	return d.writtenPos(n, value[:off+1], off)
+}
+
+// writtenPos returns the position of byte offset off of scalar n's value
+// when the value's line, from the value's start, begins with written
+// (which holds the text up to off and a little more); otherwise the start
+// of the value.
+func (d *decoder) writtenPos(n *yaml.Node, written string, off int) Pos {
 	p := d.pos(n)
 	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 || n.Line < 1 || n.Line > len(d.lines) {
 		return p
@@ -249,10 +265,10 @@ func (d *decoder) envPos(n *yaml.Node, off int) Pos {
 	if start < 0 || start > len(line) {
 		return p
 	}
-	if !strings.HasPrefix(string(line[start:]), n.Value[:off]+"${") {
+	if !strings.HasPrefix(string(line[start:]), written) {
 		return p
 	}
-	p.Column = start + 1 + utf8.RuneCountInString(n.Value[:off])
+	p.Column = start + 1 + utf8.RuneCountInString(written[:off])
 	return p
 }
 

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -334,12 +336,40 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 		bad(keyTransforms, strings.TrimPrefix(err.Error(), engine.ErrBadRequest.Error()+": "))
 	}
 	spec.Transforms = ts
+	for i := range problems {
+		problems[i].msg = s.maskProblem(conn, cfg, problems[i].msg)
+	}
 	if warn && len(problems) == 0 {
 		for _, w := range warnings {
 			w()
 		}
 	}
 	return spec, conn, problems, nil
+}
+
+// maskProblem hides in msg, a problem of the flat config cfg of conn,
+// what GET …/config masks (pipelines.MaskMessage): the values of secret
+// parameters of the connector and of its transforms, and the parts of
+// others the connector's Redact masks. A check may quote any value, so
+// the validate endpoint's errors and a 400's message would otherwise show
+// what its values hide.
+func (s *Server) maskProblem(conn connect.Connector, cfg map[string]string, msg string) string {
+	msg = pipelines.MaskMessage(conn.Spec, cfg, msg)
+	for _, a := range connect.SplitList(cfg[keyTransforms]) {
+		prefix := keyTransforms + "." + a + "."
+		ts, ok := s.transforms.Spec(cfg[prefix+"type"])
+		if !ok {
+			continue
+		}
+		tcfg := map[string]string{}
+		for k, v := range cfg {
+			if key, ok := strings.CutPrefix(k, prefix); ok {
+				tcfg[key] = v
+			}
+		}
+		msg = pipelines.MaskMessage(ts, tcfg, msg)
+	}
+	return msg
 }
 
 // retryTimeout applies Kafka Connect's errors.retry.timeout (ms; -1
@@ -708,4 +738,97 @@ func (s *Server) keepMasked(name string, cfg map[string]string) {
 			cfg[k] = ov
 		}
 	}
+}
+
+// configJSON is a connector config in a request body. Kafka Connect reads
+// it as a Map<String,String>, whose values Jackson takes from JSON
+// strings, numbers and booleans alike ("tasks.max": 1 is common in copied
+// examples): so does this, keeping a number as it is written. null reads
+// as "", an object or an array is refused (configValueJSON).
+type configJSON map[string]string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *configJSON) UnmarshalJSON(b []byte) error {
+	var p configPatchJSON
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if p == nil {
+		*c = nil
+		return nil
+	}
+	out := make(configJSON, len(p))
+	for k, v := range p {
+		out[k] = ""
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	*c = out
+	return nil
+}
+
+// configPatchJSON is the body of PATCH …/config: configJSON whose null
+// values stay nil (they remove the key).
+type configPatchJSON map[string]*string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *configPatchJSON) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*c = nil
+		return nil
+	}
+	out := make(configPatchJSON, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v, err := configValueJSON(k, raw[k])
+		if err != nil {
+			return err
+		}
+		out[k] = v
+	}
+	*c = out
+	return nil
+}
+
+// configValueJSON reads one config value: a string, or a number or a
+// boolean as its JSON text; nil for null.
+func configValueJSON(key string, raw json.RawMessage) (*string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	switch raw[0] {
+	case '"':
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		return &v, nil
+	case '{':
+		return nil, fmt.Errorf("config %q is a JSON object: config values are strings; write it as one (a JSON document as a quoted string)", key)
+	case '[':
+		return nil, fmt.Errorf("config %q is a JSON array: config values are strings; write a list comma-separated, e.g. %q: %q", key, key, "a,b")
+	}
+	v := string(raw) // a number or a boolean, as written
+	return &v, nil
+}
+
+// checkConfigName refuses a config whose "name" differs from the
+// connector's name, with Kafka Connect's message; where says where the
+// name was given, when not in the URL. A config without a name is fine:
+// the connector's applies.
+func checkConfigName(name string, cfg map[string]string, where string) error {
+	given, ok := cfg[keyName]
+	if !ok || given == name {
+		return nil
+	}
+	msg := fmt.Sprintf("Connector name configuration (%s) doesn't match connector name in the URL (%s)", given, name)
+	if where != "" {
+		msg += " (the connector's name is " + where + ")"
+	}
+	return fmt.Errorf("%w: %s; set %q to %q in the config, or leave it out", engine.ErrBadRequest, msg, keyName, name)
 }

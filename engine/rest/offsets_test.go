@@ -106,3 +106,60 @@ func TestREST_SinkOffsetsPatch_ChecksPartitionsAndRange(t *testing.T) {
 		t.Fatalf("committed = %v, want %v", got, want)
 	}
 }
+
+// PATCH …/offsets with no offsets ({} or {"offsets":[]}) is Kafka
+// Connect's 400 "Partitions / offsets need to be provided for an alter
+// offsets request", never a 200 "altered successfully" that changes
+// nothing.
+func TestPatchOffsets_NoOffsetsIs400(t *testing.T) {
+	srv, _, _ := newTestServer(t)
+	for _, c := range []string{
+		`{"name":"src","initial_state":"STOPPED","config":{"connector.class":"idle","topic":"t"}}`,
+		`{"name":"snk","initial_state":"STOPPED","config":{"connector.class":"null","topics":"t"}}`,
+	} {
+		if code, body := call(t, srv, "POST", "/connectors", c); code != 201 {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	for _, name := range []string{"src", "snk"} {
+		for _, body := range []string{`{}`, `{"offsets":[]}`} {
+			code, answer := call(t, srv, "PATCH", "/connectors/"+name+"/offsets", body)
+			if code != 400 || !strings.Contains(answer, "Partitions / offsets need to be provided for an alter offsets request") {
+				t.Errorf("PATCH /connectors/%s/offsets %s: %d %s; want 400 (Kafka Connect: partitions / offsets need to be provided)", name, body, code, answer)
+			}
+		}
+	}
+}
+
+// A source's one partition is {"pipeline": …} (GET …/offsets shows it).
+// PATCH refuses an entry naming another partition (copied from another
+// connector's GET, say), saying which one the source has, instead of
+// making its offset this source's position; the source's own partition
+// is accepted.
+func TestPatchOffsets_SourcePartitionMustBeItsOwn(t *testing.T) {
+	srv, w, _ := newTestServer(t)
+	if code, body := call(t, srv, "POST", "/connectors", `{"name":"src","initial_state":"STOPPED","config":{"connector.class":"idle","topic":"t"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	spec, err := w.Spec("src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, partition := range []string{`{"pipeline":"some-other-pipeline"}`, `{"pipeline":"` + spec.Pipeline + `","x":1}`, `{}`} {
+		code, body := call(t, srv, "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":`+partition+`,"offset":{"seq":42}}]}`)
+		want := `it has one partition, {\"pipeline\":\"` + spec.Pipeline + `\"}`
+		if code != 400 || !strings.Contains(body, want) {
+			t.Errorf("PATCH with partition %s: %d %s; want 400 saying %s", partition, code, strings.TrimSpace(body), want)
+		}
+		if _, got := call(t, srv, "GET", "/connectors/src/offsets", ""); strings.Contains(got, `"seq":42`) {
+			t.Errorf("after PATCH with partition %s, GET shows %s: the offset became source src's position", partition, got)
+		}
+	}
+	code, body := call(t, srv, "PATCH", "/connectors/src/offsets", `{"offsets":[{"partition":{"pipeline":"`+spec.Pipeline+`"},"offset":{"seq":42}}]}`)
+	if code != 200 {
+		t.Fatalf("PATCH with the source's own partition: %d %s", code, body)
+	}
+	if _, got := call(t, srv, "GET", "/connectors/src/offsets", ""); !strings.Contains(got, `"seq":42`) {
+		t.Errorf("after PATCH with the source's own partition, GET shows %s; want seq 42", got)
+	}
+}

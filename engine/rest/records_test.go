@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	tlog "github.com/tributary-io/tributary/log"
 )
 
 // TestREST_Records_BadQueryIs400: a query parameter that is not a
@@ -88,5 +90,24 @@ func TestREST_Records_NullHeaderValue(t *testing.T) {
 	}
 	if h := res.Records[0].Headers; h[0].Header().Value != nil || h[1].Header().Value == nil {
 		t.Errorf("decoded headers %+v %+v: want a nil and an empty value", h[0].Header(), h[1].Header())
+	}
+}
+
+// A partition number beyond int32 must not wrap around: partition
+// 4294967296 is a 400, not partition 0 (queryInt's own rule: a typo must
+// not read from somewhere else than asked).
+func TestREST_Records_PartitionBeyondInt32(t *testing.T) {
+	srv, _, _, l := newTestServerLog(t)
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("in-partition-0")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/topics/t/partitions/4294967296/records", "/topics/t/partitions/4294967296/offsets", "/topics/t/partitions/4294967296/offsets?timestamp=0"} {
+		code, body := call(t, srv, "GET", path, "")
+		if code != 400 || !strings.Contains(body, `partition \"4294967296\" is not a partition number`) {
+			t.Errorf("GET %s: %d %s; want 400 (partition 4294967296 does not exist; this is partition 0)", path, code, body)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -287,11 +288,14 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
 }
 
 type createRequest struct {
-	Name         string            `json:"name"`
-	Config       map[string]string `json:"config"`
-	InitialState string            `json:"initial_state"`
+	Name         string     `json:"name"`
+	Config       configJSON `json:"config"`
+	InitialState string     `json:"initial_state"`
 }
 
+// createConnector is Kafka Connect's POST /connectors: the name is
+// trimmed, a config "name" must be the same, and initial_state is read
+// case-insensitively.
 func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 	var req createRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -299,14 +303,19 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Name == "" {
-		req.Name = req.Config["name"]
+		req.Name = req.Config[keyName]
+	}
+	req.Name = strings.TrimSpace(req.Name)
+	if err := checkConfigName(req.Name, req.Config, `the request's "name"`); err != nil {
+		s.fail(w, err)
+		return
 	}
 	spec, err := s.specFromConfig(req.Name, req.Config)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if err := s.worker.Start(r.Context(), spec, engine.State(req.InitialState)); err != nil {
+	if err := s.worker.Start(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -359,12 +368,16 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
-	var cfg map[string]string
+	var cfg configJSON
 	if err := decodeBody(r, &cfg); err != nil {
 		s.fail(w, err)
 		return
 	}
 	name := r.PathValue("name")
+	if err := checkConfigName(name, cfg, ""); err != nil {
+		s.fail(w, err)
+		return
+	}
 	s.keepMasked(name, cfg)
 	spec, err := s.specFromConfig(name, cfg)
 	if err != nil {
@@ -392,7 +405,7 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 // 3.9's PATCH): a null value removes a key. Setting "transforms" drops the
 // settings of the transforms it no longer lists.
 func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
-	var patch map[string]*string
+	var patch configPatchJSON
 	if err := decodeBody(r, &patch); err != nil {
 		s.fail(w, err)
 		return
@@ -614,6 +627,14 @@ func (s *Server) patchOffsets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if len(body.Offsets) == 0 {
+		// Kafka Connect's message: altering nothing is a mistake, not a
+		// success.
+		s.fail(w, fmt.Errorf(`%w: Partitions / offsets need to be provided for an alter offsets request; `+
+			`give {"offsets":[{"partition":{…},"offset":{…}}]} (GET /connectors/%s/offsets shows them), or DELETE the offsets to reset them all`,
+			engine.ErrBadRequest, r.PathValue("name")))
+		return
+	}
 	notes, err := s.worker.AlterOffsetsWithNotes(r.Context(), r.PathValue("name"), body.Offsets)
 	if err != nil {
 		s.fail(w, err)
@@ -707,7 +728,7 @@ type configInfo struct {
 // POST /connectors finds them; keys nobody defines come last, with their
 // problem.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
-	var cfg map[string]string
+	var cfg configJSON
 	if err := decodeBody(r, &cfg); err != nil {
 		s.fail(w, err)
 		return
@@ -921,9 +942,9 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	p, err := strconv.Atoi(r.PathValue("p"))
+	p, err := pathPartition(r)
 	if err != nil {
-		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		s.fail(w, err)
 		return
 	}
 	offset, err := queryInt(q, "offset", 0)
@@ -941,7 +962,7 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	res, err := s.log.Read(r.Context(), r.PathValue("topic"), int32(p), offset, tlog.ReadOptions{MaxBytes: int(min(maxBytes, 64<<20)), MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
+	res, err := s.log.Read(r.Context(), r.PathValue("topic"), p, offset, tlog.ReadOptions{MaxBytes: int(min(maxBytes, 64<<20)), MaxWait: time.Duration(min(waitMs, 30000)) * time.Millisecond})
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -955,6 +976,17 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		out.Records = append(out.Records, rj)
 	}
 	writeJSON(w, 200, out)
+}
+
+// pathPartition reads the partition number of a path: a 400 when it is not
+// a number or beyond int32 (it must not wrap around to another partition).
+func pathPartition(r *http.Request) (int32, error) {
+	v := r.PathValue("p")
+	p, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: partition %q is not a partition number: want an integer from 0 to %d", engine.ErrBadRequest, v, math.MaxInt32)
+	}
+	return int32(p), nil
 }
 
 // queryInt parses an optional non-negative integer query parameter: def
@@ -1084,13 +1116,13 @@ func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
-	p, err := strconv.Atoi(r.PathValue("p"))
+	p, err := pathPartition(r)
 	if err != nil {
-		s.fail(w, fmt.Errorf("%w: partition %q is not a number", engine.ErrBadRequest, r.PathValue("p")))
+		s.fail(w, err)
 		return
 	}
 	topic := r.PathValue("topic")
-	start, end, err := s.log.Offsets(topic, int32(p))
+	start, end, err := s.log.Offsets(topic, p)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -1102,7 +1134,7 @@ func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, fmt.Errorf("%w: timestamp %q is not milliseconds", engine.ErrBadRequest, ts))
 			return
 		}
-		off, found, err := s.log.OffsetForTime(topic, int32(p), time.UnixMilli(ms))
+		off, found, err := s.log.OffsetForTime(topic, p, time.UnixMilli(ms))
 		if err != nil {
 			s.fail(w, err)
 			return
