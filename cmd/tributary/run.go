@@ -131,6 +131,7 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	}
 	api := rest.New(w, l, buildVersion(), a.logger)
 	api.SetCommit(buildCommit())
+	api.SetStarting(true) // GET /health: 503 until the pipelines are started
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -143,6 +144,7 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 			return err
 		}
 	}
+	api.SetStarting(false)
 	progressDone := make(chan struct{})
 	pctx, stopProgress := context.WithCancel(ctx)
 	go func() {

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ type Server struct {
 	// transforms knows which transform settings are secrets, to mask them.
 	transforms *transform.Registry
 	mux        *http.ServeMux
+	starting   atomic.Bool // set by SetStarting: GET /health answers 503
 }
 
 // New returns the API of a worker. l is the embedded log (nil with other
@@ -56,6 +58,11 @@ func New(w *engine.Worker, l *tlog.Log, version string, logger *slog.Logger) *Se
 
 // SetCommit sets the commit GET / reports. Call it before serving.
 func (s *Server) SetCommit(commit string) { s.commit = commit }
+
+// SetStarting says whether the worker is still starting its pipelines:
+// meanwhile GET /health answers 503 "starting", as Kafka Connect's does
+// (KIP-1017), so that a probe waits for the pipelines, not just the port.
+func (s *Server) SetStarting(starting bool) { s.starting.Store(starting) }
 
 // ServeHTTP implements http.Handler. Unknown paths and methods a path does
 // not take get Kafka Connect's JSON error body, not the mux's plain text.
@@ -142,11 +149,15 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /groups/{group}/offsets", s.commitGroup)
 	m.HandleFunc("POST /groups/{group}/reset", s.resetGroup)
 	reg := prometheus.Gatherers{s.worker.Metrics().Registry}
+	lr := prometheus.NewRegistry()
 	if s.log != nil {
-		lr := prometheus.NewRegistry()
 		lr.MustRegister(newLogCollector(s.log))
-		reg = append(reg, lr)
+	} else {
+		// Another backend (a Kafka cluster): the sinks' groups' lag at
+		// least, read from it at each scrape.
+		lr.MustRegister(newSinkLagCollector(s.worker, s.logger))
 	}
+	reg = append(reg, lr)
 	m.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 }
 
@@ -199,13 +210,20 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) clusterID() string {
-	if s.log == nil {
-		return ""
+	if s.log != nil {
+		return s.log.ClusterID()
 	}
-	return s.log.ClusterID()
+	if c, ok := s.worker.Backend().(interface{ ClusterID() string }); ok {
+		return c.ClusterID() // a Kafka cluster's, as its brokers give it
+	}
+	return ""
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.starting.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "message": "Worker is still starting up."})
+		return
+	}
 	writeJSON(w, 200, map[string]string{"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
 }
 
@@ -264,7 +282,7 @@ func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
 	names := s.worker.Connectors()
 	expand := r.URL.Query()["expand"]
 	if len(expand) == 0 {
-		writeJSON(w, 200, names)
+		writeJSON(w, 200, append([]string{}, names...)) // [] when there are none, not null
 		return
 	}
 	out := map[string]map[string]any{}
