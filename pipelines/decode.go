@@ -559,9 +559,16 @@ func (d *fileDecoder) build(b TransformBuilder, spec connect.Spec, s settings, t
 	}
 }
 
+// tasks reads a connector's tasks (Kafka Connect's tasks.max). A worker
+// runs one task per connector, so more is an error here, with its place in
+// the file, rather than when run starts the pipeline.
 func (d *fileDecoder) tasks(f map[string]entry, path string) int {
 	if e, ok := f["tasks"]; ok {
 		if v, ok := d.integer(e.value, join(path, "tasks"), 1); ok {
+			if v > 1 {
+				d.errorf(e.value, join(path, "tasks"), "set tasks: 1; to share a sink's partitions, run several workers on the kafka backend",
+					"%d tasks asked for; a worker runs one task per connector", v)
+			}
 			return v
 		}
 	}

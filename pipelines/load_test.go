@@ -71,7 +71,7 @@ func TestLoadFile_CDC(t *testing.T) {
 		{"source secrets", src.Secrets, []string{"password"}},
 		{"transform", src.Transforms[0].Type + " " + src.Transforms[0].Config["condition"], "filter op != 'r'"},
 		{"sink secrets", sink.Secrets, []string{"token", "url"}},
-		{"sink tasks", sink.Tasks, 4},
+		{"sink tasks", sink.Tasks, 1},
 		{"transform without settings", sink.Transforms[0].Config, map[string]string{}},
 		{"transform list", sink.Transforms[1].Config["fields"], "email,phone"},
 		{"merged errors", sink.Errors, ErrorPolicy{Tolerance: ToleranceAll, Retries: 3, Backoff: Backoff{250 * time.Millisecond, 30 * time.Second}, DeadLetter: DeadLetter{"dlq.crm-webhook"}}},

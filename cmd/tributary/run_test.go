@@ -133,3 +133,29 @@ func TestProgressBar(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate_RefusesTasksAboveOne: validate reports every problem run
+// would refuse, with its file:line:column: a source or sink asking for more
+// than one task too (run refused it only after the REST API served, with
+// no position).
+func TestValidate_RefusesTasksAboveOne(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tasks.yaml")
+	src := `version: 1
+name: tasks
+sources:
+  - {name: g, connector: generator, topic: t, tasks: 2}
+sinks:
+  - {name: s, connector: stdout, topics: [t], tasks: 3}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := mustFail(t, dir, "", "validate", file)
+	wantContains(t, "validate", err.Error(),
+		file+":4:",
+		"sources[0].tasks",
+		file+":6:",
+		"sinks[0].tasks",
+	)
+}
