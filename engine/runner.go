@@ -79,11 +79,11 @@ func newRunner(w *Worker, spec ConnectorSpec, conn connect.Connector) *runner {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runner{
 		w: w, spec: spec, conn: conn,
-		logger:         w.logger.With("connector", spec.Name, "pipeline", spec.Pipeline),
 		m:              w.metrics.forConnector(spec.Name),
 		stopSupervisor: cancel, supervisorDone: make(chan struct{}),
 		target: StateStopped, taskState: StateUnassigned, changed: make(chan struct{}),
 	}
+	r.logger = slog.New(maskingHandler{w.logger.Handler(), r.maskText}).With("connector", spec.Name, "pipeline", spec.Pipeline)
 	r.m.setStatus(r.target, r.taskState)
 	go r.supervise(ctx)
 	return r
@@ -147,6 +147,7 @@ func (r *runner) restartIf(includeTasks, onlyFailed bool) bool {
 func (r *runner) setTaskState(s State, trace string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	trace = r.maskText(trace)
 	if r.taskState == s && r.trace == trace {
 		return
 	}

@@ -514,8 +514,8 @@ func (r *runner) badRecord(ctx context.Context, rec connect.Record, stage string
 		connect.Header{Key: "__connect.errors.task.id", Value: []byte("0")},
 		connect.Header{Key: "__connect.errors.stage", Value: []byte(stage)},
 		connect.Header{Key: "__connect.errors.exception.class.name", Value: []byte(errorClass(cause))},
-		connect.Header{Key: "__connect.errors.exception.message", Value: []byte(cause.Error())},
-		connect.Header{Key: "__connect.errors.exception.stacktrace", Value: []byte(cause.Error())},
+		connect.Header{Key: "__connect.errors.exception.message", Value: []byte(r.maskText(cause.Error()))},
+		connect.Header{Key: "__connect.errors.exception.stacktrace", Value: []byte(r.maskText(cause.Error()))},
 		connect.Header{Key: "__connect.errors.attempts", Value: []byte(strconv.Itoa(attempts))},
 	)
 	if err := r.w.opts.Backend.Produce(ctx, []connect.Record{d}); err != nil {

@@ -21,6 +21,17 @@ func MaskMessage(spec connect.Spec, cfg map[string]string, msg string) string {
 	return hideSecrets(msg, specSecrets(spec, cfg))
 }
 
+// MaskMessageKeys is MaskMessage that also hides the values of cfg's keys
+// in secretKeys (a connector's ConnectorSpec.Secrets: values that came
+// from the environment, say).
+func MaskMessageKeys(spec connect.Spec, cfg map[string]string, secretKeys []string, msg string) string {
+	secrets := specSecrets(spec, cfg)
+	for _, k := range secretKeys {
+		secrets = append(secrets, cfg[k])
+	}
+	return hideSecrets(msg, secrets)
+}
+
 // specSecrets returns the texts of cfg that spec.Mask hides.
 func specSecrets(spec connect.Spec, cfg map[string]string) []string {
 	var out []string
