@@ -34,13 +34,13 @@ type configDef struct {
 }
 
 var configDefs = map[string]configDef{
-	ConfigCleanupPolicy:     {"delete", oneOf("delete", "compact", "compact,delete", "delete,compact"), "delete old segments, compact by key, or both"},
+	ConfigCleanupPolicy:     {"delete", policyList, "delete old segments, compact by key, or both"},
 	ConfigRetentionMs:       {"604800000", intAtLeast(-1), "how long to keep a segment after its newest record, in ms; -1 keeps forever"},
 	ConfigRetentionBytes:    {"-1", intAtLeast(-1), "largest size of one partition before old segments go; -1 means no limit"},
 	ConfigSegmentBytes:      {"1073741824", intBetween(14, math.MaxInt32), "size at which a new segment file is started"},
 	ConfigSegmentMs:         {"604800000", intAtLeast(1), "age at which a new segment file is started, in ms"},
 	ConfigDeleteRetentionMs: {"86400000", intAtLeast(0), "how long tombstones stay in a compacted topic, in ms"},
-	ConfigMaxMessageBytes:   {"1048588", intAtLeast(0), "largest record batch the topic accepts, in bytes"},
+	ConfigMaxMessageBytes:   {"1048588", intBetween(0, math.MaxInt32), "largest record batch the topic accepts, in bytes"},
 	ConfigCompressionType:   {"producer", oneOf("producer", "none", "uncompressed", "gzip", "snappy", "lz4", "zstd"), "codec of stored batches; producer keeps what the producer chose"},
 	ConfigMinInsyncReplicas: {"1", intAtLeast(1), "replicas that must have a write before it is acknowledged (one node: 1)"},
 	ConfigMinCleanableRatio: {"0.5", floatBetween(0, 1), "share of a compacted log that must be dirty before it is cleaned"},
@@ -145,6 +145,20 @@ func parseTopicConfig(base, overrides map[string]string) TopicConfig {
 		MinCleanableRatio: ratio,
 		MinCompactionLag:  i64(ConfigMinCompactionLag),
 	}
+}
+
+// policyList checks cleanup.policy, a list as Kafka's: delete, compact or
+// both, comma-separated, spaces around the items allowed.
+func policyList(v string) error {
+	seen := map[string]bool{}
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if (item != "delete" && item != "compact") || seen[item] {
+			return fmt.Errorf("must be one of delete, compact, or both comma-separated (compact,delete)")
+		}
+		seen[item] = true
+	}
+	return nil
 }
 
 func oneOf(valid ...string) func(string) error {

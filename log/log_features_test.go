@@ -771,3 +771,31 @@ func TestFeature_MetricsCountersMove(t *testing.T) {
 		t.Fatalf("PartitionStats = %+v", stats)
 	}
 }
+
+// TestValidateConfig_AsKafkaParsesThem: cleanup.policy is a list (spaces
+// around its items allowed, as Kafka's list configs take them) and
+// max.message.bytes an int (Kafka's INT: at most 2147483647).
+func TestValidateConfig_AsKafkaParsesThem(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{ConfigCleanupPolicy, "compact, delete", true},
+		{ConfigCleanupPolicy, " delete ", true},
+		{ConfigCleanupPolicy, "delete,compact", true},
+		{ConfigCleanupPolicy, "compact,compact", false},
+		{ConfigCleanupPolicy, "compact,", false},
+		{ConfigCleanupPolicy, "purge", false},
+		{ConfigMaxMessageBytes, "2147483647", true},
+		{ConfigMaxMessageBytes, "4294967296", false},
+	} {
+		err := ValidateConfig(map[string]string{tt.name: tt.value})
+		if (err == nil) != tt.ok {
+			t.Errorf("%s=%q: %v, want ok %v", tt.name, tt.value, err, tt.ok)
+		}
+	}
+	cfg := parseTopicConfig(nil, map[string]string{ConfigCleanupPolicy: "compact, delete"})
+	if !cfg.Compact || !cfg.Delete {
+		t.Errorf("cleanup.policy \"compact, delete\" parsed as %+v", cfg)
+	}
+}

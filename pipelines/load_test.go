@@ -294,7 +294,7 @@ sinks:
 			`p.yaml:4:29: topics[0].config.segment.bytes: "64 megs" has an unknown size unit "megs" (valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB); segment.bytes: size at which a new segment file is started (size)`,
 		}},
 		{"bad enum in topic config", "version: 1\ntopics:\n  - name: t\n    config: {cleanup.policy: compacted}\n", []string{
-			`p.yaml:4:30: topics[0].config.cleanup.policy: "compacted" is not a valid cleanup.policy: must be one of delete, compact, compact,delete, delete,compact; delete old segments, compact by key, or both`,
+			`p.yaml:4:30: topics[0].config.cleanup.policy: "compacted" is not a valid cleanup.policy: must be one of delete, compact, or both comma-separated (compact,delete); delete old segments, compact by key, or both`,
 		}},
 		{"duplicate topic", "version: 1\ntopics:\n  - name: t\n  - name: t\n", []string{
 			`p.yaml:4:11: topics[1].name: topic "t" is already defined at 3:11; define each topic once`,
