@@ -8,74 +8,6 @@ import (
 	"github.com/tributary-io/tributary/connect"
 )
 
-// A SAVEPOINT inside a transaction is logged as a Query event between the
-// transaction's rows events. The streamer takes it for a DDL statement and
-// commits there: the transaction is split in two, the first half carries a
-// position whose GTID set already holds the whole transaction, and a
-// restart from that position skips the second half.
-func TestReviewCDC_SavepointSplitsTransaction(t *testing.T) {
-	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v text)")
-	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "provide.transaction.metadata": "true"}, nil)
-	d.exec(t, "BEGIN; INSERT INTO t VALUES (1, 'a'); SAVEPOINT sp1; INSERT INTO t VALUES (2, 'b'); COMMIT")
-	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
-		return len(decode(t, r)) >= 2 && strings.HasSuffix(r[len(r)-1].Topic, ".transaction")
-	})
-	evs := decode(t, recs)
-	if len(evs) != 2 {
-		t.Fatalf("got %d events, want 2:\n%s", len(evs), dump(recs))
-	}
-	// One transaction: both events carry the same transaction id (the GTID),
-	// and only its last record carries a position.
-	id0, id1 := evs[0].Ev.Transaction, evs[1].Ev.Transaction
-	if id0 == nil || id1 == nil || id0.ID != id1.ID {
-		t.Errorf("the two rows of one transaction have transaction blocks %+v and %+v:\n%s", id0, id1, dump(recs))
-	}
-	var begins int
-	for _, r := range recs {
-		if strings.HasSuffix(r.Topic, ".transaction") && strings.Contains(string(r.Value), `"BEGIN"`) {
-			begins++
-		}
-	}
-	if begins != 1 {
-		t.Errorf("%d BEGIN records for one transaction:\n%s", begins, dump(recs))
-	}
-	// The last position before row 2's record: where a worker that stored
-	// it restarts from.
-	var pos connect.Position
-	for _, r := range recs {
-		if string(r.Key) == `{"id":2}` {
-			break
-		}
-		if r.Position != nil {
-			pos = r.Position
-		}
-	}
-	if pos != nil {
-		s.Close(t.Context())
-		s2 := openSource(t, d, map[string]string{"snapshot.mode": "never"}, pos)
-		d.exec(t, "INSERT INTO t VALUES (3, 'c')")
-		recs2 := readUntil(t, s2, 30*time.Second, func(r []connect.Record) bool {
-			for _, e := range decode(t, r) {
-				if e.Ev != nil && string(e.Rec.Key) == `{"id":3}` {
-					return true
-				}
-			}
-			return false
-		})
-		got2 := false
-		for _, e := range decode(t, recs2) {
-			if e.Ev != nil && string(e.Rec.Key) == `{"id":2}` {
-				got2 = true
-			}
-		}
-		if !got2 {
-			t.Errorf("a record before row 2 carries position %s, inside the transaction; a restart from it never emits row 2 (lost):\n%s", pos, dump(recs2))
-		} else {
-			t.Errorf("a record before row 2 carries position %s, inside the transaction", pos)
-		}
-	}
-}
-
 // The snapshot pages through a table by key: ORDER BY key, then WHERE
 // (key) > (last key as text). ENUM columns sort by their index but compare
 // with a string by their label: when the labels are not in index order,
@@ -99,35 +31,6 @@ func TestReviewCDC_SnapshotEnumKeySkipsRows(t *testing.T) {
 		if !keys[k] {
 			t.Errorf("the snapshot of a table with 3 rows misses the row of key %s:\n%s", k, dump(recs))
 		}
-	}
-}
-
-// CREATE TABLE … SELECT is logged in ROW format as one transaction: the
-// CREATE statement, then the rows events of the rows it copied, then the
-// commit. The streamer commits at the CREATE: the rows go out as a
-// transaction of their own without the GTID, and a position whose GTID
-// set holds the whole transaction precedes them, so a restart from it
-// never emits the copied rows.
-func TestReviewCDC_CreateTableSelectRowsSplit(t *testing.T) {
-	d := newDB(t, "CREATE TABLE src (id int PRIMARY KEY, v text)", "INSERT INTO src VALUES (1, 'a'), (2, 'b')")
-	s := openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
-	d.exec(t, "CREATE TABLE copy (PRIMARY KEY (id)) ENGINE=InnoDB AS SELECT id, v FROM src")
-	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return len(decode(t, r)) >= 2 })
-	var pos connect.Position
-	for _, r := range recs {
-		if strings.HasSuffix(r.Topic, ".copy") {
-			break
-		}
-		if r.Position != nil {
-			pos = r.Position
-		}
-	}
-	evs := decode(t, recs)
-	if g, _ := evs[0].Ev.Source.Extra.Get("gtid"); g == nil {
-		t.Errorf("a row copied by CREATE TABLE … SELECT has no gtid: %s", evs[0].Rec.Value)
-	}
-	if pos != nil {
-		t.Errorf("a record before the copied rows carries position %s, whose GTID set holds their transaction:\n%s", pos, dump(recs))
 	}
 }
 

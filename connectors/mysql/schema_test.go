@@ -122,6 +122,40 @@ func TestDDLTables(t *testing.T) {
 	}
 }
 
+func TestTxStatement(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want txStmt
+	}{
+		{"SAVEPOINT `sp1`", txSavepoint},
+		{"savepoint sp1", txSavepoint},
+		{"ROLLBACK TO `sp1`", txSavepoint},
+		{"ROLLBACK WORK TO SAVEPOINT sp1", txSavepoint},
+		{"RELEASE SAVEPOINT sp1", txSavepoint},
+		{"ROLLBACK", txRollback},
+		{"rollback work", txRollback},
+		{"CREATE TABLE savepoint (id int)", txOther},
+		{"CREATE TABLE `ROLLBACK` (id int)", txOther},
+		{"ALTER TABLE t ADD COLUMN n int", txOther},
+		{"", txOther},
+	} {
+		if got := txStatement(c.q); got != c.want {
+			t.Errorf("txStatement(%q) = %d, want %d", c.q, got, c.want)
+		}
+	}
+	for q, want := range map[string]bool{
+		"CREATE TABLE `c` (`id` int NOT NULL, PRIMARY KEY (`id`)) START TRANSACTION": true,
+		"create table c (id int) start transaction;":                                 true,
+		"CREATE TABLE c (id int)":                                                    false,
+		"CREATE TABLE `start` (`transaction` int)":                                   false,
+		"ALTER TABLE t COMMENT 'START TRANSACTION'":                                  false,
+	} {
+		if got := opensTransaction(q); got != want {
+			t.Errorf("opensTransaction(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
 func FuzzDDLTables(f *testing.F) {
 	for _, s := range []string{"ALTER TABLE t ADD COLUMN n int", "RENAME TABLE a TO b, c TO d", "DROP TABLE `a``b`, c", "/*!50000 CREATE TABLE x */", "CREATE INDEX i ON t(a)", "'unterminated", "`x", "/* open"} {
 		f.Add(s)

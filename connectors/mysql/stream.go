@@ -98,6 +98,7 @@ type streamer struct {
 	txThread   int64
 	txQuery    string // the statement of the rows events that follow (include.query)
 	txBegun    bool   // the transaction's BEGIN record was emitted
+	txOpened   bool   // begun by BEGIN or a MariaDB GTID without FL_STANDALONE: a statement does not end it
 	txIDFixed  string // the transaction block's id when not txGTID's (xaEmit)
 	txMark     int    // where the transaction's records start in pending
 	total      int64
@@ -782,12 +783,20 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 	return nil
 }
 
+// mariaFlStandalone flags the GTID event of an event group without a
+// terminating COMMIT, Xid or XA event: a DDL statement, ended by itself
+// (MariaDB's log_event.h).
+const mariaFlStandalone = 0x01
+
 // mariaGTID starts the transaction of a MariaDB GTID event with flags.
 func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID, flags byte) {
 	st.xaUnfinished(h)
 	st.begin(h)
 	st.txMaria, st.hasMaria = id, true
 	st.txGTID = mariaGTIDString(id)
+	// Without FL_STANDALONE the event group ends with a COMMIT, Xid or
+	// XA event, not at its first statement.
+	st.txOpened = flags&mariaFlStandalone == 0
 	if flags&mariaFlPreparedXA != 0 {
 		st.xaBegin()
 	}
@@ -801,12 +810,24 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 		if !st.inTx {
 			st.begin(h)
 		}
+		st.txOpened = true
 		st.txThread = int64(e.SlaveProxyID)
 		return nil
 	case strings.EqualFold(q, "COMMIT"):
 		return st.commit(ctx, h)
 	case isXA(q):
 		return st.xaQuery(ctx, h, q)
+	}
+	switch txStatement(q) {
+	case txSavepoint:
+		// SAVEPOINT, ROLLBACK TO, RELEASE SAVEPOINT: inside the
+		// transaction, which goes on; the binlog holds only the rows
+		// that stayed.
+		return nil
+	case txRollback:
+		// A transaction that changed non-transactional tables ends with
+		// ROLLBACK: those changes stay, like a commit's.
+		return st.commit(ctx, h)
 	}
 	if !st.inTx {
 		st.begin(h) // a statement logged without a GTID event before it
@@ -818,7 +839,14 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 	if err := st.truncate(ctx, h, string(e.Schema), q, int64(e.SlaveProxyID)); err != nil {
 		return err
 	}
-	return st.commit(ctx, h)
+	if st.txOpened || opensTransaction(q) {
+		// A statement inside a transaction (the CREATE of a CREATE TABLE
+		// … SELECT, whose rows and commit follow; a statement-format
+		// change): the Xid or COMMIT that follows ends the transaction.
+		st.txOpened = true
+		return nil
+	}
+	return st.commit(ctx, h) // a DDL statement is a transaction of its own
 }
 
 // truncate handles a TRUNCATE [TABLE] statement (the binlog logs it as a
@@ -888,7 +916,7 @@ func (st *streamer) begin(h *replication.EventHeader) {
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
-	st.txBegun, st.txIDFixed = false, ""
+	st.txBegun, st.txIDFixed, st.txOpened = false, "", false
 	st.txMark = len(st.pending)
 	st.total, st.counts = 0, st.counts[:0]
 }
@@ -911,7 +939,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 	if st.src.set.txMetadata && st.txBegun {
 		st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)))
 	}
-	st.inTx = false
+	st.inTx, st.txOpened = false, false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
 	st.passedMark()
 	if !emitted {
