@@ -1254,12 +1254,22 @@ func (st *streamer) txOrder(t *table) *connect.Transaction {
 // Table ids are reassigned after DDL, so the table cache is dropped; with
 // a schema history, the new definitions of the captured tables it names
 // are recorded at this point of the binlog.
+//
+// The definition is the server's now, which is the one the statement made
+// only if no later DDL changed the table since: it is checked against the
+// columns before plus what the statement does to them (ddlColumns), and a
+// mismatch stops the stream rather than decode the rows up to the next
+// DDL under the wrong column names.
 func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema, query string) error {
 	clear(st.tables)
 	clear(st.maps)
 	s := st.src
 	if s.hist == nil {
 		return nil
+	}
+	at := coords{st.file, h.LogPos} // the definitions apply from the next event on
+	if s.hist.reached(at) {
+		return nil // read again after a restart: recorded then
 	}
 	refs := ddlTables(query, schema)
 	var defs []*tableDef
@@ -1276,13 +1286,36 @@ func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema,
 			dropped = append(dropped, r)
 			continue
 		}
+		if err := st.checkDDLDef(r, def, query, at); err != nil {
+			return err
+		}
 		defs = append(defs, def)
 	}
 	if len(defs) == 0 && len(dropped) == 0 {
 		return nil
 	}
-	// The definitions apply from the next event on.
-	return s.hist.record(coords{st.file, h.LogPos}, defs, dropped)
+	return s.hist.record(at, defs, dropped)
+}
+
+// checkDDLDef checks that def, read from the server for table r when the
+// stream met DDL statement query at at, has the columns the statement
+// left the table with.
+func (st *streamer) checkDDLDef(r tableRef, def *tableDef, query string, at coords) error {
+	var prev []string
+	if p := st.src.hist.lookup(r.db, r.name, at); p != nil {
+		prev = p.columnNames()
+	}
+	want, ok := ddlColumns(query, r.db, r, prev)
+	got := def.columnNames()
+	if !ok || slices.Equal(want, got) {
+		return nil
+	}
+	stmt := query
+	if len(stmt) > 200 {
+		stmt = stmt[:200] + "…"
+	}
+	return fmt.Errorf("schema history: table %s at %s: the server's columns (%s) are not those %q left (%s): a later DDL changed the table since, and without column metadata in the binlog its rows up to the next DDL would be decoded under the wrong columns. Set binlog_row_metadata=FULL, then start over with a snapshot (delete the stored offsets and %s)",
+		r, at, strings.Join(got, ", "), stmt, strings.Join(want, ", "), st.src.hist.path)
 }
 
 func uuidString(b []byte) string {
