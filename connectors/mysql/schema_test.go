@@ -486,3 +486,30 @@ func TestSchema_HistoryBehindCheckedDDLs(t *testing.T) {
 		t.Fatalf("streamed after a restart behind ADD COLUMN, a row, ADD INDEX:\n%s\nwant:\n%s", g, want)
 	}
 }
+
+// TestSchema_HistoryReplayKeepsRecordedDDL: a DDL statement read again
+// after a restart keeps the definition recorded when it was first read,
+// not the server's today (a rename since).
+func TestSchema_HistoryReplayKeepsRecordedDDL(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(10))")
+	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+	dir := t.TempDir()
+	values := map[string]string{"snapshot.mode": "never", "state.dir": dir}
+	s := openSource(t, d, values, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	pos := lastPosition(readRecords(t, s, 1, 30*time.Second))
+	if err := s.Ack(t.Context(), pos); err != nil {
+		t.Fatal(err)
+	}
+	d.exec(t, "ALTER TABLE t ADD COLUMN x int")
+	d.exec(t, "INSERT INTO t VALUES (2, 'b', 5)")
+	readRecords(t, s, 1, 30*time.Second) // the ALTER is recorded
+	s.Close(t.Context())
+	d.exec(t, "ALTER TABLE t CHANGE COLUMN v w varchar(10)")
+
+	s2 := openSource(t, d, values, pos)
+	got := readRecords(t, s2, 1, 30*time.Second)
+	if g, want := strings.Join(afters(t, got), "\n"), `{"id":2,"v":"b","x":5}`; g != want {
+		t.Fatalf("read again after a restart:\n%s\nwant:\n%s", g, want)
+	}
+}
