@@ -827,6 +827,9 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 	case txRollback:
 		// A transaction that changed non-transactional tables ends with
 		// ROLLBACK: those changes stay, like a commit's.
+		if !st.inTx {
+			st.begin(h)
+		}
 		return st.commit(ctx, h)
 	}
 	if !st.inTx {
