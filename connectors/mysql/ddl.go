@@ -293,3 +293,52 @@ func tokenize(q string) []token {
 	}
 	return out
 }
+
+// txStmt is what a query event's statement does to the transaction it is
+// logged in (txStatement).
+type txStmt int
+
+const (
+	txOther     txStmt = iota // a statement: DDL, or a change in statement format
+	txSavepoint               // SAVEPOINT, ROLLBACK TO, RELEASE SAVEPOINT: the transaction goes on
+	txRollback                // ROLLBACK: the transaction ends
+)
+
+// txStatement classifies a query event's statement other than BEGIN,
+// COMMIT and XA: ROLLBACK [WORK] ends the transaction, the savepoint
+// statements (SAVEPOINT s, ROLLBACK [WORK] TO [SAVEPOINT] s, RELEASE
+// SAVEPOINT s) happen inside it.
+func txStatement(query string) txStmt {
+	toks := statement(tokenize(query))
+	kw := func(i int, k string) bool {
+		return i < len(toks) && !toks[i].quoted && strings.EqualFold(toks[i].text, k)
+	}
+	switch {
+	case kw(0, "SAVEPOINT"), kw(0, "RELEASE") && kw(1, "SAVEPOINT"):
+		return txSavepoint
+	case kw(0, "ROLLBACK"):
+		i := 1
+		if kw(i, "WORK") {
+			i++
+		}
+		if kw(i, "TO") {
+			return txSavepoint
+		}
+		return txRollback
+	}
+	return txOther
+}
+
+// opensTransaction reports whether a statement leaves its transaction
+// open: MySQL (8.0.21 on) logs the CREATE of an atomic CREATE TABLE …
+// SELECT as CREATE TABLE … START TRANSACTION, followed by the rows it
+// copied and an Xid event.
+func opensTransaction(query string) bool {
+	toks := statement(tokenize(query))
+	n := len(toks)
+	for n > 0 && !toks[n-1].quoted && toks[n-1].text == ";" {
+		n--
+	}
+	kw := func(i int, k string) bool { return i >= 0 && !toks[i].quoted && strings.EqualFold(toks[i].text, k) }
+	return n >= 3 && kw(0, "CREATE") && kw(n-2, "START") && kw(n-1, "TRANSACTION")
+}

@@ -25,9 +25,12 @@ import (
 // Entries are recorded when the stream meets DDL for a captured table (or
 // a captured table first shows up): the definition is read from
 // information_schema at that moment. That is exact while the stream is
-// close to the server's head; a stream far behind may record a later
-// definition than the DDL made, and the connector then stops with an
-// error when the recorded columns do not fit the rows. With
+// close to the server's head; a stream behind may record a later
+// definition than the DDL made. The connector then stops with an error
+// when the recorded column names are not those before the DDL plus what
+// it does (ddlColumns; streamer.checkDDLDef), or when the recorded
+// columns do not fit the rows' table map (resolve); a later change that
+// keeps both goes unseen (docs/connectors/mysql.md lists when). With
 // binlog_row_metadata=FULL the binlog describes every row event's columns
 // itself and the history is only a cross-check.
 //
@@ -119,6 +122,16 @@ func (h *history) lookup(db, name string, at coords) *tableDef {
 		}
 	}
 	return def
+}
+
+// reached reports whether the history has an entry at or after at: the
+// binlog there is being read again after a restart, and what happened
+// there is recorded already.
+func (h *history) reached(at coords) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.entries)
+	return n > 0 && !h.entries[n-1].at().less(at)
 }
 
 // record adds the definitions of tables changed (or dropped) at

@@ -387,8 +387,9 @@ func (st *streamer) readIncChunk(ctx context.Context, t *table, id string) (*inc
 	var args []any
 	if last := st.inc.Last; len(last) == len(keys) {
 		q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ") + ")"
-		for _, a := range last {
-			args = append(args, a)
+		var err error
+		if args, err = keyArgs(def, last); err != nil {
+			return nil, fmt.Errorf("incremental snapshot of %s: %w", def.ref(), err)
 		}
 	}
 	q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(st.src.set.chunkSize)

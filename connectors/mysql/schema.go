@@ -46,6 +46,15 @@ type tableDef struct {
 // ref returns db.table.
 func (t *tableDef) ref() string { return t.DB + "." + t.Name }
 
+// columnNames returns the names of t's columns, in order.
+func (t *tableDef) columnNames() []string {
+	names := make([]string, len(t.Columns))
+	for i := range t.Columns {
+		names[i] = t.Columns[i].Name
+	}
+	return names
+}
+
 // sameShape reports whether the binlog types of t's columns are those of a
 // table map event: the check that a definition fits the rows it decodes.
 func (t *tableDef) sameShape(tm *replication.TableMapEvent) bool {

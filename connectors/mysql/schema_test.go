@@ -122,6 +122,110 @@ func TestDDLTables(t *testing.T) {
 	}
 }
 
+func TestTxStatement(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want txStmt
+	}{
+		{"SAVEPOINT `sp1`", txSavepoint},
+		{"savepoint sp1", txSavepoint},
+		{"ROLLBACK TO `sp1`", txSavepoint},
+		{"ROLLBACK WORK TO SAVEPOINT sp1", txSavepoint},
+		{"RELEASE SAVEPOINT sp1", txSavepoint},
+		{"ROLLBACK", txRollback},
+		{"rollback work", txRollback},
+		{"CREATE TABLE savepoint (id int)", txOther},
+		{"CREATE TABLE `ROLLBACK` (id int)", txOther},
+		{"ALTER TABLE t ADD COLUMN n int", txOther},
+		{"", txOther},
+	} {
+		if got := txStatement(c.q); got != c.want {
+			t.Errorf("txStatement(%q) = %d, want %d", c.q, got, c.want)
+		}
+	}
+	for q, want := range map[string]bool{
+		"CREATE TABLE `c` (`id` int NOT NULL, PRIMARY KEY (`id`)) START TRANSACTION": true,
+		"create table c (id int) start transaction;":                                 true,
+		"CREATE TABLE c (id int)":                                                    false,
+		"CREATE TABLE `start` (`transaction` int)":                                   false,
+		"ALTER TABLE t COMMENT 'START TRANSACTION'":                                  false,
+	} {
+		if got := opensTransaction(q); got != want {
+			t.Errorf("opensTransaction(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
+
+func TestDDLColumns(t *testing.T) {
+	prev := []string{"id", "v", "w"}
+	for _, c := range []struct {
+		q    string
+		prev []string
+		want string // "-": not followed
+	}{
+		{"ALTER TABLE t ADD COLUMN x int", prev, "id v w x"},
+		{"ALTER TABLE t ADD x int FIRST", prev, "x id v w"},
+		{"alter table d.t add column `x y` int not null default 'AFTER' after v", prev, "id v x y w"},
+		{"ALTER TABLE t ADD COLUMN IF NOT EXISTS v int", prev, "id v w"},
+		{"ALTER TABLE t ADD COLUMN v int", prev, "-"},
+		{"ALTER TABLE t ADD (a int, b int, INDEX (a))", prev, "id v w a b"},
+		{"ALTER TABLE t DROP COLUMN v, DROP w", prev, "id"},
+		{"ALTER TABLE t DROP IF EXISTS nope", prev, "id v w"},
+		{"ALTER TABLE t DROP nope", prev, "-"},
+		{"ALTER TABLE t CHANGE v v2 varchar(10)", prev, "id v2 w"},
+		{"ALTER TABLE t CHANGE COLUMN V v2 varchar(10) AFTER w", prev, "id w v2"},
+		{"ALTER TABLE t MODIFY w bigint FIRST", prev, "w id v"},
+		{"ALTER TABLE t MODIFY COLUMN v text", prev, "id v w"},
+		{"ALTER TABLE t RENAME COLUMN v TO z", prev, "id z w"},
+		{"ALTER TABLE t ADD INDEX (v), ADD PRIMARY KEY (id), DROP INDEX i, DROP PRIMARY KEY, ALTER COLUMN v SET DEFAULT 'x'", prev, "id v w"},
+		{"ALTER TABLE t ENGINE=InnoDB, ALGORITHM=INSTANT, LOCK=NONE, COMMENT 'a, b'", prev, "id v w"},
+		{"ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4, RENAME INDEX a TO b", prev, "id v w"},
+		{"ALTER TABLE t ADD CONSTRAINT c CHECK (id > 0), DROP CONSTRAINT c2, DROP FOREIGN KEY f", prev, "id v w"},
+		{"SET STATEMENT max_statement_time=10 FOR ALTER TABLE t ADD z int", prev, "id v w z"},
+		{"ALTER TABLE t RENAME TO u", prev, "-"},
+		{"ALTER TABLE t ADD SYSTEM VERSIONING", prev, "-"},
+		{"ALTER TABLE t FROBNICATE", prev, "-"},
+		{"ALTER TABLE t ADD COLUMN x int", nil, "-"},
+		{"ALTER TABLE other ADD COLUMN x int", prev, "-"},
+		{"CREATE TABLE t (a int, `b` text, PRIMARY KEY (a), KEY k (b), CONSTRAINT c CHECK (a > 0))", nil, "a b"},
+		{"CREATE TABLE IF NOT EXISTS t (a int)", prev, "id v w"},
+		{"CREATE OR REPLACE TABLE t (a int)", prev, "a"},
+		{"CREATE TABLE t LIKE u", nil, "-"},
+		{"CREATE TABLE t (PRIMARY KEY (id)) AS SELECT id, v FROM src", nil, "-"},
+		{"CREATE TABLE t (a int) WITH SYSTEM VERSIONING", nil, "-"},
+		{"CREATE UNIQUE INDEX i ON t (v)", prev, "id v w"},
+		{"DROP INDEX i ON t", prev, "id v w"},
+		{"TRUNCATE TABLE t", prev, "id v w"},
+		{"RENAME TABLE u TO t", prev, "-"},
+		{"DROP TABLE t", prev, "-"},
+	} {
+		cols, ok := ddlColumns(c.q, "d", tableRef{db: "d", name: "t"}, c.prev)
+		got := "-"
+		if ok {
+			got = strings.Join(cols, " ")
+		}
+		if got != c.want {
+			t.Errorf("ddlColumns(%q, %q) = %q, want %q", c.q, c.prev, got, c.want)
+		}
+	}
+	if strings.Join(prev, " ") != "id v w" {
+		t.Errorf("ddlColumns changed the columns it was given: %q", prev)
+	}
+}
+
+func FuzzDDLColumns(f *testing.F) {
+	for _, s := range []string{"ALTER TABLE t ADD COLUMN x int AFTER v", "ALTER TABLE t ADD (a int, b int)", "ALTER TABLE t CHANGE v w int FIRST", "CREATE TABLE t (a int, PRIMARY KEY (a))", "ALTER TABLE t DROP v, ADD (", "CREATE TABLE t ("} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		prev := []string{"id", "v"}
+		ddlColumns(q, "d", tableRef{db: "d", name: "t"}, prev)
+		if prev[0] != "id" || prev[1] != "v" {
+			t.Fatalf("ddlColumns(%q) changed the columns it was given", q)
+		}
+	})
+}
+
 func FuzzDDLTables(f *testing.F) {
 	for _, s := range []string{"ALTER TABLE t ADD COLUMN n int", "RENAME TABLE a TO b, c TO d", "DROP TABLE `a``b`, c", "/*!50000 CREATE TABLE x */", "CREATE INDEX i ON t(a)", "'unterminated", "`x", "/* open"} {
 		f.Add(s)
@@ -297,5 +401,115 @@ func TestSchema_SetStatementDDL(t *testing.T) {
 	want := `{"id":1,"v":"a"}` + "\n" + `{"id":2,"w":"b"}`
 	if got := strings.Join(afters(t, recs), "\n"); got != want {
 		t.Fatalf("streamed:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSchema_HistoryBehindRenameStops: without binlog_row_metadata=FULL,
+// the schema history records, at each DDL statement of the binlog, the
+// table's definition read from the server when the connector meets the
+// statement: today's, not necessarily the one the statement made. A
+// rename keeps the column types, so the table map cannot tell: a
+// connector behind the binlog (stopped, then restarted from its position)
+// across ADD COLUMN, a row, and a rename of another column would record
+// the renamed column at the ADD and write the row under the new name. The
+// columns before plus what the ADD does are not the server's: the stream
+// stops with an error naming the table, the statement and the fix.
+func TestSchema_HistoryBehindRenameStops(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(10))")
+	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+	dir := t.TempDir()
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "state.dir": dir}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	recs := readRecords(t, s, 1, 30*time.Second)
+	pos := lastPosition(recs)
+	if err := s.Ack(t.Context(), pos); err != nil {
+		t.Fatal(err)
+	}
+	s.Close(t.Context())
+	// While the source is stopped.
+	d.exec(t, "ALTER TABLE t ADD COLUMN x int")
+	d.exec(t, "INSERT INTO t VALUES (2, 'b', 5)")
+	d.exec(t, "ALTER TABLE t CHANGE COLUMN v w varchar(10)")
+	d.exec(t, "INSERT INTO t VALUES (3, 'c', 6)")
+
+	s2 := openSource(t, d, map[string]string{"snapshot.mode": "never", "state.dir": dir}, pos)
+	var got []connect.Record
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) && err == nil {
+		var b []connect.Record
+		b, err = s2.Read(t.Context())
+		got = append(got, b...)
+	}
+	for _, a := range afters(t, got) {
+		if strings.Contains(a, `"w":"b"`) {
+			t.Errorf("the row written before the rename is streamed under the new name: %s", a)
+		}
+	}
+	if err == nil {
+		t.Fatalf("no error after a restart behind ADD COLUMN, a row, a rename; streamed:\n%s", dump(got))
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{d.name + ".t", "ADD COLUMN x", "id, w, x", "id, v, x", "binlog_row_metadata=FULL", "snapshot"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestSchema_HistoryBehindCheckedDDLs: a connector behind the binlog across
+// DDL statements whose columns the server's definition still has (ADD
+// COLUMN, then an index and a default) streams every row with its
+// columns: the check of the recorded definitions does not stop it.
+func TestSchema_HistoryBehindCheckedDDLs(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(10))")
+	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+	dir := t.TempDir()
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "state.dir": dir}, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	recs := readRecords(t, s, 1, 30*time.Second)
+	pos := lastPosition(recs)
+	if err := s.Ack(t.Context(), pos); err != nil {
+		t.Fatal(err)
+	}
+	s.Close(t.Context())
+	d.exec(t, "ALTER TABLE t ADD COLUMN x int AFTER id")
+	d.exec(t, "INSERT INTO t VALUES (2, 5, 'b')")
+	d.exec(t, "ALTER TABLE t ADD INDEX (x), ALTER COLUMN v SET DEFAULT 'z'")
+	d.exec(t, "CREATE INDEX iv ON t (v)")
+	d.exec(t, "INSERT INTO t VALUES (3, 6, 'c')")
+
+	s2 := openSource(t, d, map[string]string{"snapshot.mode": "never", "state.dir": dir}, pos)
+	got := readRecords(t, s2, 2, 30*time.Second)
+	want := `{"id":2,"x":5,"v":"b"}` + "\n" + `{"id":3,"x":6,"v":"c"}`
+	if g := strings.Join(afters(t, got), "\n"); g != want {
+		t.Fatalf("streamed after a restart behind ADD COLUMN, a row, ADD INDEX:\n%s\nwant:\n%s", g, want)
+	}
+}
+
+// TestSchema_HistoryReplayKeepsRecordedDDL: a DDL statement read again
+// after a restart keeps the definition recorded when it was first read,
+// not the server's today (a rename since).
+func TestSchema_HistoryReplayKeepsRecordedDDL(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v varchar(10))")
+	withGlobal(t, d, "binlog_row_metadata", "MINIMAL")
+	dir := t.TempDir()
+	values := map[string]string{"snapshot.mode": "never", "state.dir": dir}
+	s := openSource(t, d, values, nil)
+	d.exec(t, "INSERT INTO t VALUES (1, 'a')")
+	pos := lastPosition(readRecords(t, s, 1, 30*time.Second))
+	if err := s.Ack(t.Context(), pos); err != nil {
+		t.Fatal(err)
+	}
+	d.exec(t, "ALTER TABLE t ADD COLUMN x int")
+	d.exec(t, "INSERT INTO t VALUES (2, 'b', 5)")
+	readRecords(t, s, 1, 30*time.Second) // the ALTER is recorded
+	s.Close(t.Context())
+	d.exec(t, "ALTER TABLE t CHANGE COLUMN v w varchar(10)")
+
+	s2 := openSource(t, d, values, pos)
+	got := readRecords(t, s2, 1, 30*time.Second)
+	if g, want := strings.Join(afters(t, got), "\n"), `{"id":2,"v":"b","x":5}`; g != want {
+		t.Fatalf("read again after a restart:\n%s\nwant:\n%s", g, want)
 	}
 }

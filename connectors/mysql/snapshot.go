@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tributary-io/tributary/connect"
@@ -393,8 +395,9 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 			if len(after) == len(keys) {
 				ph := strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ")
 				q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + ph + ")"
-				for _, a := range after {
-					args = append(args, a)
+				var err error
+				if args, err = keyArgs(def, after); err != nil {
+					return fmt.Errorf("snapshot of %s: %w", name, err)
 				}
 			}
 			q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(s.set.chunkSize)
@@ -412,6 +415,54 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 			return err
 		}
 	}
+}
+
+// keyArgs returns the arguments that compare a table's key columns with
+// the key of a row (as text, lastKey) in the order ORDER BY sorts them.
+// A string compares with most columns in their order, but ENUM and SET
+// columns sort by their number (an ENUM's label index, a SET's bits) and
+// compare with a string by label, and a BIT column compares with a string
+// as a number the string does not hold: those take their number.
+func keyArgs(def *tableDef, key []string) ([]any, error) {
+	args := make([]any, len(key))
+	for i, k := range def.Key {
+		c := &def.Columns[k]
+		v := key[i]
+		switch c.Type {
+		case mysql.MYSQL_TYPE_ENUM:
+			n := 0 // '', the value of an invalid label, sorts first
+			if j := slices.Index(c.Labels, v); j >= 0 {
+				n = j + 1
+			} else if v != "" {
+				return nil, fmt.Errorf("key column %s: %q is not one of the labels of its ENUM %q; the table changed during the snapshot: snapshot it again", c.Name, v, c.Labels)
+			}
+			args[i] = uint64(n)
+		case mysql.MYSQL_TYPE_SET:
+			var n uint64
+			if v != "" {
+				for l := range strings.SplitSeq(v, ",") {
+					j := slices.Index(c.Labels, l)
+					if j < 0 || j >= 64 {
+						return nil, fmt.Errorf("key column %s: %q is not one of the labels of its SET %q; the table changed during the snapshot: snapshot it again", c.Name, l, c.Labels)
+					}
+					n |= 1 << j
+				}
+			}
+			args[i] = n
+		case mysql.MYSQL_TYPE_BIT:
+			if len(v) > 8 {
+				return nil, fmt.Errorf("key column %s: BIT value of %d bytes, at most 8", c.Name, len(v))
+			}
+			var n uint64
+			for j := 0; j < len(v); j++ {
+				n = n<<8 | uint64(v[j])
+			}
+			args[i] = n
+		default:
+			args[i] = v
+		}
+	}
+	return args, nil
 }
 
 // readChunk runs one chunk query. Without a key the whole table is one

@@ -98,6 +98,7 @@ type streamer struct {
 	txThread   int64
 	txQuery    string // the statement of the rows events that follow (include.query)
 	txBegun    bool   // the transaction's BEGIN record was emitted
+	txOpened   bool   // begun by BEGIN or a MariaDB GTID without FL_STANDALONE: a statement does not end it
 	txIDFixed  string // the transaction block's id when not txGTID's (xaEmit)
 	txMark     int    // where the transaction's records start in pending
 	total      int64
@@ -782,12 +783,20 @@ func (st *streamer) handle(ctx context.Context, ev *replication.BinlogEvent) err
 	return nil
 }
 
+// mariaFlStandalone flags the GTID event of an event group without a
+// terminating COMMIT, Xid or XA event: a DDL statement, ended by itself
+// (MariaDB's log_event.h).
+const mariaFlStandalone = 0x01
+
 // mariaGTID starts the transaction of a MariaDB GTID event with flags.
 func (st *streamer) mariaGTID(h *replication.EventHeader, id mysql.MariadbGTID, flags byte) {
 	st.xaUnfinished(h)
 	st.begin(h)
 	st.txMaria, st.hasMaria = id, true
 	st.txGTID = mariaGTIDString(id)
+	// Without FL_STANDALONE the event group ends with a COMMIT, Xid or
+	// XA event, not at its first statement.
+	st.txOpened = flags&mariaFlStandalone == 0
 	if flags&mariaFlPreparedXA != 0 {
 		st.xaBegin()
 	}
@@ -801,12 +810,27 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 		if !st.inTx {
 			st.begin(h)
 		}
+		st.txOpened = true
 		st.txThread = int64(e.SlaveProxyID)
 		return nil
 	case strings.EqualFold(q, "COMMIT"):
 		return st.commit(ctx, h)
 	case isXA(q):
 		return st.xaQuery(ctx, h, q)
+	}
+	switch txStatement(q) {
+	case txSavepoint:
+		// SAVEPOINT, ROLLBACK TO, RELEASE SAVEPOINT: inside the
+		// transaction, which goes on; the binlog holds only the rows
+		// that stayed.
+		return nil
+	case txRollback:
+		// A transaction that changed non-transactional tables ends with
+		// ROLLBACK: those changes stay, like a commit's.
+		if !st.inTx {
+			st.begin(h)
+		}
+		return st.commit(ctx, h)
 	}
 	if !st.inTx {
 		st.begin(h) // a statement logged without a GTID event before it
@@ -818,7 +842,14 @@ func (st *streamer) query(ctx context.Context, h *replication.EventHeader, e *re
 	if err := st.truncate(ctx, h, string(e.Schema), q, int64(e.SlaveProxyID)); err != nil {
 		return err
 	}
-	return st.commit(ctx, h)
+	if st.txOpened || opensTransaction(q) {
+		// A statement inside a transaction (the CREATE of a CREATE TABLE
+		// … SELECT, whose rows and commit follow; a statement-format
+		// change): the Xid or COMMIT that follows ends the transaction.
+		st.txOpened = true
+		return nil
+	}
+	return st.commit(ctx, h) // a DDL statement is a transaction of its own
 }
 
 // truncate handles a TRUNCATE [TABLE] statement (the binlog logs it as a
@@ -888,7 +919,7 @@ func (st *streamer) begin(h *replication.EventHeader) {
 	st.txStart = h.LogPos - h.EventSize
 	st.txServerID = h.ServerID
 	st.txTime = time.Unix(int64(h.Timestamp), 0)
-	st.txBegun, st.txIDFixed = false, ""
+	st.txBegun, st.txIDFixed, st.txOpened = false, "", false
 	st.txMark = len(st.pending)
 	st.total, st.counts = 0, st.counts[:0]
 }
@@ -911,7 +942,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 	if st.src.set.txMetadata && st.txBegun {
 		st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)))
 	}
-	st.inTx = false
+	st.inTx, st.txOpened = false, false
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
 	st.passedMark()
 	if !emitted {
@@ -1226,12 +1257,22 @@ func (st *streamer) txOrder(t *table) *connect.Transaction {
 // Table ids are reassigned after DDL, so the table cache is dropped; with
 // a schema history, the new definitions of the captured tables it names
 // are recorded at this point of the binlog.
+//
+// The definition is the server's now, which is the one the statement made
+// only if no later DDL changed the table since: it is checked against the
+// columns before plus what the statement does to them (ddlColumns), and a
+// mismatch stops the stream rather than decode the rows up to the next
+// DDL under the wrong column names.
 func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema, query string) error {
 	clear(st.tables)
 	clear(st.maps)
 	s := st.src
 	if s.hist == nil {
 		return nil
+	}
+	at := coords{st.file, h.LogPos} // the definitions apply from the next event on
+	if s.hist.reached(at) {
+		return nil // read again after a restart: recorded then
 	}
 	refs := ddlTables(query, schema)
 	var defs []*tableDef
@@ -1248,13 +1289,36 @@ func (st *streamer) ddl(ctx context.Context, h *replication.EventHeader, schema,
 			dropped = append(dropped, r)
 			continue
 		}
+		if err := st.checkDDLDef(r, def, query, at); err != nil {
+			return err
+		}
 		defs = append(defs, def)
 	}
 	if len(defs) == 0 && len(dropped) == 0 {
 		return nil
 	}
-	// The definitions apply from the next event on.
-	return s.hist.record(coords{st.file, h.LogPos}, defs, dropped)
+	return s.hist.record(at, defs, dropped)
+}
+
+// checkDDLDef checks that def, read from the server for table r when the
+// stream met DDL statement query at at, has the columns the statement
+// left the table with.
+func (st *streamer) checkDDLDef(r tableRef, def *tableDef, query string, at coords) error {
+	var prev []string
+	if p := st.src.hist.lookup(r.db, r.name, at); p != nil {
+		prev = p.columnNames()
+	}
+	want, ok := ddlColumns(query, r.db, r, prev)
+	got := def.columnNames()
+	if !ok || slices.Equal(want, got) {
+		return nil
+	}
+	stmt := query
+	if len(stmt) > 200 {
+		stmt = stmt[:200] + "…"
+	}
+	return fmt.Errorf("schema history: table %s at %s: the server's columns (%s) are not those %q left (%s): a later DDL changed the table since, and without column metadata in the binlog its rows up to the next DDL would be decoded under the wrong columns. Set binlog_row_metadata=FULL, then start over with a snapshot (delete the stored offsets and %s)",
+		r, at, strings.Join(got, ", "), stmt, strings.Join(want, ", "), st.src.hist.path)
 }
 
 func uuidString(b []byte) string {

@@ -175,3 +175,103 @@ func TestStream_KeyChangeAndHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestStream_SavepointKeepsTransactionWhole: SAVEPOINT, ROLLBACK TO
+// SAVEPOINT and RELEASE SAVEPOINT are logged as query events between a
+// transaction's rows events. They do not end the transaction: it is
+// emitted as one (one BEGIN, one transaction id), and no record before its
+// last row carries a position (its GTID set would hold the whole
+// transaction, and a restart from it would skip the rest).
+func TestStream_SavepointKeepsTransactionWhole(t *testing.T) {
+	d := newDB(t, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "provide.transaction.metadata": "true"}, nil)
+	d.exec(t, "BEGIN; INSERT INTO t VALUES (1, 'a'); SAVEPOINT sp1; INSERT INTO t VALUES (2, 'b'); "+
+		"SAVEPOINT sp2; INSERT INTO t VALUES (9, 'z'); ROLLBACK TO SAVEPOINT sp2; RELEASE SAVEPOINT sp1; COMMIT")
+	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool {
+		return len(decode(t, r)) >= 2 && strings.HasSuffix(r[len(r)-1].Topic, ".transaction")
+	})
+	evs := decode(t, recs)
+	if len(evs) != 2 {
+		t.Fatalf("got %d events, want 2:\n%s", len(evs), dump(recs))
+	}
+	// One transaction: both events carry the same transaction id (the GTID),
+	// and only its last record carries a position.
+	id0, id1 := evs[0].Ev.Transaction, evs[1].Ev.Transaction
+	if id0 == nil || id1 == nil || id0.ID != id1.ID {
+		t.Errorf("the two rows of one transaction have transaction blocks %+v and %+v:\n%s", id0, id1, dump(recs))
+	}
+	var begins int
+	for _, r := range recs {
+		if strings.HasSuffix(r.Topic, ".transaction") && strings.Contains(string(r.Value), `"BEGIN"`) {
+			begins++
+		}
+	}
+	if begins != 1 {
+		t.Errorf("%d BEGIN records for one transaction:\n%s", begins, dump(recs))
+	}
+	// The last position before row 2's record: where a worker that stored
+	// it restarts from.
+	var pos connect.Position
+	for _, r := range recs {
+		if string(r.Key) == `{"id":2}` {
+			break
+		}
+		if r.Position != nil {
+			pos = r.Position
+		}
+	}
+	if pos != nil {
+		s.Close(t.Context())
+		s2 := openSource(t, d, map[string]string{"snapshot.mode": "never"}, pos)
+		d.exec(t, "INSERT INTO t VALUES (3, 'c')")
+		recs2 := readUntil(t, s2, 30*time.Second, func(r []connect.Record) bool {
+			for _, e := range decode(t, r) {
+				if e.Ev != nil && string(e.Rec.Key) == `{"id":3}` {
+					return true
+				}
+			}
+			return false
+		})
+		got2 := false
+		for _, e := range decode(t, recs2) {
+			if e.Ev != nil && string(e.Rec.Key) == `{"id":2}` {
+				got2 = true
+			}
+		}
+		if !got2 {
+			t.Errorf("a record before row 2 carries position %s, inside the transaction; a restart from it never emits row 2 (lost):\n%s", pos, dump(recs2))
+		} else {
+			t.Errorf("a record before row 2 carries position %s, inside the transaction", pos)
+		}
+	}
+}
+
+// TestStream_CreateTableSelectIsOneTransaction: CREATE TABLE … SELECT is
+// logged in ROW format as one transaction (MariaDB; MySQL from 8.0.21):
+// the CREATE statement, the rows events of the rows it copied, the
+// commit. The CREATE does not end the transaction: the copied rows carry
+// its GTID, and no record before them carries a position (its GTID set
+// would hold the whole transaction, and a restart from it would never
+// emit the copied rows).
+func TestStream_CreateTableSelectIsOneTransaction(t *testing.T) {
+	d := newDB(t, "CREATE TABLE src (id int PRIMARY KEY, v text)", "INSERT INTO src VALUES (1, 'a'), (2, 'b')")
+	s := openSource(t, d, map[string]string{"snapshot.mode": "never"}, nil)
+	d.exec(t, "CREATE TABLE copy (PRIMARY KEY (id)) ENGINE=InnoDB AS SELECT id, v FROM src")
+	recs := readUntil(t, s, 30*time.Second, func(r []connect.Record) bool { return len(decode(t, r)) >= 2 })
+	var pos connect.Position
+	for _, r := range recs {
+		if strings.HasSuffix(r.Topic, ".copy") {
+			break
+		}
+		if r.Position != nil {
+			pos = r.Position
+		}
+	}
+	evs := decode(t, recs)
+	if g, _ := evs[0].Ev.Source.Extra.Get("gtid"); g == nil {
+		t.Errorf("a row copied by CREATE TABLE … SELECT has no gtid: %s", evs[0].Rec.Value)
+	}
+	if pos != nil {
+		t.Errorf("a record before the copied rows carries position %s, whose GTID set holds their transaction:\n%s", pos, dump(recs))
+	}
+}
