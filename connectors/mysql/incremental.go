@@ -60,11 +60,11 @@ const (
 
 // incState is the part of the position that says how far an incremental
 // snapshot got: the tables still to read (the first is being read) and
-// the key (as text) of the last row emitted of the first.
+// the key of the last row emitted of the first.
 type incState struct {
-	Tables []string `json:"tables"`
-	Last   []string `json:"last,omitempty"`
-	Paused bool     `json:"paused,omitempty"`
+	Tables []string  `json:"tables"`
+	Last   keyValues `json:"last,omitempty"`
+	Paused bool      `json:"paused,omitempty"`
 }
 
 func (s *incState) clone() *incState {
@@ -84,7 +84,7 @@ type incChunk struct {
 	closing bool   // the high watermark is in the transaction being received
 	keys    []string
 	recs    map[string]connect.Record // by key JSON
-	lastKey []string                  // text of the last row's key; nil when the chunk is empty
+	lastKey keyValues                 // the last row's key; nil when the chunk is empty
 	full    bool                      // as many rows as snapshot.chunk.size: the table may have more
 }
 

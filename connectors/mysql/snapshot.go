@@ -48,24 +48,24 @@ type chunk struct {
 	recs    []connect.Record
 	evs     []*connect.ChangeEvent // the events of recs[0] and recs[len-1]
 	t       *table
-	lastKey []string // the key of the last row, as text; nil without a key
-	done    bool     // the table's last chunk
+	lastKey keyValues // the key of the last row, as the server sends it in text; nil without a key
+	done    bool      // the table's last chunk
 }
 
 // snapTable is a table to snapshot.
 type snapTable struct {
 	t     *table
-	after []string // resume after this key (text), nil from the start
+	after keyValues // resume after this key, nil from the start
 	est   int64
 }
 
 func (s *Source) snapshot(ctx context.Context, enc *encoder) error {
 	s.setPhase("snapshot")
-	prog := &progress{Last: map[string][]string{}}
+	prog := &progress{Last: map[string]keyValues{}}
 	if s.plan.resume != nil {
 		prog = s.plan.resume.clone()
 		if prog.Last == nil {
-			prog.Last = map[string][]string{}
+			prog.Last = map[string]keyValues{}
 		}
 	}
 	var todo []*snapTable
@@ -418,12 +418,13 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 }
 
 // keyArgs returns the arguments that compare a table's key columns with
-// the key of a row (as text, lastKey) in the order ORDER BY sorts them.
+// the key of a row (as the server sends it in text, lastKey) in the order
+// ORDER BY sorts them.
 // A string compares with most columns in their order, but ENUM and SET
 // columns sort by their number (an ENUM's label index, a SET's bits) and
 // compare with a string by label, and a BIT column compares with a string
 // as a number the string does not hold: those take their number.
-func keyArgs(def *tableDef, key []string) ([]any, error) {
+func keyArgs(def *tableDef, key keyValues) ([]any, error) {
 	args := make([]any, len(key))
 	for i, k := range def.Key {
 		c := &def.Columns[k]

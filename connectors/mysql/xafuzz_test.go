@@ -214,13 +214,16 @@ func FuzzPositionDecode(f *testing.F) {
 			Emitted: &emittedMark{File: "binlog.000003", Pos: 5000, GTIDs: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-2"}},
 		{File: "binlog.000007", Pos: 330, Emitted: &emittedMark{File: "binlog.000008", Pos: 4}},
 		{File: `we"ird\<&>é`, Pos: 1},
-		{File: "f", Snapshot: &progress{Done: []string{"a.b"}, Last: map[string][]string{"c.d": {"1", "x"}}}},
+		{File: "f", Snapshot: &progress{Done: []string{"a.b"}, Last: map[string]keyValues{"c.d": {"1", "x"}}}},
 		{File: "f", Pos: 9, Incremental: &incState{Tables: []string{"d.t"}, Last: []string{"7"}, Paused: true}},
+		{File: "f", Snapshot: &progress{Last: map[string]keyValues{"c.d": {"1", "\xff\x00\x80"}}}},
+		{File: "f", Pos: 9, Incremental: &incState{Tables: []string{"d.t"}, Last: keyValues{"\xc3"}}},
 	} {
 		f.Add([]byte(p.encode()))
 	}
 	for _, s := range []string{`{"file":"f","emitted":{}}`, `{"file":"f","emitted":"x"}`, `{"file":"f","emitted":null}`,
-		`{"gtids":"0-1-1","emitted":{"gtids":"0-1-2"}}`, `{"file":"f","pos":-1}`, `null`, `{}`, `[`, "\xff"} {
+		`{"gtids":"0-1-1","emitted":{"gtids":"0-1-2"}}`, `{"file":"f","pos":-1}`, `null`, `{}`, `[`, "\xff",
+		`{"file":"f","snapshot":{"last":{"d.t":{"base64":["!"]}}}}`, `{"file":"f","incremental":{"tables":["d.t"],"last":{"base64":null}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
