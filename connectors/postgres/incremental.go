@@ -51,8 +51,8 @@ const watermarkPrefix = "__tributary_watermark:"
 // snapshot got: the tables still to read (the first is being read) and
 // the key (as text) of the last row emitted of the first.
 type incState struct {
-	Tables []string `json:"tables"`
-	Last   []string `json:"last,omitempty"`
+	Tables []string  `json:"tables"`
+	Last   keyValues `json:"last,omitempty"`
 	// Paused holds the snapshot after the chunk in progress
 	// (pause-snapshot) until resume-snapshot.
 	Paused bool `json:"paused,omitempty"`
@@ -67,7 +67,7 @@ type incChunk struct {
 	rel     *relation
 	keys    []string // key JSON of each row, in key order
 	recs    map[string]connect.Record
-	lastKey []string // text of the last row's key; nil when the chunk is empty
+	lastKey keyValues // text of the last row's key; nil when the chunk is empty
 }
 
 // signalKind is what a signal asks for.

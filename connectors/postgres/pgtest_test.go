@@ -203,6 +203,12 @@ type testDB struct {
 // drops it (with its replication slots) when the test ends.
 func newDB(t *testing.T, setup ...string) *testDB {
 	t.Helper()
+	return newDBWith(t, "", setup...)
+}
+
+// newDBWith is newDB with options of CREATE DATABASE (ENCODING …).
+func newDBWith(t *testing.T, options string, setup ...string) *testDB {
+	t.Helper()
 	if server == nil {
 		t.Skipf("no PostgreSQL server for the tests: %v", serverErr)
 	}
@@ -216,7 +222,7 @@ func newDB(t *testing.T, setup ...string) *testDB {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" "+options); err != nil {
 		t.Fatal(err)
 	}
 	db := &testDB{name: name, dsn: server.dsn(name)}

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -32,13 +34,69 @@ type position struct {
 // for tables being read the key (as text) of the last row of the last
 // finished chunk, and the rows emitted so far per table.
 type progress struct {
-	Done []string            `json:"done,omitempty"`
-	Last map[string][]string `json:"last,omitempty"`
-	Rows map[string]int64    `json:"rows,omitempty"` // rows emitted per table, for the progress report
+	Done []string             `json:"done,omitempty"`
+	Last map[string]keyValues `json:"last,omitempty"`
+	Rows map[string]int64     `json:"rows,omitempty"` // rows emitted per table, for the progress report
 	// Split holds the boundaries of the parts of a table read in parts
 	// (on its first key column); Done and Last then hold the parts as
 	// "schema.table#i" until the whole table is done.
-	Split map[string][]string `json:"split,omitempty"`
+	Split map[string]keyValues `json:"split,omitempty"`
+}
+
+// keyValues are key column values in PostgreSQL's text format, as the
+// server sends them: in the client encoding, which is the database's (a
+// LATIN1 database sends é as the byte 0xe9; a SQL_ASCII one any bytes it
+// stores). In JSON they are an array of strings when every value is
+// UTF-8, which JSON keeps exactly (and is how positions of earlier
+// versions stored every key), else {"base64":[…]}, every value base64
+// (standard, padded): a JSON string cannot hold other bytes, and the
+// encoder would replace them with U+FFFD, so that a restart resumed after
+// another key. An earlier version fails on the object rather than resume
+// at the wrong row.
+type keyValues []string
+
+func (k keyValues) MarshalJSON() ([]byte, error) {
+	text := true
+	for _, v := range k {
+		if !utf8.ValidString(v) {
+			text = false
+			break
+		}
+	}
+	if text {
+		return json.Marshal([]string(k))
+	}
+	enc := make([]string, len(k))
+	for i, v := range k {
+		enc[i] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	return json.Marshal(struct {
+		Base64 []string `json:"base64"`
+	}{enc})
+}
+
+func (k *keyValues) UnmarshalJSON(b []byte) error {
+	var text []string
+	if err := json.Unmarshal(b, &text); err == nil {
+		*k = text
+		return nil
+	}
+	var bin struct {
+		Base64 []string `json:"base64"`
+	}
+	if err := json.Unmarshal(b, &bin); err != nil || bin.Base64 == nil {
+		return fmt.Errorf("a key is an array of strings or {\"base64\":[…]}, not %s", truncate(string(b)))
+	}
+	out := make(keyValues, len(bin.Base64))
+	for i, v := range bin.Base64 {
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return fmt.Errorf("key value %q is not base64: %w", v, err)
+		}
+		out[i] = string(raw)
+	}
+	*k = out
+	return nil
 }
 
 func (p position) encode() connect.Position {
@@ -110,12 +168,12 @@ func decodePosition(b connect.Position) (position, error) {
 
 // clone returns a deep copy of p.
 func (p *progress) clone() *progress {
-	c := &progress{Done: append([]string(nil), p.Done...), Last: make(map[string][]string, len(p.Last))}
+	c := &progress{Done: append([]string(nil), p.Done...), Last: make(map[string]keyValues, len(p.Last))}
 	for k, v := range p.Last {
 		c.Last[k] = v
 	}
 	if p.Split != nil {
-		c.Split = make(map[string][]string, len(p.Split))
+		c.Split = make(map[string]keyValues, len(p.Split))
 		for k, v := range p.Split {
 			c.Split[k] = v
 		}

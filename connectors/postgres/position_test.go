@@ -3,6 +3,8 @@ package postgres
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tributary-io/tributary/connect"
@@ -42,5 +44,38 @@ func TestStreamLSN(t *testing.T) {
 		if lsn, ok := streamLSN(p.encode()); !ok || lsn != p.LSN {
 			t.Errorf("%s: %d %v", p.encode(), lsn, ok)
 		}
+	}
+}
+
+// TestPosition_NonUTF8KeyRoundTrips: a last key or split boundary that is
+// not UTF-8 (a LATIN1 or SQL_ASCII database's text) keeps its bytes
+// through the position, as base64; UTF-8 keys stay plain arrays, as
+// positions of earlier versions hold every key, and those still decode.
+func TestPosition_NonUTF8KeyRoundTrips(t *testing.T) {
+	bin := keyValues{"7", "\xe9t\xe9\xff"}
+	p := position{LSN: 42, Snapshot: &progress{Last: map[string]keyValues{"public.a": bin, "public.b": {"été"}},
+		Split: map[string]keyValues{"public.a": {"\xc0", "m"}}},
+		Incremental: &incState{Tables: []string{"public.a"}, Last: bin}}
+	enc := p.encode()
+	for _, want := range []string{`"public.a":{"base64":["Nw==","6XTp/w=="]}`, `"public.b":["été"]`, `"split":{"public.a":{"base64":["wA==","bQ=="]}}`, `"last":{"base64":["Nw==","6XTp/w=="]}`} {
+		if !strings.Contains(string(enc), want) {
+			t.Errorf("position %s: want %s in it", enc, want)
+		}
+	}
+	back, err := decodePosition(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Snapshot.Last["public.a"], bin) || !slices.Equal(back.Incremental.Last, bin) ||
+		!slices.Equal(back.Snapshot.Split["public.a"], keyValues{"\xc0", "m"}) || !slices.Equal(back.Snapshot.Last["public.b"], keyValues{"été"}) {
+		t.Errorf("position %s decodes to %+v %+v", enc, back.Snapshot, back.Incremental)
+	}
+	old := `{"lsn":42,"snapshot":{"last":{"public.a":["42"]},"split":{"public.a":["10"]}},"incremental":{"tables":["public.a"],"last":["7"]}}`
+	back, err = decodePosition([]byte(old))
+	if err != nil || !slices.Equal(back.Snapshot.Last["public.a"], keyValues{"42"}) || !slices.Equal(back.Snapshot.Split["public.a"], keyValues{"10"}) || !slices.Equal(back.Incremental.Last, keyValues{"7"}) {
+		t.Errorf("position of the earlier format %s decodes to %+v, %v", old, back, err)
+	}
+	if _, err := decodePosition([]byte(`{"lsn":1,"snapshot":{"last":{"public.a":{"base64":["!"]}}}}`)); err == nil || !strings.Contains(err.Error(), "stored position") {
+		t.Errorf("a key that is not base64: %v, want an error naming the position", err)
 	}
 }

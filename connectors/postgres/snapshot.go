@@ -36,8 +36,8 @@ type chunk struct {
 	unit    string // the unit's progress key: the table, or table#i for a part
 	recs    []connect.Record
 	rel     *relation
-	lastKey []string // the key of the last row, as text; nil for tables without a key
-	done    bool     // the unit's last chunk
+	lastKey keyValues // the key of the last row, as text; nil for tables without a key
+	done    bool      // the unit's last chunk
 	// firstOfAll is set on the chunk whose first record is the
 	// snapshot's first (source.snapshot "first").
 	firstOfAll bool
@@ -48,9 +48,9 @@ type chunk struct {
 // several workers read one large table at once.
 type snapUnit struct {
 	rel    *relation
-	name   string   // progress key: "schema.table", or "schema.table#i" for part i
-	lo, hi *string  // bounds of the part on the first key column, lo <= k < hi; nil is open
-	after  []string // resume after this key (text), nil from the start
+	name   string    // progress key: "schema.table", or "schema.table#i" for part i
+	lo, hi *string   // bounds of the part on the first key column, lo <= k < hi; nil is open
+	after  keyValues // resume after this key (text), nil from the start
 }
 
 func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error {
@@ -59,13 +59,13 @@ func (s *Source) snapshot(ctx context.Context, cat *catalog, enc *encoder) error
 		prog = s.plan.resume.clone()
 	}
 	if prog.Last == nil {
-		prog.Last = map[string][]string{}
+		prog.Last = map[string]keyValues{}
 	}
 	if prog.Rows == nil {
 		prog.Rows = map[string]int64{}
 	}
 	if prog.Split == nil {
-		prog.Split = map[string][]string{}
+		prog.Split = map[string]keyValues{}
 	}
 	s.rep.setPhase(phaseSnapshot)
 	var todo []*snapUnit
@@ -372,7 +372,7 @@ func (s *Source) readUnit(ctx context.Context, conn *pgx.Conn, enc *encoder, u *
 		c.recs = append(c.recs, rec)
 		if len(c.recs) >= s.set.chunkSize {
 			if len(rel.keyIdx) > 0 {
-				c.lastKey = make([]string, len(rel.keyIdx))
+				c.lastKey = make(keyValues, len(rel.keyIdx))
 				for i, k := range rel.keyIdx {
 					c.lastKey[i] = string(vals[k])
 				}

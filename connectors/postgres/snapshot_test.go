@@ -329,3 +329,49 @@ func TestSplitRange(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshot_ResumeAfterNonUTF8Key stops a chunked snapshot of a table
+// keyed by text that is not UTF-8 in the database (LATIN1; SQL_ASCII,
+// which stores any bytes) and restarts it from the stored position: the
+// position keeps the last key exactly, so every row is read once, none
+// skipped and none again.
+func TestSnapshot_ResumeAfterNonUTF8Key(t *testing.T) {
+	for _, enc := range []string{"LATIN1", "SQL_ASCII"} {
+		t.Run(enc, func(t *testing.T) {
+			db := newDBWith(t, "ENCODING '"+enc+"' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+				"CREATE TABLE a (id text PRIMARY KEY, n int NOT NULL)",
+				// Keys that begin with bytes 0xc0-0xff: é and the like in LATIN1.
+				"INSERT INTO a SELECT chr(192 + g % 60) || g::text, g FROM generate_series(1, 300) g",
+			)
+			values := map[string]string{"snapshot.chunk.size": "20", "snapshot.workers": "1"}
+			s := openSource(t, db, values, nil)
+			recs := readUntil(t, s, 60*time.Second, func(r []connect.Record) bool {
+				p, _ := decodePosition(lastPosition(r))
+				return len(r) >= 100 && p.Snapshot != nil && r[len(r)-1].Position != nil
+			})
+			stored := recs[len(recs)-1].Position
+			s.Close(context.Background())
+			if p, err := decodePosition(stored); err != nil || p.Snapshot == nil || len(p.Snapshot.Last["public.a"]) != 1 {
+				t.Fatalf("stored snapshot position %s (%v) has no last key for public.a", stored, err)
+			}
+			db.exec(t, "INSERT INTO a VALUES ('-1', -1)")
+			s2 := openSource(t, db, values, stored)
+			recs = append(recs, readUntil(t, s2, 60*time.Second, func(r []connect.Record) bool {
+				p, _ := decodePosition(lastPosition(r))
+				return len(r) > 0 && r[len(r)-1].Position != nil && p.Snapshot == nil
+			})...)
+			seen := map[int64]int{}
+			for _, e := range decode(t, recs) {
+				if e.Ev != nil && e.Ev.Op == connect.OpRead {
+					n, _ := e.Ev.After.Get("n")
+					seen[n.(int64)]++
+				}
+			}
+			for i := int64(1); i <= 300; i++ {
+				if seen[i] != 1 {
+					t.Errorf("row n=%d read %d times, want once (resumed from %s)", i, seen[i], stored)
+				}
+			}
+		})
+	}
+}
