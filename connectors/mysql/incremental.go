@@ -459,6 +459,7 @@ func (st *streamer) emitChunk() int {
 			n++
 		}
 	}
+	st.src.scanned.Add(int64(n))
 	if !c.full {
 		st.inc.Tables, st.inc.Last = st.inc.Tables[1:], nil
 		st.src.log.Info("mysql: incremental snapshot of a table done", "table", c.table)

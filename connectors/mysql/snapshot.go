@@ -306,6 +306,7 @@ func (s *Source) emitChunks(ctx context.Context, chunks <-chan *chunk, prog *pro
 		} else if c.lastKey != nil {
 			prog.Last[c.table] = c.lastKey
 		}
+		s.scanned.Add(int64(len(c.recs)))
 		s.mu.Lock()
 		for i := range s.report.Progress {
 			if s.report.Progress[i].Name == c.table {

@@ -82,6 +82,14 @@ type Source struct {
 	xaHeld atomic.Int64
 	// Prepared XA transactions a start waits for (xastart.go).
 	xaStartWaiting atomic.Int64
+	// Debezium's streaming and snapshot metrics, reported as gauges:
+	// change events and transactions streamed (counted at their commit),
+	// rows read by snapshots, and how far behind the source the last
+	// commit was handled (now minus its binlog timestamp, set once one
+	// was).
+	events, txns, scanned atomic.Int64
+	behindMs              atomic.Int64
+	behindKnown           atomic.Bool
 	// xaPoll is how often a waiting start reads XA RECOVER again; 0:
 	// defaultXAPoll. Tests shorten it.
 	xaPoll time.Duration
@@ -550,7 +558,12 @@ func (s *Source) Ack(_ context.Context, pos connect.Position) error {
 	return nil
 }
 
-// Report returns the phase and the snapshot's progress.
+// Report returns the phase, the snapshot's progress and the gauges:
+// Debezium's metrics total_number_of_events_seen,
+// number_of_committed_transactions, snapshot_rows_scanned and (once a
+// transaction was streamed) milliseconds_behind_source, under the
+// postgres source's names, and the binlog_rows_events_* and xa_* of this
+// source. Safe for concurrent use, before Open and after Close too.
 func (s *Source) Report() connect.Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -564,7 +577,25 @@ func (s *Source) Report() connect.Report {
 	r.Gauges["binlog_rows_events_parsed_by_go_mysql"] = float64(s.rowsParsed.Load())
 	r.Gauges["xa_prepared_held"] = float64(s.xaHeld.Load())
 	r.Gauges["xa_start_waiting"] = float64(s.xaStartWaiting.Load())
+	r.Gauges["total_number_of_events_seen"] = float64(s.events.Load())
+	r.Gauges["number_of_committed_transactions"] = float64(s.txns.Load())
+	r.Gauges["snapshot_rows_scanned"] = float64(s.scanned.Load())
+	if s.behindKnown.Load() {
+		r.Gauges["milliseconds_behind_source"] = float64(s.behindMs.Load())
+	}
 	return r
+}
+
+// committed counts a streamed transaction of n change events (none: a
+// transaction of tables not captured, which counts only for the lag)
+// whose commit the binlog timestamps at.
+func (s *Source) committed(n int64, at time.Time) {
+	if n > 0 {
+		s.txns.Add(1)
+		s.events.Add(n)
+	}
+	s.behindMs.Store(max(time.Since(at).Milliseconds(), 0))
+	s.behindKnown.Store(true)
 }
 
 func (s *Source) setPhase(phase string) {

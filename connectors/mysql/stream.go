@@ -943,6 +943,7 @@ func (st *streamer) commit(ctx context.Context, h *replication.EventHeader) erro
 		st.pending = append(st.pending, recordItem(st.enc.txRecord(st.txID(), st.txTime, true, st.total, st.counts)))
 	}
 	st.inTx, st.txOpened = false, false
+	st.src.committed(st.total, time.Unix(int64(h.Timestamp), 0))
 	st.last = position{File: st.file, Pos: h.LogPos, ServerID: h.ServerID, TsSec: int64(h.Timestamp)}
 	st.passedMark()
 	if !emitted {

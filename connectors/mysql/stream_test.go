@@ -275,3 +275,46 @@ func TestStream_CreateTableSelectIsOneTransaction(t *testing.T) {
 		t.Errorf("a record before the copied rows carries position %s, whose GTID set holds their transaction:\n%s", pos, dump(recs))
 	}
 }
+
+// TestReport_DebeziumStreamingMetrics: the source reports Debezium's
+// streaming and snapshot metrics (CONVENTIONS.md §7) under the gauge names
+// of the postgres source (connectors/postgres/report.go): before Open at
+// zero, then the rows the snapshot read, the change events and the
+// transactions streamed (a transaction of tables not captured counts for
+// neither), and how far behind the source the last commit was handled.
+func TestReport_DebeziumStreamingMetrics(t *testing.T) {
+	g := (&Source{}).Report().Gauges
+	for _, k := range []string{"total_number_of_events_seen", "number_of_committed_transactions", "snapshot_rows_scanned"} {
+		if v, ok := g[k]; !ok || v != 0 {
+			t.Errorf("Report().Gauges[%q] = %v, %v before Open, want 0 (Debezium's metric under its Prometheus name); it has %v", k, v, ok, g)
+		}
+	}
+	if v, ok := g["milliseconds_behind_source"]; ok {
+		t.Errorf("milliseconds_behind_source = %v before any transaction, want none", v)
+	}
+
+	d := newDB(t, "CREATE TABLE a (id int PRIMARY KEY, v int)", "CREATE TABLE other (id int PRIMARY KEY)",
+		"INSERT INTO a SELECT seq, seq FROM seq_1_to_25")
+	s := openSource(t, d, map[string]string{"tables": d.name + ".a", "snapshot.chunk.size": "10"}, nil)
+	readRecords(t, s, 25, 30*time.Second)
+	d.exec(t, "INSERT INTO other VALUES (1)") // not captured
+	d.exec(t, "INSERT INTO a VALUES (100, 1), (101, 1)")
+	d.exec(t, "UPDATE a SET v = -1 WHERE id <= 3")
+	readRecords(t, s, 5, 30*time.Second)
+	want := map[string]float64{"snapshot_rows_scanned": 25, "total_number_of_events_seen": 5, "number_of_committed_transactions": 2}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g = s.Report().Gauges
+		ok := true
+		for k, v := range want {
+			ok = ok && g[k] == v
+		}
+		if behind, known := g["milliseconds_behind_source"]; ok && known && behind >= 0 && behind < 60_000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gauges %v, want %v and milliseconds_behind_source from 0 to a minute", g, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
