@@ -277,6 +277,10 @@ type rowImage struct {
 // bitSet reports bit i of a bitmap.
 func bitSet(bm []byte, i int) bool { return bm[i>>3]&(1<<(uint(i)&7)) != 0 }
 
+// allColumns reports whether a rows event's columns bitmap names every one
+// of its n columns, as a FULL row image does.
+func allColumns(bm []byte, n int) bool { return len(bm) == (n+7)/8 && countBits(bm, n) == n }
+
 // countBits counts the first n bits of a bitmap of (n+7)/8 bytes.
 func countBits(bm []byte, n int) int {
 	c := 0

@@ -16,6 +16,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // diffTypes has a column of every binlog form the decoder knows, in the
@@ -484,34 +486,57 @@ func TestRowsDecode_ZeroInDate(t *testing.T) {
 	}
 }
 
-// TestStream_MinimalRowImage: the connector requires FULL row images, but
-// a session may log MINIMAL ones; they decode without a crash, as an
-// update of the same key (not a key change), the absent columns null.
-func TestStream_MinimalRowImage(t *testing.T) {
-	d := newDB(t, "CREATE TABLE m (id int PRIMARY KEY, a varchar(10), b int)")
-	s := openSource(t, d, map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}, nil)
-	conn, err := d.db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range []string{"INSERT INTO m VALUES (1, 'x', 2)", "SET binlog_row_image = MINIMAL",
-		"UPDATE m SET b = 3 WHERE id = 1", "DELETE FROM m WHERE id = 1"} {
-		if _, err := conn.ExecContext(t.Context(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	evs := decode(t, readRecords(t, s, 3, 30*time.Second))
-	want := []struct{ op, key, before, after string }{
-		{"c", `{"id":1}`, `null`, `{"id":1,"a":"x","b":2}`},
-		{"u", `{"id":1}`, `{"id":1,"a":null,"b":null}`, `{"id":1,"a":null,"b":3}`},
-		{"d", `{"id":1}`, `{"id":1,"a":null,"b":null}`, `null`},
-	}
-	for i, w := range want {
-		e := evs[i]
-		if string(e.Ev.Op) != w.op || string(e.Rec.Key) != w.key || e.Ev.Before.String() != w.before || e.Ev.After.String() != w.after {
-			t.Errorf("event %d: %s key %s before %s after %s; want %s %s %s %s", i, e.Ev.Op, e.Rec.Key, e.Ev.Before, e.Ev.After, w.op, w.key, w.before, w.after)
-		}
+// TestStream_MinimalRowImageInOneSessionStops: the connector requires FULL
+// row images, but a session may log MINIMAL ones while the server's
+// setting is FULL. The changes before stream; the first rows event that
+// carries only some columns stops the source with a permanent error that
+// names the table, the binlog position and the fix, instead of emitting
+// the missing columns as null.
+func TestStream_MinimalRowImageInOneSessionStops(t *testing.T) {
+	for _, tc := range []struct{ name, stmt string }{
+		{"update", "UPDATE m SET b = 3 WHERE id = 1"},
+		{"delete", "DELETE FROM m WHERE id = 1"},
+		{"insert", "INSERT INTO m (id) VALUES (2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDB(t, "CREATE TABLE m (id int PRIMARY KEY, a varchar(10) DEFAULT 'd', b int, blb blob)")
+			s := openSource(t, d, map[string]string{"snapshot.mode": "never", "tombstones.on.delete": "false"}, nil)
+			conn, err := d.db.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range []string{"INSERT INTO m VALUES (1, 'x', 2, 'b')", "SET SESSION binlog_row_image = MINIMAL", tc.stmt} {
+				if _, err := conn.ExecContext(t.Context(), q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []connect.Record
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				recs, err := s.Read(t.Context())
+				got = append(got, recs...)
+				if err != nil {
+					t.Logf("error: %v", err)
+					for _, want := range []string{d.name + ".m", "data-binlog.", "GTID 0-1-", "binlog_row_image=FULL", "every session", "Debezium"} {
+						if !strings.Contains(err.Error(), want) {
+							t.Errorf("error does not say %q", want)
+						}
+					}
+					if !connect.IsPermanent(err) {
+						t.Errorf("error is not permanent: a restart reads the same event again")
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no error; records:\n%s", dump(got))
+				}
+			}
+			evs := decode(t, got)
+			if len(evs) != 1 || evs[0].Ev.After.String() != `{"id":1,"a":"x","b":2,"blb":"Yg=="}` {
+				t.Errorf("records before the error:\n%s\nwant only the FULL insert", dump(got))
+			}
+		})
 	}
 }
 

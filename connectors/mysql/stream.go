@@ -1093,6 +1093,15 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if t == nil {
 		return nil
 	}
+	n := int(e.ColumnCount)
+	partial := e.ColumnBitmap1 != nil && !allColumns(e.ColumnBitmap1, n) ||
+		e.Type() == replication.EnumRowsEventTypeUpdate && e.ColumnBitmap2 != nil && !allColumns(e.ColumnBitmap2, n)
+	for _, skipped := range e.SkippedColumns {
+		partial = partial || len(skipped) > 0
+	}
+	if partial {
+		return partialImageError(t, coords{st.file, h.LogPos}, st.txGTID)
+	}
 	if !st.inTx {
 		st.begin(h)
 	}
@@ -1176,6 +1185,22 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 		return st.flush(ctx, false)
 	}
 	return nil
+}
+
+// partialImageError is the error for a rows event of t that carries only
+// some columns: binlog_row_image MINIMAL or NOBLOB, which a session may
+// set for itself even when the server's is FULL. The columns it leaves
+// out would come out as null, which they are not.
+func partialImageError(t *table, at coords, gtid string) error {
+	where := at.String()
+	if gtid != "" {
+		where += " (GTID " + gtid + ")"
+	}
+	return connect.Permanent(fmt.Errorf("rows event of %s at %s carries only some of the table's columns: the session that wrote it had binlog_row_image MINIMAL or NOBLOB, "+
+		"and the connector would emit the other columns as null; change capture (as Debezium) needs binlog_row_image=FULL in every session: "+
+		"find the application or script that runs SET binlog_row_image (or sets it in its connection options) and have it keep FULL, and keep SET GLOBAL binlog_row_image = 'FULL'; "+
+		"this event stays in the binlog, so then start over with a new snapshot (delete the stored offsets) or, if its changes do not matter, from a position after it",
+		t.def.ref(), where))
 }
 
 // row maps one row image of t (of as many values as t has columns: rows
