@@ -75,7 +75,7 @@ func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration
 // server that is starting or shutting down stay retryable, so that a
 // server that comes up later is picked up.
 func connectErr(err error, dsn, format string) error {
-	e := fmt.Errorf(format, redactDSN(dsn), redactErr(err, dsn))
+	var e error = &redactedError{msg: fmt.Sprintf(format, redactDSN(dsn), redactErr(err, dsn)), err: err}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
@@ -85,6 +85,17 @@ func connectErr(err error, dsn, format string) error {
 	}
 	return e
 }
+
+// redactedError is an error whose text hides the DSN's password and which
+// still unwraps to its cause, so that callers tell a dead connection
+// (errDeadConn), a cancellation or a server error apart.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // tableRef is a captured table.
 type tableRef struct {
