@@ -648,7 +648,7 @@ func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, e
 	if p.closed || i < 0 || i == len(p.segments)-1 {
 		p.mu.Unlock()
 		ns.close()
-		removeCleaned(old)
+		_ = p.removeFiles(func() error { removeCleaned(old); return nil })
 		return swapGone, nil
 	}
 	if ns.size == 0 && (i > 0 || dropFirst) {
@@ -658,8 +658,10 @@ func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, e
 		}
 		p.mu.Unlock()
 		ns.close()
-		removeCleaned(old)
-		err := old.remove()
+		err := p.removeFiles(func() error {
+			removeCleaned(old)
+			return old.remove()
+		})
 		old.release()
 		if err != nil {
 			return swapDropped, fmt.Errorf("delete emptied segment %s: %w", old.path(".log"), err)
