@@ -38,7 +38,26 @@ func connectSQL(ctx context.Context, dsn string, deadAfter time.Duration, log *s
 	if err != nil {
 		return nil, connectErr(err, dsn, "connect to %s: %s")
 	}
+	if wantsUTF8(conn.PgConn().ParameterStatus) {
+		if _, err := conn.Exec(ctx, setUTF8); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("ask the server for text in UTF-8 (%s): %w", setUTF8, deadErr(conn.PgConn().Conn(), err))
+		}
+	}
 	return conn, nil
+}
+
+// setUTF8 asks the server to send text in UTF-8 whatever the database's
+// encoding, as the JDBC driver under Debezium does: events are JSON.
+const setUTF8 = "SET client_encoding TO 'UTF8'"
+
+// wantsUTF8 reports whether a session with these parameters (its
+// ParameterStatus) needs setUTF8: not when it has it, nor in a SQL_ASCII
+// database, whose bytes have no encoding the server could convert from
+// (and which it would refuse, as not UTF-8, in a query's parameters: a
+// snapshot's last key); those go out as they are stored.
+func wantsUTF8(param func(string) string) bool {
+	return param("client_encoding") != "UTF8" && param("server_encoding") != "SQL_ASCII"
 }
 
 // connectReplication opens a logical replication connection
@@ -63,6 +82,13 @@ func connectReplication(ctx context.Context, dsn string, deadAfter time.Duration
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(err, dsn, "open a replication connection to %s: %s")
+	}
+	if wantsUTF8(conn.ParameterStatus) {
+		// pgoutput converts the rows it sends to the session's encoding.
+		if _, err := conn.Exec(ctx, setUTF8).ReadAll(); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("ask the server for text in UTF-8 (%s): %w", setUTF8, deadErr(conn.Conn(), err))
+		}
 	}
 	return conn, nil
 }

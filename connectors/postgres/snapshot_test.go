@@ -375,3 +375,33 @@ func TestSnapshot_ResumeAfterNonUTF8Key(t *testing.T) {
 		})
 	}
 }
+
+// TestSource_TextOfALatin1DatabaseIsUTF8: in a database whose encoding is
+// not UTF-8 (LATIN1), text comes out as UTF-8, in the snapshot and in the
+// stream: the sessions ask the server to convert (client_encoding UTF8),
+// as the JDBC driver under Debezium does. (A SQL_ASCII database's bytes,
+// which the server cannot convert, come out as they are stored:
+// TestSnapshot_ResumeAfterNonUTF8Key.)
+func TestSource_TextOfALatin1DatabaseIsUTF8(t *testing.T) {
+	db := newDBWith(t, "ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+		"CREATE TABLE a (id int PRIMARY KEY, s text)",
+		"INSERT INTO a VALUES (1, 'caf' || chr(233))") // chr: a code point, é in LATIN1
+	s := openSource(t, db, nil, nil)
+	db.exec(t, "INSERT INTO a VALUES (2, 'na' || chr(239) || 've'), (-1, 'marker')")
+	recs := readUntil(t, s, 60*time.Second, untilMarker("a"))
+	got, ops := map[int64]string{}, map[int64]connect.Op{}
+	for _, e := range decode(t, recs) {
+		if e.Ev != nil && e.Ev.After != nil {
+			id, _ := e.Ev.After.Get("id")
+			v, _ := e.Ev.After.Get("s")
+			got[id.(int64)], _ = v.(string)
+			ops[id.(int64)] = e.Ev.Op
+		}
+	}
+	if ops[1] != connect.OpRead || ops[2] != connect.OpCreate {
+		t.Fatalf("ops %v: want row 1 from the snapshot (r) and row 2 from the stream (c)", ops)
+	}
+	if got[1] != "café" || got[2] != "naïve" {
+		t.Fatalf("text values %q (snapshot) and %q (stream), want \"café\" and \"naïve\" in UTF-8", got[1], got[2])
+	}
+}
