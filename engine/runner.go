@@ -48,22 +48,22 @@ type runner struct {
 	restartReq  bool
 	softCancel  context.CancelFunc // ends the running task after its batch
 	changed     chan struct{}      // closed and replaced on every change
-	reporter    connect.Reporter   // the running instance, when it reports
+	instance    any                // the running connector instance (a Source or Sink), nil when none
 }
 
-// setReporter records the running connector instance when it implements
-// connect.Reporter (nil clears it).
+// setReporter records the running connector instance (nil clears it): the
+// status asks it for its report when it is a connect.Reporter, signals go
+// to it when it is a connect.Snapshotter.
 func (r *runner) setReporter(inst any) {
-	rep, _ := inst.(connect.Reporter)
 	r.mu.Lock()
-	r.reporter = rep
+	r.instance = inst
 	r.mu.Unlock()
 }
 
 // report asks the running instance for its report, outside the lock.
 func (r *runner) report() *connect.Report {
 	r.mu.Lock()
-	rep := r.reporter
+	rep, _ := r.instance.(connect.Reporter)
 	r.mu.Unlock()
 	if rep == nil {
 		return nil

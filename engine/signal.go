@@ -26,7 +26,7 @@ func (w *Worker) Signal(ctx context.Context, name, kind string, tables []string)
 		return err
 	}
 	r.mu.Lock()
-	inst := r.reporter // the running instance, when it reports (sources that snapshot do)
+	inst := r.instance // the running instance, if any
 	r.mu.Unlock()
 	snap, ok := inst.(connect.Snapshotter)
 	if !ok {
