@@ -66,7 +66,8 @@ Start offsets (-o), per partition:
   -N          N records before the end of each partition
   s@UNIXMS    the first record with a timestamp at or after UNIXMS
   e@UNIXMS    stop before the first record at or after UNIXMS (give it
-              as a second -o, beside one of the above)
+              as a second -o, beside one of the above); without -e,
+              wait for such a record as kcat does
 
 -f formats use kcat's fields: %s value, %S value size, %k key, %K key size
 (-1 for null), %t topic, %p partition, %o offset, %T timestamp in ms,
@@ -251,12 +252,47 @@ func runConsume(cmd *cobra.Command, a *app, topic string, o consumeOptions) erro
 	return cs.run(ctx, parts, start, stop)
 }
 
-// position returns where to start reading a partition and where to stop
-// (-1: never).
-func (cs *consumer) position(ctx context.Context, part int32, start offsetSpec, stop *time.Time) (from, until int64, err error) {
+// readPlan says where a fetcher starts reading a partition and where it
+// stops.
+type readPlan struct {
+	from int64
+	// until is the offset to stop before (-1: none): the first record at
+	// or after the e@ time, when the partition had one at the start.
+	until int64
+	// stopAt, when set, stops before the first record read whose
+	// timestamp is at or after it: the e@ time, when no record was that
+	// late at the start, so the partition is followed until one is (as
+	// kcat does).
+	stopAt *time.Time
+}
+
+// position plans the reading of a partition from start until stop (nil:
+// never).
+func (cs *consumer) position(ctx context.Context, part int32, start offsetSpec, stop *time.Time) (readPlan, error) {
+	plan, err := cs.startOffset(ctx, part, start)
+	if err != nil {
+		return readPlan{}, err
+	}
+	if stop != nil {
+		off, found, err := cs.c.OffsetForTime(ctx, cs.topic, part, *stop)
+		if err != nil {
+			return readPlan{}, fmt.Errorf("find offset for time in %s [%d]: %w", cs.topic, part, err)
+		}
+		if found {
+			plan.until = off
+		} else {
+			plan.stopAt = stop
+		}
+	}
+	return plan, nil
+}
+
+// startOffset returns where to start reading a partition, with no stop.
+func (cs *consumer) startOffset(ctx context.Context, part int32, start offsetSpec) (readPlan, error) {
+	var from int64
 	first, end, err := cs.c.Offsets(ctx, cs.topic, part)
 	if err != nil {
-		return 0, 0, withHint(err, cs.topic)
+		return readPlan{}, withHint(err, cs.topic)
 	}
 	switch start.kind {
 	case "beginning":
@@ -266,7 +302,7 @@ func (cs *consumer) position(ctx context.Context, part int32, start offsetSpec, 
 	case "stored":
 		off, ok, err := cs.c.CommittedOffset(ctx, cs.o.group, cs.topic, part)
 		if err != nil {
-			return 0, 0, fmt.Errorf("committed offset of group %s on %s [%d]: %w", cs.o.group, cs.topic, part, err)
+			return readPlan{}, fmt.Errorf("committed offset of group %s on %s [%d]: %w", cs.o.group, cs.topic, part, err)
 		}
 		from = first
 		if ok {
@@ -279,19 +315,11 @@ func (cs *consumer) position(ctx context.Context, part int32, start offsetSpec, 
 	case "time":
 		off, _, err := cs.c.OffsetForTime(ctx, cs.topic, part, start.t)
 		if err != nil {
-			return 0, 0, fmt.Errorf("find offset for time in %s [%d]: %w", cs.topic, part, err)
+			return readPlan{}, fmt.Errorf("find offset for time in %s [%d]: %w", cs.topic, part, err)
 		}
 		from = off
 	}
-	until = -1
-	if stop != nil {
-		off, _, err := cs.c.OffsetForTime(ctx, cs.topic, part, *stop)
-		if err != nil {
-			return 0, 0, fmt.Errorf("find offset for time in %s [%d]: %w", cs.topic, part, err)
-		}
-		until = off
-	}
-	return from, until, nil
+	return readPlan{from: from, until: -1}, nil
 }
 
 func (cs *consumer) clamp(part int32, off, first, end int64) int64 {
@@ -304,14 +332,13 @@ func (cs *consumer) clamp(part int32, off, first, end int64) int64 {
 }
 
 func (cs *consumer) run(ctx context.Context, parts []int32, start offsetSpec, stop *time.Time) error {
-	type plan struct{ from, until int64 }
-	plans := make([]plan, len(parts))
+	plans := make([]readPlan, len(parts))
 	for i, p := range parts {
-		from, until, err := cs.position(ctx, p, start, stop)
+		plan, err := cs.position(ctx, p, start, stop)
 		if err != nil {
 			return err
 		}
-		plans[i] = plan{from, until}
+		plans[i] = plan
 	}
 
 	fctx, cancel := context.WithCancel(ctx)
@@ -323,7 +350,7 @@ func (cs *consumer) run(ctx context.Context, parts []int32, start offsetSpec, st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs.fetchLoop(fctx, p, plans[i].from, plans[i].until, fetches)
+			cs.fetchLoop(fctx, p, plans[i], fetches)
 		}()
 	}
 
@@ -443,9 +470,10 @@ func (cs *consumer) commit(ctx context.Context, pos, committed map[int32]int64) 
 	return nil
 }
 
-// fetchLoop reads one partition from offset from until until (-1: no end),
-// or with -e until its end, sending what it reads to out.
-func (cs *consumer) fetchLoop(ctx context.Context, part int32, from, until int64, out chan<- fetch) {
+// fetchLoop reads one partition as plan says, or with -e until its end,
+// sending what it reads to out.
+func (cs *consumer) fetchLoop(ctx context.Context, part int32, plan readPlan, out chan<- fetch) {
+	until := plan.until
 	send := func(f fetch) bool {
 		select {
 		case out <- f:
@@ -458,7 +486,7 @@ func (cs *consumer) fetchLoop(ctx context.Context, part int32, from, until int64
 	if cs.o.exitAtEnd {
 		wait = 0
 	}
-	off := from
+	off := plan.from
 	wasAtEnd := false
 	for {
 		if until >= 0 && off >= until {
@@ -496,6 +524,18 @@ func (cs *consumer) fetchLoop(ctx context.Context, part int32, from, until int64
 		if until >= 0 {
 			for i := range recs {
 				if recs[i].Offset >= until {
+					recs = recs[:i]
+					break
+				}
+			}
+		}
+		if plan.stopAt != nil {
+			stopMs := plan.stopAt.UnixMilli()
+			for i := range recs {
+				if recs[i].Timestamp.UnixMilli() >= stopMs {
+					// The first record at or after the stop time has
+					// arrived: it is where the partition ends.
+					until = recs[i].Offset
 					recs = recs[:i]
 					break
 				}

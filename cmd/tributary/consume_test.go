@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -267,5 +268,82 @@ func TestParseOffsets(t *testing.T) {
 		if err != nil || start.kind != tt.kind || start.n != tt.n || (stop != nil) != tt.stop {
 			t.Errorf("%v: start %+v stop %v err %v; want %s %d stop=%v", tt.vals, start, stop, err, tt.kind, tt.n, tt.stop)
 		}
+	}
+}
+
+// kcat's -o e@UNIXMS stops a partition at the first record whose
+// timestamp is at or after UNIXMS; until such a record arrives it keeps
+// consuming (without -e it follows the partition), so a stop time in the
+// future does not end consume at the partition's current end.
+func TestConsume_StopTimeInFutureKeepsFollowing(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "a\nb\n", "produce", "t", "-q")
+	stop := time.Now().Add(time.Hour).UnixMilli()
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	var out, errOut syncBuffer
+	started := time.Now()
+	err := run(ctx, []string{"--data-dir", dir, "consume", "t", "-q", "-o", "beginning", "-o", fmt.Sprintf("e@%d", stop)}, strings.NewReader(""), &out, &errOut)
+	if err != nil {
+		t.Fatalf("consume: %v\n%s", err, errOut.String())
+	}
+	if out.String() != "a\nb\n" {
+		t.Errorf("consume printed %q, want a and b", out.String())
+	}
+	if el := time.Since(started); ctx.Err() == nil {
+		t.Errorf("consume -o e@<an hour from now> without -e exited after %s at the end of the partition; kcat keeps consuming until a record at or after the stop time", el.Round(time.Millisecond))
+	}
+}
+
+// With a stop time no record has reached yet, consume follows the
+// partition and stops it before the first record appended later whose
+// timestamp is at or after the stop time.
+func TestConsume_StopTimeInFutureStopsAtFirstLaterRecord(t *testing.T) {
+	l, err := openEmbedded(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := l.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	appendAt := func(v string, ts time.Time) {
+		t.Helper()
+		if _, err := l.Append(ctx, "t", 0, []tlog.Record{{Value: []byte(v), Timestamp: ts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAt("a", stop.Add(-2*time.Hour))
+	var out, errOut syncBuffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, client: l,
+		logger: slog.New(slog.NewTextHandler(&errOut, nil))}
+	cmd := newConsumeCmd(a)
+	cmd.SetArgs([]string{"t", "-q", "-o", fmt.Sprintf("e@%d", stop.UnixMilli())})
+	cmd.SetOut(&errOut)
+	cmd.SetErr(&errOut)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	for out.String() != "a\n" {
+		if ctx.Err() != nil {
+			t.Fatalf("consume printed %q, want a\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	appendAt("b", stop.Add(-time.Millisecond))
+	appendAt("c", stop)
+	appendAt("d", stop.Add(-time.Millisecond))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("consume: %v\n%s", err, errOut.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("consume -o e@%d kept following after a record at the stop time; printed %q", stop.UnixMilli(), out.String())
+	}
+	if out.String() != "a\nb\n" {
+		t.Errorf("consume printed %q, want a and b: the records before the first at or after the stop time", out.String())
 	}
 }

@@ -210,33 +210,30 @@ func (c *restClient) Partitions(ctx context.Context, topic string, create bool) 
 }
 
 func (c *restClient) Append(ctx context.Context, topic string, partition int32, recs []tlog.Record) (int64, error) {
-	var body rest.ProduceJSON
-	body.Records = make([]struct {
-		Partition *int32            `json:"partition"`
-		Key       *string           `json:"key"`
-		Value     *string           `json:"value"`
-		Headers   []rest.HeaderJSON `json:"headers"`
-	}, len(recs))
+	// Bytes travel in base64: JSON strings would turn bytes that are not
+	// UTF-8 into U+FFFD.
+	enc := rest.RecordEncoding(rest.EncodingBase64)
+	body := rest.ProduceJSON{Records: make([]rest.ProduceRecordJSON, len(recs))}
 	for i, r := range recs {
 		p := partition
-		body.Records[i].Partition = &p
-		if r.Key != nil {
-			k := string(r.Key)
-			body.Records[i].Key = &k
-		}
-		if r.Value != nil {
-			v := string(r.Value)
-			body.Records[i].Value = &v
-		}
+		body.Records[i] = rest.ProduceRecordJSON{Partition: &p, Key: enc.Encode(r.Key), Value: enc.Encode(r.Value)}
 		for _, h := range r.Headers {
-			body.Records[i].Headers = append(body.Records[i].Headers, rest.HeaderJSON{&h.Key, nullableString(h.Value)})
+			body.Records[i].Headers = append(body.Records[i].Headers, enc.EncodeHeader(h))
 		}
 	}
 	_, before, err := c.Offsets(ctx, topic, partition)
 	if err != nil && !errors.Is(err, tlog.ErrUnknownTopic) {
 		return 0, err
 	}
-	return before, c.do(ctx, "POST", "/topics/"+url.PathEscape(topic)+"/records", body, nil)
+	path := "/topics/" + url.PathEscape(topic) + "/records?encoding=" + rest.EncodingBase64
+	var ack rest.ProducedJSON
+	if err := c.do(ctx, "POST", path, body, &ack); err != nil {
+		return before, err
+	}
+	if ack.Encoding != enc {
+		return before, fmt.Errorf("POST %s: the worker at %s does not know encoding=%s and stored the %d records' keys and values as base64 text; upgrade the worker to this version of tributary, or produce without --server", path, c.base, rest.EncodingBase64, len(recs))
+	}
+	return before, nil
 }
 
 func (c *restClient) Offsets(ctx context.Context, topic string, partition int32) (int64, int64, error) {
@@ -259,25 +256,47 @@ func (c *restClient) Read(ctx context.Context, topic string, partition int32, of
 	q.Set("offset", strconv.FormatInt(offset, 10))
 	q.Set("max_bytes", strconv.Itoa(opts.MaxBytes))
 	q.Set("max_wait_ms", strconv.FormatInt(opts.MaxWait.Milliseconds(), 10))
+	// Bytes travel in base64: JSON strings would turn bytes that are not
+	// UTF-8 into U+FFFD.
+	enc := rest.RecordEncoding(rest.EncodingBase64)
+	q.Set("encoding", rest.EncodingBase64)
+	path := fmt.Sprintf("/topics/%s/partitions/%d/records?%s", url.PathEscape(topic), partition, q.Encode())
 	var r rest.ReadJSON
-	if err := c.do(ctx, "GET", fmt.Sprintf("/topics/%s/partitions/%d/records?%s", url.PathEscape(topic), partition, q.Encode()), nil, &r); err != nil {
+	if err := c.do(ctx, "GET", path, nil, &r); err != nil {
 		return tlog.ReadResult{NextOffset: offset}, err
+	}
+	if r.Encoding != enc {
+		return tlog.ReadResult{NextOffset: offset}, fmt.Errorf("GET %s: the worker at %s does not know encoding=%s, so keys and values that are not UTF-8 would print changed; upgrade the worker to this version of tributary, or consume without --server", path, c.base, rest.EncodingBase64)
 	}
 	res := tlog.ReadResult{NextOffset: r.NextOffset, HighWatermark: r.HighWatermark, LogStartOffset: r.LogStartOffset}
 	for _, rec := range r.Records {
-		lr := tlog.Record{Topic: topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: time.UnixMilli(rec.Timestamp)}
-		if rec.Key != nil {
-			lr.Key = []byte(*rec.Key)
-		}
-		if rec.Value != nil {
-			lr.Value = []byte(*rec.Value)
-		}
-		for _, h := range rec.Headers {
-			lr.Headers = append(lr.Headers, h.Header())
+		lr, err := decodeRead(enc, topic, rec)
+		if err != nil {
+			return tlog.ReadResult{NextOffset: offset}, fmt.Errorf("GET %s: record at offset %d: %w", path, rec.Offset, err)
 		}
 		res.Records = append(res.Records, lr)
 	}
 	return res, nil
+}
+
+// decodeRead returns the log's record of a record read in enc.
+func decodeRead(enc rest.RecordEncoding, topic string, rec rest.RecordJSON) (tlog.Record, error) {
+	lr := tlog.Record{Topic: topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: time.UnixMilli(rec.Timestamp)}
+	var err error
+	if lr.Key, err = enc.Decode(rec.Key); err != nil {
+		return tlog.Record{}, fmt.Errorf("key: %w", err)
+	}
+	if lr.Value, err = enc.Decode(rec.Value); err != nil {
+		return tlog.Record{}, fmt.Errorf("value: %w", err)
+	}
+	for _, h := range rec.Headers {
+		hh, err := enc.DecodeHeader(h)
+		if err != nil {
+			return tlog.Record{}, err
+		}
+		lr.Headers = append(lr.Headers, hh)
+	}
+	return lr, nil
 }
 
 func (c *restClient) ListGroups(ctx context.Context) ([]string, error) {
@@ -360,13 +379,4 @@ func (a *app) serverClient() *restClient {
 		addr = rest.DefaultAddr
 	}
 	return newRESTClient(addr)
-}
-
-// nullableString is b as a string, nil for a nil b.
-func nullableString(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
 }

@@ -6,6 +6,7 @@ package rest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -928,8 +929,9 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// RecordJSON is a record on the wire of the record endpoints. Key and value
-// are strings (null for null); headers keep their order.
+// RecordJSON is a record on the wire of the record endpoints. Key, value
+// and header values are strings (null for null) in the request's encoding
+// (see RecordEncoding); headers keep their order.
 type RecordJSON struct {
 	Partition int32        `json:"partition"`
 	Offset    int64        `json:"offset"`
@@ -945,14 +947,87 @@ type ReadJSON struct {
 	NextOffset     int64        `json:"next_offset"`
 	HighWatermark  int64        `json:"high_watermark"`
 	LogStartOffset int64        `json:"log_start_offset"`
+	// Encoding is the encoding of the records' bytes: text or base64.
+	Encoding RecordEncoding `json:"encoding"`
 }
 
-func strPtr(b []byte) *string {
+// Encodings of keys, values and header values in the record endpoints,
+// chosen with the query parameter encoding.
+const (
+	// EncodingText, the default, carries bytes as JSON strings: readable
+	// with curl, but bytes that are not UTF-8 read as U+FFFD.
+	EncodingText = "text"
+	// EncodingBase64 carries bytes exactly, in standard base64 with
+	// padding (RFC 4648 section 4). Header names stay text.
+	EncodingBase64 = "base64"
+)
+
+// RecordEncoding is how the record endpoints carry a record's bytes.
+type RecordEncoding string
+
+// parseEncoding reads the query parameter encoding: text when absent, a
+// 400 when it names no encoding.
+func parseEncoding(q map[string][]string) (RecordEncoding, error) {
+	v := EncodingText
+	if vs := q["encoding"]; len(vs) > 0 {
+		v = vs[0]
+	}
+	switch v {
+	case EncodingText, EncodingBase64:
+		return RecordEncoding(v), nil
+	}
+	return "", fmt.Errorf("%w: query parameter encoding=%q: want %s (the default: keys, values and header values as JSON strings, bytes that are not UTF-8 read as U+FFFD) or %s (their bytes exactly, in standard base64)", engine.ErrBadRequest, v, EncodingText, EncodingBase64)
+}
+
+// Encode returns b as a string of the encoding, nil for nil.
+func (e RecordEncoding) Encode(b []byte) *string {
 	if b == nil {
 		return nil
 	}
 	s := string(b)
+	if e == EncodingBase64 {
+		s = base64.StdEncoding.EncodeToString(b)
+	}
 	return &s
+}
+
+// Decode returns the bytes of a string of the encoding, nil for nil.
+func (e RecordEncoding) Decode(s *string) ([]byte, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if e != EncodingBase64 {
+		return []byte(*s), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(*s)
+	if err != nil {
+		return nil, fmt.Errorf("not standard base64 (A-Z a-z 0-9 + / with = padding): %v", err)
+	}
+	if b == nil {
+		b = []byte{} // "" is empty, not null
+	}
+	return b, nil
+}
+
+// EncodeHeader returns h with its value in the encoding.
+func (e RecordEncoding) EncodeHeader(h tlog.Header) HeaderJSON {
+	k := h.Key
+	return HeaderJSON{&k, e.Encode(h.Value)}
+}
+
+// DecodeHeader returns the log's header of h, its value in the encoding: a
+// null name reads as "", a null value stays nil.
+func (e RecordEncoding) DecodeHeader(h HeaderJSON) (tlog.Header, error) {
+	var out tlog.Header
+	if h[0] != nil {
+		out.Key = *h[0]
+	}
+	v, err := e.Decode(h[1])
+	if err != nil {
+		return tlog.Header{}, fmt.Errorf("value of header %q: %w", out.Key, err)
+	}
+	out.Value = v
+	return out, nil
 }
 
 func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
@@ -961,6 +1036,11 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	p, err := pathPartition(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	enc, err := parseEncoding(q)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -985,11 +1065,11 @@ func (s *Server) readRecords(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	out := ReadJSON{Records: []RecordJSON{}, NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
+	out := ReadJSON{Encoding: enc, Records: []RecordJSON{}, NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset}
 	for _, rec := range res.Records {
-		rj := RecordJSON{Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(), Key: strPtr(rec.Key), Value: strPtr(rec.Value)}
+		rj := RecordJSON{Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp.UnixMilli(), Key: enc.Encode(rec.Key), Value: enc.Encode(rec.Value)}
 		for _, h := range rec.Headers {
-			rj.Headers = append(rj.Headers, headerJSON(h))
+			rj.Headers = append(rj.Headers, enc.EncodeHeader(h))
 		}
 		out.Records = append(out.Records, rj)
 	}
@@ -1022,19 +1102,55 @@ func queryInt(q map[string][]string, name string, def int64) (int64, error) {
 	return n, nil
 }
 
-// ProduceJSON is the body of a produce request: records with an optional
-// partition each (-1 or absent: the partitioner picks).
+// ProduceJSON is the body of a produce request.
 type ProduceJSON struct {
-	Records []struct {
-		Partition *int32       `json:"partition"`
-		Key       *string      `json:"key"`
-		Value     *string      `json:"value"`
-		Headers   []HeaderJSON `json:"headers"`
-	} `json:"records"`
+	Records []ProduceRecordJSON `json:"records"`
+}
+
+// ProducedJSON is the answer of a produce request: how many records were
+// appended, and the encoding their bytes were read in.
+type ProducedJSON struct {
+	Acknowledged int            `json:"acknowledged"`
+	Encoding     RecordEncoding `json:"encoding"`
+}
+
+// ProduceRecordJSON is a record to produce: an optional partition (-1 or
+// absent: the partitioner picks), and key, value and header values in the
+// request's encoding (see RecordEncoding), null for null.
+type ProduceRecordJSON struct {
+	Partition *int32       `json:"partition"`
+	Key       *string      `json:"key"`
+	Value     *string      `json:"value"`
+	Headers   []HeaderJSON `json:"headers"`
+}
+
+// decodeRecord returns the log's record of rec, its bytes in e.
+func (e RecordEncoding) decodeRecord(rec ProduceRecordJSON) (tlog.Record, error) {
+	var lr tlog.Record
+	var err error
+	if lr.Key, err = e.Decode(rec.Key); err != nil {
+		return tlog.Record{}, fmt.Errorf("key: %w", err)
+	}
+	if lr.Value, err = e.Decode(rec.Value); err != nil {
+		return tlog.Record{}, fmt.Errorf("value: %w", err)
+	}
+	for _, h := range rec.Headers {
+		hh, err := e.DecodeHeader(h)
+		if err != nil {
+			return tlog.Record{}, err
+		}
+		lr.Headers = append(lr.Headers, hh)
+	}
+	return lr, nil
 }
 
 func (s *Server) produceRecords(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
+		return
+	}
+	enc, err := parseEncoding(r.URL.Query())
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
 	var body ProduceJSON
@@ -1046,16 +1162,13 @@ func (s *Server) produceRecords(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
 	var keyed []tlog.Record
 	byPart := map[int32][]tlog.Record{}
-	for _, rec := range body.Records {
-		lr := tlog.Record{}
-		if rec.Key != nil {
-			lr.Key = []byte(*rec.Key)
-		}
-		if rec.Value != nil {
-			lr.Value = []byte(*rec.Value)
-		}
-		for _, h := range rec.Headers {
-			lr.Headers = append(lr.Headers, h.Header())
+	for i, rec := range body.Records {
+		lr, err := enc.decodeRecord(rec)
+		if err != nil {
+			// Nothing of the request is produced: the client can fix the
+			// record and send the whole request again.
+			s.fail(w, fmt.Errorf("%w: records[%d]: %v; with encoding=%s send keys, values and header values in base64, or drop the parameter to send them as text", engine.ErrBadRequest, i, err, enc))
+			return
 		}
 		if rec.Partition != nil && *rec.Partition >= 0 {
 			byPart[*rec.Partition] = append(byPart[*rec.Partition], lr)
@@ -1078,7 +1191,7 @@ func (s *Server) produceRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		n += len(recs)
 	}
-	writeJSON(w, 200, map[string]int{"acknowledged": n})
+	writeJSON(w, 200, ProducedJSON{Acknowledged: n, Encoding: enc})
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
@@ -1267,24 +1380,9 @@ func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
 // the value null for a null header value (kcat's -J does the same).
 type HeaderJSON [2]*string
 
-func headerJSON(h tlog.Header) HeaderJSON {
-	k := h.Key
-	if h.Value == nil {
-		return HeaderJSON{&k, nil}
-	}
-	v := string(h.Value)
-	return HeaderJSON{&k, &v}
-}
-
-// Header is the log's header: a null name reads as "", a null value
-// stays nil.
+// Header is the log's header of text h: a null name reads as "", a null
+// value stays nil.
 func (h HeaderJSON) Header() tlog.Header {
-	var out tlog.Header
-	if h[0] != nil {
-		out.Key = *h[0]
-	}
-	if h[1] != nil {
-		out.Value = []byte(*h[1])
-	}
+	out, _ := RecordEncoding(EncodingText).DecodeHeader(h) // text never fails
 	return out
 }

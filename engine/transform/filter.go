@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"strconv"
 
@@ -168,14 +169,41 @@ func valueEquals(v any, want string) bool {
 	case string:
 		return v == want
 	case json.Number:
-		if string(v) == want {
-			return true
-		}
-		a, err1 := strconv.ParseFloat(string(v), 64)
-		b, err2 := strconv.ParseFloat(want, 64)
-		return err1 == nil && err2 == nil && a == b
+		return string(v) == want || numberEquals(string(v), want)
 	}
 	return textOf(v) == want
+}
+
+// numberEquals compares two numbers in text by value. Two integers are
+// compared exactly, so 64-bit ids (bigint keys, snowflake ids) that differ
+// only beyond float64's 53 bits of precision are not equal; a number with a
+// fraction or an exponent is compared as a float64 (10 equals 10.0).
+func numberEquals(a, b string) bool {
+	if isIntegerText(a) && isIntegerText(b) {
+		x, okx := new(big.Int).SetString(a, 10)
+		y, oky := new(big.Int).SetString(b, 10)
+		return okx && oky && x.Cmp(y) == 0
+	}
+	x, err1 := strconv.ParseFloat(a, 64)
+	y, err2 := strconv.ParseFloat(b, 64)
+	return err1 == nil && err2 == nil && x == y
+}
+
+// isIntegerText reports whether s is a decimal integer: an optional sign
+// and digits only.
+func isIntegerText(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Apply implements Transform.

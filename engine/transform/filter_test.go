@@ -74,3 +74,31 @@ func TestFilter_Config(t *testing.T) {
 		{"bad bool", map[string]string{"action": "drop", "tombstone": "yes"}, "not a boolean"},
 	})
 }
+
+// A filter on a 64-bit id (a bigint primary key, a snowflake id) must not
+// match a different id: integers are compared exactly, not through
+// float64, where ids that differ only beyond 2^53 are equal.
+func TestFilter_EqualsComparesIntegersExactly(t *testing.T) {
+	tr := mustNew(t, "filter", map[string]string{"action": "drop", "field": "id", "equals": "1234567890123456789"})
+	in := rec(`{"id":1234567890123456788}`)
+	got, err := tr.Apply(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Errorf("filter equals 1234567890123456789 dropped the record of id 1234567890123456788")
+	}
+	tr = mustNew(t, "filter", map[string]string{"action": "keep", "field": "id", "in": "9007199254740992"})
+	if got, _ := tr.Apply(rec(`{"id":9007199254740993}`)); len(got) != 0 {
+		t.Errorf("filter in [9007199254740992] kept the record of id 9007199254740993")
+	}
+	// Numbers with a fraction or an exponent are still compared by value.
+	tr = mustNew(t, "filter", map[string]string{"action": "keep", "field": "n", "equals": "1e3"})
+	if got, _ := tr.Apply(rec(`{"n":1000.0}`)); len(got) != 1 {
+		t.Errorf("filter equals 1e3 dropped the record of n 1000.0")
+	}
+	tr = mustNew(t, "filter", map[string]string{"action": "keep", "field": "n", "equals": "-0"})
+	if got, _ := tr.Apply(rec(`{"n":0}`)); len(got) != 1 {
+		t.Errorf("filter equals -0 dropped the record of n 0")
+	}
+}

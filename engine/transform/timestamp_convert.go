@@ -106,11 +106,7 @@ func (t *timestampConvert) convert(v any) (any, error) {
 	case json.Number:
 		ts, err = t.fromNumber(string(v))
 	case string:
-		if isInteger(v) {
-			ts, err = t.fromNumber(v)
-		} else {
-			ts, err = t.parse(v)
-		}
+		ts, err = t.fromString(v)
 	default:
 		return nil, fmt.Errorf("the value is %s, want a number or a string", kindOf(v))
 	}
@@ -147,6 +143,22 @@ func isInteger(s string) bool {
 	return true
 }
 
+// fromString reads a timestamp given as a string. format, when set, is
+// tried first, so a layout of digits only (20060102, 20060102150405) is
+// not mistaken for an epoch count; then a string of digits is an epoch
+// count in t.unit, and any other string is parsed as text.
+func (t *timestampConvert) fromString(s string) (time.Time, error) {
+	if t.format != "" {
+		if ts, err := time.ParseInLocation(t.format, s, t.loc); err == nil {
+			return ts, nil
+		}
+	}
+	if isInteger(s) {
+		return t.fromNumber(s)
+	}
+	return t.parse(s)
+}
+
 // fromNumber reads an epoch count in t.unit.
 func (t *timestampConvert) fromNumber(s string) (time.Time, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -169,14 +181,9 @@ func (t *timestampConvert) fromNumber(s string) (time.Time, error) {
 	return time.Unix(int64(whole), int64(math.Round(frac*1e9))).UTC(), nil
 }
 
-// parse reads a timestamp as text: in format (when set), RFC 3339, ISO 8601
-// without a zone (taken in t.loc), or a bare date.
+// parse reads a timestamp as text: RFC 3339, ISO 8601 without a zone
+// (taken in t.loc), or a bare date. fromString has tried format already.
 func (t *timestampConvert) parse(s string) (time.Time, error) {
-	if t.format != "" {
-		if ts, err := time.ParseInLocation(t.format, s, t.loc); err == nil {
-			return ts, nil
-		}
-	}
 	if ts, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return ts, nil
 	}

@@ -55,3 +55,27 @@ func TestTimestampConvert_Apply(t *testing.T) {
 		{"bad zone", map[string]string{"field": "ts", "target.type": "unix", "timezone": "Mars/Olympus"}, "not a known time zone"},
 	})
 }
+
+// format is the first layout tried on string input, before a string of
+// digits is read as an epoch count: a digits-only layout (20060102,
+// 20060102150405) applies, and digits it does not parse are still epochs.
+func TestTimestampConvert_DigitsOnlyFormatBeforeEpoch(t *testing.T) {
+	tr := mustNew(t, "timestamp_convert", map[string]string{"field": "d", "target.type": "iso8601", "format": "20060102"})
+	got, err := tr.Apply(rec(`{"d":"20240501"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []connect.Record{value(rec(""), `{"d":"2024-05-01T00:00:00Z"}`)}
+	if !equalRecords(got, want) {
+		t.Errorf("Apply:\n got  %s\n want %s", show(got), show(want))
+	}
+	// Digits that do not fit the layout are still an epoch count.
+	got, err = tr.Apply(rec(`{"d":"1714521600000"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []connect.Record{value(rec(""), `{"d":"2024-05-01T00:00:00Z"}`)}
+	if !equalRecords(got, want) {
+		t.Errorf("Apply of epoch digits with format 20060102:\n got  %s\n want %s", show(got), show(want))
+	}
+}
