@@ -2,14 +2,13 @@ package postgres
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/connectors/internal/cdc"
 )
 
 // position is the source position, JSON in Debezium's shape for Postgres
@@ -43,61 +42,8 @@ type progress struct {
 	Split map[string]keyValues `json:"split,omitempty"`
 }
 
-// keyValues are key column values in PostgreSQL's text format, as the
-// server sends them: in the client encoding, which is the database's (a
-// LATIN1 database sends é as the byte 0xe9; a SQL_ASCII one any bytes it
-// stores). In JSON they are an array of strings when every value is
-// UTF-8, which JSON keeps exactly (and is how positions of earlier
-// versions stored every key), else {"base64":[…]}, every value base64
-// (standard, padded): a JSON string cannot hold other bytes, and the
-// encoder would replace them with U+FFFD, so that a restart resumed after
-// another key. An earlier version fails on the object rather than resume
-// at the wrong row.
-type keyValues []string
-
-func (k keyValues) MarshalJSON() ([]byte, error) {
-	text := true
-	for _, v := range k {
-		if !utf8.ValidString(v) {
-			text = false
-			break
-		}
-	}
-	if text {
-		return json.Marshal([]string(k))
-	}
-	enc := make([]string, len(k))
-	for i, v := range k {
-		enc[i] = base64.StdEncoding.EncodeToString([]byte(v))
-	}
-	return json.Marshal(struct {
-		Base64 []string `json:"base64"`
-	}{enc})
-}
-
-func (k *keyValues) UnmarshalJSON(b []byte) error {
-	var text []string
-	if err := json.Unmarshal(b, &text); err == nil {
-		*k = text
-		return nil
-	}
-	var bin struct {
-		Base64 []string `json:"base64"`
-	}
-	if err := json.Unmarshal(b, &bin); err != nil || bin.Base64 == nil {
-		return fmt.Errorf("a key is an array of strings or {\"base64\":[…]}, not %s", truncate(string(b)))
-	}
-	out := make(keyValues, len(bin.Base64))
-	for i, v := range bin.Base64 {
-		raw, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return fmt.Errorf("key value %q is not base64: %w", v, err)
-		}
-		out[i] = string(raw)
-	}
-	*k = out
-	return nil
-}
+// keyValues is a key in a position (see cdc.KeyValues).
+type keyValues = cdc.KeyValues
 
 func (p position) encode() connect.Position {
 	if p.Snapshot == nil && p.Incremental == nil {
