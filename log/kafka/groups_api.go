@@ -195,6 +195,7 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 				if mm.sync != nil {
 					mm.sync <- syncResult{assignment: mm.assignment}
 					mm.sync = nil
+					mm.deadline = c.now().Add(mm.sessionTimeout)
 				}
 			}
 			g.state = stateStable
@@ -235,7 +236,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[req.MemberID]
-	if m != nil && m.join == nil && c.now().After(m.deadline) {
+	if m != nil && m.sessionExpired(c.now()) {
 		// The session ended before the reaper's next round: the member
 		// is gone now, as Kafka's session timer would have removed it.
 		c.s.logger.Info("kafka group member session expired", "group", g.name, "member", m.id, "session_timeout", m.sessionTimeout)

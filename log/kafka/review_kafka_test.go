@@ -3,89 +3,11 @@ package kafka
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// reviewJoin builds a JoinGroup (v3: no KIP-394 member id round trip).
-func reviewJoin(group, member string, sessionMs, rebalanceMs int32) *kmsg.JoinGroupRequest {
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.MemberID = group, member
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = sessionMs, rebalanceMs
-	join.ProtocolType = "consumer"
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
-	return join
-}
-
-// TestReview_FollowerAwaitingSyncIsNotExpired: Kafka does not expire a member
-// while its SyncGroup waits for the leader's assignment (a member awaiting
-// join or sync "automatically satisfies expected heartbeats",
-// MemberMetadata.hasSatisfiedHeartbeat / ClassicGroupMember): the follower
-// cannot heartbeat, its connection is blocked in the SyncGroup. The pending
-// sync bound is the rebalance timeout, not the session timeout. Here the
-// reaper expires the follower after its session timeout, answers its
-// SyncGroup UNKNOWN_MEMBER_ID and rebalances the group.
-func TestReview_FollowerAwaitingSyncIsNotExpired(t *testing.T) {
-	ts := startServer(t)
-	ra, rb := ts.raw(t), ts.raw(t)
-	const session, rebalance = 300, 10000
-
-	// A joins alone and leads generation 1.
-	ja := do[*kmsg.JoinGroupResponse](ra, reviewJoin("g", "", session, rebalance), 3)
-	if ja.ErrorCode != 0 || ja.Generation != 1 {
-		t.Fatalf("A join: code %d gen %d", ja.ErrorCode, ja.Generation)
-	}
-	a := ja.MemberID
-	sa := kmsg.NewPtrSyncGroupRequest()
-	sa.Group, sa.Generation, sa.MemberID = "g", 1, a
-	sa.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("a1")}}
-	if s := do[*kmsg.SyncGroupResponse](ra, sa, 3); s.ErrorCode != 0 {
-		t.Fatalf("A sync 1: code %d", s.ErrorCode)
-	}
-
-	// B joins (blocks until A rejoins); A rejoins: generation 2, A leads.
-	rb.send(reviewJoin("g", "", session, rebalance), 3)
-	time.Sleep(50 * time.Millisecond)
-	ja = do[*kmsg.JoinGroupResponse](ra, reviewJoin("g", a, session, rebalance), 3)
-	jb := kmsg.NewPtrJoinGroupResponse()
-	rb.recv(jb, 3)
-	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 2 || ja.LeaderID != a {
-		t.Fatalf("rejoin: codes %d %d gen %d leader %q", ja.ErrorCode, jb.ErrorCode, ja.Generation, ja.LeaderID)
-	}
-	b := jb.MemberID
-
-	// B syncs at once and waits for the leader's assignment.
-	sb := kmsg.NewPtrSyncGroupRequest()
-	sb.Group, sb.Generation, sb.MemberID = "g", 2, b
-	rb.send(sb, 3)
-
-	// The leader takes three of B's session timeouts to assign, and
-	// heartbeats meanwhile (it is not awaiting anything).
-	for range 18 {
-		time.Sleep(50 * time.Millisecond)
-		hb := kmsg.NewPtrHeartbeatRequest()
-		hb.Group, hb.Generation, hb.MemberID = "g", 2, a
-		if h := do[*kmsg.HeartbeatResponse](ra, hb, 3); h.ErrorCode != 0 {
-			t.Fatalf("leader heartbeat while the follower awaits its SyncGroup: %v (the follower was expired by its session timeout while blocked in SyncGroup; Kafka exempts members awaiting sync)", kerr.ErrorForCode(h.ErrorCode))
-		}
-	}
-	sa.Generation = 2
-	sa.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{
-		{MemberID: a, MemberAssignment: []byte("a2")},
-		{MemberID: b, MemberAssignment: []byte("b2")},
-	}
-	if s := do[*kmsg.SyncGroupResponse](ra, sa, 3); s.ErrorCode != 0 {
-		t.Fatalf("leader sync 2: %v", kerr.ErrorForCode(s.ErrorCode))
-	}
-	rsb := kmsg.NewPtrSyncGroupResponse()
-	rb.recv(rsb, 3)
-	if rsb.ErrorCode != 0 || string(rsb.MemberAssignment) != "b2" {
-		t.Fatalf("follower's SyncGroup, waiting for the leader: %v, assignment %q; want its assignment b2", kerr.ErrorForCode(rsb.ErrorCode), rsb.MemberAssignment)
-	}
-}
 
 // TestReview_OffsetCommitUnknownTopic: Kafka answers an OffsetCommit for a
 // topic that does not exist with UNKNOWN_TOPIC_OR_PARTITION for its
