@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -142,6 +143,41 @@ func TestProduce_IdempotentRetryIsNotAppendedTwice(t *testing.T) {
 	txn.TransactionalID = kmsg.StringPtr("tx")
 	if r := do[*kmsg.InitProducerIDResponse](rc, txn, 4); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transactional init: code %d", r.ErrorCode)
+	}
+}
+
+// TestProduce_SeveralBatchesForOnePartitionStoreNothing: a partition's
+// record set whose second batch is well framed but refused by the log (here
+// a bad CRC; equally a batch over max.message.bytes, a nil key on a
+// compacted topic, an out-of-order sequence) must not leave the first
+// stored while the partition is answered with an error: the client's retry
+// would store it twice. As Kafka (Produce v3+), a set of more than one
+// batch is refused whole with INVALID_RECORD, two sound batches too.
+func TestProduce_SeveralBatchesForOnePartitionStoreNothing(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := testBatch(-1, -1, -1, "b")
+	bad[len(bad)-1] ^= 0xff // the CRC no longer holds
+	rc := ts.raw(t)
+	resp := do[*kmsg.ProduceResponse](rc, produceReq("t", append(testBatch(-1, -1, -1, "a"), bad...)), 9)
+	code := resp.Topics[0].Partitions[0].ErrorCode
+	if code != kerr.InvalidRecord.Code {
+		t.Fatalf("record set with a corrupt second batch: %v; want INVALID_RECORD", kerr.ErrorForCode(code))
+	}
+	two := append(testBatch(-1, -1, -1, "a"), testBatch(-1, -1, -1, "b")...)
+	resp = do[*kmsg.ProduceResponse](rc, produceReq("t", two), 9)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRecord.Code {
+		t.Fatalf("record set of two sound batches: %v; want INVALID_RECORD (Kafka takes exactly one batch per partition)", kerr.ErrorForCode(code))
+	}
+	// The next append (durable when it returns) shows what was stored.
+	base, err := ts.log.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("next")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != 0 {
+		t.Fatalf("produce answered %v, yet %d record(s) of the refused set were stored: the client's retry stores them again", kerr.ErrorForCode(code), base)
 	}
 }
 

@@ -29,37 +29,6 @@ func TestReview_CreateTopicsReplicationFactorZero(t *testing.T) {
 	}
 }
 
-// TestReview_ProduceSecondBatchBadCRCStoresFirst: a partition's record set
-// is appended batch by batch; only the framing of all of them is checked
-// first (TestProduce_MalformedBatchRefusesTheWholeSet). A second batch that
-// is well framed but refused by the log (here a bad CRC; equally a batch
-// over max.message.bytes, a nil key on a compacted topic, an out-of-order
-// sequence) leaves the first stored while the partition is answered with an
-// error: the client's retry stores it twice. Kafka validates the whole
-// record set before appending any of it.
-func TestReview_ProduceSecondBatchBadCRCStoresFirst(t *testing.T) {
-	ts := startServer(t)
-	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	bad := testBatch(-1, -1, -1, "b")
-	bad[len(bad)-1] ^= 0xff // the CRC no longer holds
-	rc := ts.raw(t)
-	resp := do[*kmsg.ProduceResponse](rc, produceReq("t", append(testBatch(-1, -1, -1, "a"), bad...)), 9)
-	code := resp.Topics[0].Partitions[0].ErrorCode
-	if code == 0 {
-		t.Fatalf("record set with a corrupt batch accepted")
-	}
-	// The next append (durable when it returns) shows what was stored.
-	base, err := ts.log.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("next")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if base != 0 {
-		t.Fatalf("produce answered %v, yet %d record(s) of the refused set were stored: the client's retry stores them again", kerr.ErrorForCode(code), base)
-	}
-}
-
 // TestReview_CreatePartitionsValidateOnlyAgreesWithTheRealCall: Kafka's
 // validate_only runs the same checks as the real request. Here it checks
 // only that the count grows: a validation of growing __consumer_offsets
