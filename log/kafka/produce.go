@@ -26,6 +26,9 @@ import (
 func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	txn := req.TransactionID != nil
+	// As Kafka (ReplicaManager.appendRecords): acks other than -1 (all),
+	// 0 and 1 append nothing and every partition says so.
+	badAcks := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	type pending struct {
 		t, p int
 		wait func(context.Context) error
@@ -42,6 +45,9 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 			if txn {
 				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				rp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this listener")
+			} else if badAcks {
+				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				rp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("acks %d: a producer's acks must be -1 (all), 0 or 1", req.Acks))
 			} else {
 				appends = append(appends, pending{t: ti, p: pi})
 			}

@@ -181,6 +181,27 @@ func TestProduce_SeveralBatchesForOnePartitionStoreNothing(t *testing.T) {
 	}
 }
 
+// TestProduce_InvalidAcksAppendsNothing: as Kafka, a Produce whose acks is
+// not -1, 0 or 1 is answered INVALID_REQUIRED_ACKS for every partition and
+// nothing is appended.
+func TestProduce_InvalidAcksAppendsNothing(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	for _, acks := range []int16{2, -2} {
+		req := produceReq("t", testBatch(-1, -1, -1, "a"))
+		req.Acks = acks
+		if code := do[*kmsg.ProduceResponse](rc, req, 9).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequiredAcks.Code {
+			t.Fatalf("produce with acks %d: %v; want INVALID_REQUIRED_ACKS", acks, kerr.ErrorForCode(code))
+		}
+	}
+	if _, end, err := ts.log.Offsets("t", 0); err != nil || end != 0 {
+		t.Fatalf("end offset %d (%v) after produces with invalid acks; want 0", end, err)
+	}
+}
+
 func TestUnsupported_AnsweredNotDropped(t *testing.T) {
 	ts := startServer(t)
 	rc := ts.raw(t)
