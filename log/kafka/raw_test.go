@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io"
 	"net"
@@ -387,5 +388,48 @@ func TestOffsetCommit_UnknownTopicIsRefused(t *testing.T) {
 	_, stored := ts.log.Groups().CommittedOffset("g", "no-such-topic", 0)
 	if code != kerr.UnknownTopicOrPartition.Code || stored {
 		t.Fatalf("commit to a topic that does not exist: %v, stored %v; want UNKNOWN_TOPIC_OR_PARTITION and nothing stored", kerr.ErrorForCode(code), stored)
+	}
+}
+
+// TestConnection_IdleIsClosed: a connection that sends no request for
+// ConnectionsMaxIdle is closed (Kafka's connections.max.idle.ms), but not
+// while a request it sent still waits for its answer: a long-poll Fetch
+// longer than the idle time gets its answer on the same connection.
+func TestConnection_IdleIsClosed(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, func(o *Options) { o.ConnectionsMaxIdle = idle })
+	ts.createTopic(t, "empty", 1, nil)
+	closedWithin := func(rc *rawConn, limit time.Duration) bool {
+		t.Helper()
+		rc.c.SetReadDeadline(time.Now().Add(limit))
+		_, err := rc.c.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF)
+	}
+
+	silent := ts.raw(t)
+	start := time.Now()
+	if !closedWithin(silent, 5*time.Second) {
+		t.Fatalf("a silent connection was not closed within 5 s (idle %v)", idle)
+	}
+	if waited := time.Since(start); waited < idle {
+		t.Fatalf("a silent connection was closed after %v, before its idle time %v", waited, idle)
+	}
+
+	polling := ts.raw(t)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 1500, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "empty"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	start = time.Now()
+	resp := do[*kmsg.FetchResponse](polling, fetch, 4)
+	if waited := time.Since(start); waited < time.Second || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("long-poll fetch answered after %v: %+v", waited, resp)
+	}
+	if !closedWithin(polling, 5*time.Second) {
+		t.Fatalf("the connection was not closed once idle after its fetch's answer")
 	}
 }

@@ -55,6 +55,12 @@ type Options struct {
 	// GroupMinSessionTimeout is Kafka's group.min.session.timeout.ms: joins
 	// asking for a shorter session timeout are refused. Default 6 s.
 	GroupMinSessionTimeout time.Duration
+	// ConnectionsMaxIdle is Kafka's connections.max.idle.ms: a connection
+	// that sends no request for this long is closed (clients reconnect when
+	// they need to), so that silent or vanished clients, and ones that stop
+	// halfway through a request or a TLS handshake, do not hold a
+	// connection for ever. Default 10 min; negative means never.
+	ConnectionsMaxIdle time.Duration
 	// Logger receives connection and group events. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -110,6 +116,9 @@ func Listen(ctx context.Context, addr string, l *tlog.Log, opts Options) (*Serve
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ConnectionsMaxIdle == 0 {
+		opts.ConnectionsMaxIdle = 10 * time.Minute
 	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 100 << 20
@@ -224,6 +233,42 @@ type conn struct {
 	// rawAuthNext: a v0 SaslHandshake was answered, so the next frame is
 	// a bare SASL token.
 	rawAuthNext bool
+
+	// idleMu guards pending, the requests read but not yet answered: the
+	// idle timer (Options.ConnectionsMaxIdle) runs only while it is 0, a
+	// client waiting for a long-poll Fetch or a JoinGroup not being idle.
+	idleMu  sync.Mutex
+	pending int
+}
+
+// armIdle sets the read deadline of the connection: idle from now when no
+// request is waiting for its answer, none while one is.
+func (cc *conn) armIdle() {
+	idle := cc.s.opts.ConnectionsMaxIdle
+	if idle <= 0 {
+		return
+	}
+	var deadline time.Time
+	if cc.pending == 0 {
+		deadline = time.Now().Add(idle)
+	}
+	_ = cc.c.SetReadDeadline(deadline)
+}
+
+// requestQueued counts a request whose answer is on its way to the writer.
+func (cc *conn) requestQueued() {
+	cc.idleMu.Lock()
+	cc.pending++
+	cc.idleMu.Unlock()
+}
+
+// requestAnswered counts an answer written (or dropped), and starts the idle
+// timer when it was the last one due.
+func (cc *conn) requestAnswered() {
+	cc.idleMu.Lock()
+	cc.pending--
+	cc.armIdle()
+	cc.idleMu.Unlock()
 }
 
 // maxPendingReplies bounds the answers a connection owes at once: reading
@@ -273,6 +318,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 			// 100 MiB frames.
 			limit = min(limit, saslMaxReceiveSize)
 		}
+		// The next request, whole, must come within the idle time, unless
+		// one read before still waits for its answer.
+		cc.idleMu.Lock()
+		cc.armIdle()
+		cc.idleMu.Unlock()
 		frame, err := readFrame(r, limit)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
@@ -294,6 +344,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		if rep.out == nil && rep.bufs == nil && rep.finish == nil { // acks=0 produce: no answer
 			continue
 		}
+		cc.requestQueued()
 		replies <- rep // the writer drains until replies is closed
 	}
 }
@@ -307,6 +358,7 @@ func (cc *conn) writeReplies(replies <-chan reply) {
 	failed := false
 	for rep := range replies {
 		func() {
+			defer cc.requestAnswered()
 			if rep.release != nil {
 				defer rep.release() // bufs is not used after this round
 			}
