@@ -13,12 +13,11 @@ package log
 //
 //   - a record with a later record of the same key in the dirty section
 //     (below): the latest record per key wins;
-//   - a tombstone (nil value) whose timestamp is more than
-//     delete.retention.ms before the pass's clock. The timestamp is the
-//     record's own (its append time on LogAppendTime topics). Kafka instead
-//     starts the clock when it first cleans the tombstone; the record
-//     timestamp needs no extra state, and a producer that stamps tombstones
-//     in the past shortens their life just as it does for retention.ms;
+//   - a tombstone (nil value) more than delete.retention.ms past both its
+//     timestamp (its append time on LogAppendTime topics) and the pass that
+//     first saw it (cleanMark), as Kafka keeps tombstones since its cleaner
+//     first met them: one appended late with an old timestamp still stays
+//     long enough for a consumer behind the head to read it;
 //   - a record without a key, as Kafka's cleaner does (appends to compacted
 //     topics refuse them; older ones exist when a topic's policy changed).
 //
@@ -49,7 +48,10 @@ package log
 // for the dirty section (from the checkpoint to the end of the cleanable
 // segments) and still cleans the whole cleanable part. A pass runs when
 // dirty bytes / cleanable bytes reaches min.cleanable.dirty.ratio; a missing
-// or unreadable checkpoint makes everything dirty, which only costs work.
+// or unreadable checkpoint makes everything dirty, which only costs work
+// (and the tombstones' first sight, below, moves to the next pass: they
+// stay longer). After the offset it holds the last passes' marks (end and
+// time), which date when the cleaner first saw each tombstone.
 // The map holds every distinct key of the dirty section in memory (Kafka
 // bounds it with log.cleaner.dedupe.buffer.size; this build does not).
 //
@@ -93,9 +95,12 @@ import (
 )
 
 const (
-	cleanerCheckpointFile    = "cleaner-offset-checkpoint"
-	cleanerCheckpointVersion = 0
-	cleanedSuffix            = ".cleaned"
+	cleanerCheckpointFile = "cleaner-offset-checkpoint"
+	// cleanerCheckpointVersion 1 adds the pass marks to version 0's offset.
+	cleanerCheckpointVersion = 1
+	// maxCleanMarks bounds the pass marks kept (see cleanMark).
+	maxCleanMarks = 32
+	cleanedSuffix = ".cleaned"
 )
 
 // codecConfigName maps a batch's codec bits to the compression.type name
@@ -181,7 +186,7 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 		return st, nil
 	}
 
-	checkpoint, err := readCleanerCheckpoint(p.dir)
+	checkpoint, marks, err := readCleanerCheckpoint(p.dir)
 	if err != nil {
 		p.logger().Warn("cleaner checkpoint unreadable; treating the whole log as dirty", "error", err)
 	}
@@ -189,6 +194,9 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 	if firstDirty < w.start || firstDirty > w.next {
 		firstDirty = w.start
 	}
+	// Marks past the end (a log cut back after a crash) would date records
+	// that have taken their offsets since.
+	marks = slices.DeleteFunc(marks, func(m cleanMark) bool { return m.end > w.next })
 	var cleanBytes, dirtyBytes int64
 	for i := range w.segs {
 		if w.ends[i] <= firstDirty {
@@ -206,7 +214,7 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 	st.ran = true
 	began := time.Now()
 
-	rules := &cleanRules{latest: map[string]int64{}, nowMs: now.UnixMilli(), deleteRetentionMs: cfg.DeleteRetentionMs, dropEmpty: cfg.Delete}
+	rules := &cleanRules{latest: map[string]int64{}, nowMs: now.UnixMilli(), deleteRetentionMs: cfg.DeleteRetentionMs, dropEmpty: cfg.Delete, marks: marks}
 	for i, s := range w.segs {
 		if w.ends[i] <= firstDirty {
 			continue
@@ -225,7 +233,8 @@ func (p *partition) compact(ctx context.Context, now time.Time, force bool) (cle
 	}
 	end := w.ends[len(w.ends)-1]
 	if end != checkpoint {
-		if err := writeCleanerCheckpoint(p.dir, end); err != nil {
+		marks = addMark(marks, cleanMark{end: end, time: rules.nowMs}, w.start)
+		if err := writeCleanerCheckpoint(p.dir, end, marks); err != nil {
 			return st, fmt.Errorf("compact %s: %w", p, err)
 		}
 	}
@@ -307,7 +316,8 @@ type cleanRules struct {
 	latest            map[string]int64 // key -> offset of its latest record in the dirty section
 	nowMs             int64
 	deleteRetentionMs int64
-	dropEmpty         bool // the policy has delete too: empty segments go, even the first
+	dropEmpty         bool        // the policy has delete too: empty segments go, even the first
+	marks             []cleanMark // earlier passes, by end: when the cleaner first saw a record
 }
 
 type verdict int
@@ -326,7 +336,7 @@ func (r *cleanRules) judge(kr *kmsg.Record, offset, ts int64) verdict {
 	if latest, ok := r.latest[string(kr.Key)]; ok && offset < latest {
 		return dropSuperseded
 	}
-	if kr.Value == nil && r.nowMs-ts > r.deleteRetentionMs {
+	if kr.Value == nil && r.nowMs-max(ts, firstSeen(r.marks, offset, r.nowMs)) > r.deleteRetentionMs {
 		return dropTombstone
 	}
 	return keepRecord
@@ -648,7 +658,7 @@ func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, e
 	if p.closed || i < 0 || i == len(p.segments)-1 {
 		p.mu.Unlock()
 		ns.close()
-		removeCleaned(old)
+		_ = p.removeFiles(func() error { removeCleaned(old); return nil })
 		return swapGone, nil
 	}
 	if ns.size == 0 && (i > 0 || dropFirst) {
@@ -658,8 +668,10 @@ func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, e
 		}
 		p.mu.Unlock()
 		ns.close()
-		removeCleaned(old)
-		err := old.remove()
+		err := p.removeFiles(func() error {
+			removeCleaned(old)
+			return old.remove()
+		})
 		old.release()
 		if err != nil {
 			return swapDropped, fmt.Errorf("delete emptied segment %s: %w", old.path(".log"), err)
@@ -710,32 +722,89 @@ func (p *partition) swapCleaned(old, ns *segment, dropFirst bool) (swapResult, e
 	return swapReplaced, err // on an error the segment works from memory; open rebuilds its indexes
 }
 
+// cleanMark says that a pass, at Unix ms time, left the partition clean
+// below offset end. The marks date when the cleaner first saw a record: a
+// tombstone is first seen by the first pass whose end is above it, and it
+// stays until delete.retention.ms after that (and after its own
+// timestamp), as Kafka keeps tombstones since its cleaner first met them
+// (KIP-534): a tombstone appended late with an old timestamp (a source
+// catching up) is not dropped before a consumer behind could read it.
+type cleanMark struct {
+	end, time int64
+}
+
+// firstSeen returns when the cleaner first saw the record at offset: the
+// time of the first mark above it, or now when no pass has covered it yet.
+func firstSeen(marks []cleanMark, offset, nowMs int64) int64 {
+	i, _ := slices.BinarySearchFunc(marks, offset, func(m cleanMark, o int64) int {
+		if m.end <= o {
+			return -1
+		}
+		return 1
+	})
+	if i < len(marks) {
+		return marks[i].time
+	}
+	return nowMs
+}
+
+// addMark returns marks with a pass's mark appended, those at or below
+// start (their records are gone) dropped, and at most maxCleanMarks kept.
+// Dropping the oldest marks moves the first sight of what they covered to
+// a later mark: tombstones stay longer, never shorter.
+func addMark(marks []cleanMark, m cleanMark, start int64) []cleanMark {
+	out := make([]cleanMark, 0, len(marks)+1)
+	for _, old := range marks {
+		if old.end > start && old.end < m.end {
+			out = append(out, old)
+		}
+	}
+	out = append(out, m)
+	if len(out) > maxCleanMarks {
+		out = out[len(out)-maxCleanMarks:]
+	}
+	return out
+}
+
 // readCleanerCheckpoint returns the offset below which the partition in dir
-// is clean: 0 when no pass has finished yet. The file holds two lines, the
-// format version (0) and the offset.
-func readCleanerCheckpoint(dir string) (int64, error) {
+// is clean (0 when no pass has finished yet) and the passes' marks, by end.
+// The file holds the format version, the offset, then a line "end time"
+// per mark; version 0 files have no marks.
+func readCleanerCheckpoint(dir string) (int64, []cleanMark, error) {
 	path := filepath.Join(dir, cleanerCheckpointFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", path, err)
+		return 0, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	f := strings.Fields(string(data))
-	if len(f) != 2 || f[0] != strconv.Itoa(cleanerCheckpointVersion) {
-		return 0, fmt.Errorf("read %s: not a version %d checkpoint", path, cleanerCheckpointVersion)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 2 || (lines[0] != "0" && lines[0] != strconv.Itoa(cleanerCheckpointVersion)) || (lines[0] == "0" && len(lines) != 2) {
+		return 0, nil, fmt.Errorf("read %s: not a version 0 or %d checkpoint", path, cleanerCheckpointVersion)
 	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
+	off, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil || off < 0 {
-		return 0, fmt.Errorf("read %s: bad offset %q", path, f[1])
+		return 0, nil, fmt.Errorf("read %s: bad offset %q", path, lines[1])
 	}
-	return off, nil
+	var marks []cleanMark
+	for _, line := range lines[2:] {
+		var m cleanMark
+		if _, err := fmt.Sscanf(line, "%d %d", &m.end, &m.time); err != nil || m.end <= 0 || m.end > off ||
+			(len(marks) > 0 && m.end <= marks[len(marks)-1].end) {
+			return 0, nil, fmt.Errorf("read %s: bad mark %q", path, line)
+		}
+		marks = append(marks, m)
+	}
+	return off, marks, nil
 }
 
 // writeCleanerCheckpoint records, atomically, that the log is clean below
-// offset.
-func writeCleanerCheckpoint(dir string, offset int64) error {
+// offset, with the passes' marks.
+func writeCleanerCheckpoint(dir string, offset int64, marks []cleanMark) error {
 	data := fmt.Appendf(nil, "%d\n%d\n", cleanerCheckpointVersion, offset)
+	for _, m := range marks {
+		data = fmt.Appendf(data, "%d %d\n", m.end, m.time)
+	}
 	return writeFileAtomic(filepath.Join(dir, cleanerCheckpointFile), data)
 }

@@ -306,7 +306,7 @@ func TestCompact_LatestValuePerKeySurvives(t *testing.T) {
 				t.Fatalf("producer batch after cleaning: %+v", after[0].meta)
 			}
 
-			cp, err := readCleanerCheckpoint(p.dir)
+			cp, _, err := readCleanerCheckpoint(p.dir)
 			if err != nil || cp != next {
 				t.Fatalf("checkpoint = %d, %v; want %d", cp, err, next)
 			}
@@ -1125,5 +1125,80 @@ func TestCompact_MinCompactionLag(t *testing.T) {
 
 	if err := ValidateConfig(map[string]string{ConfigMinCompactionLag: "-1"}); err == nil {
 		t.Fatal("min.compaction.lag.ms=-1 accepted")
+	}
+}
+
+// TestCompact_TombstoneKeptSinceTheCleanerFirstSawIt: a tombstone stays
+// delete.retention.ms after the cleaner first saw it, not only after its
+// own timestamp (as Kafka since KIP-534): one appended late with an old
+// timestamp (a source catching up on yesterday's deletes) is not dropped
+// by the first pass, before a consumer behind the head could read it. When
+// it was first seen survives a reopen (the cleaner checkpoint's marks),
+// and a version 0 checkpoint still reads.
+func TestCompact_TombstoneKeptSinceTheCleanerFirstSawIt(t *testing.T) {
+	dir := t.TempDir()
+	clock := newTestClock()
+	l := openCompactLog(t, dir, clock)
+	if err := l.CreateTopic("t", 1, map[string]string{ConfigCleanupPolicy: "compact", ConfigDeleteRetentionMs: "3600000"}); err != nil {
+		t.Fatal(err)
+	}
+	old := clock.now().Add(-48 * time.Hour)
+	for _, r := range []Record{{Key: []byte("a"), Value: []byte("1"), Timestamp: old}, {Key: []byte("a"), Timestamp: old}, {Key: []byte("b"), Value: []byte("1")}} {
+		if _, err := l.Append(t.Context(), "t", 0, []Record{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := testPartition(t, l, "t", 0)
+	rollNow(t, p)
+	if st := compactNow(t, p, true); st.tombstones != 0 {
+		t.Fatalf("first pass: %+v; the tombstone, 48 h old by its timestamp but never seen by the cleaner, must stay", st)
+	}
+	wantRecords(t, "first pass", readAll(t, l, "t", 0, 0), []string{"1:a=<nil>", "2:b=1"})
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(59 * time.Minute)
+	l = openCompactLog(t, dir, clock)
+	p = testPartition(t, l, "t", 0)
+	compactNow(t, p, true)
+	wantRecords(t, "59 minutes after the first pass", readAll(t, l, "t", 0, 0), []string{"1:a=<nil>", "2:b=1"})
+	clock.advance(2 * time.Minute)
+	if st := compactNow(t, p, true); st.tombstones != 1 {
+		t.Fatalf("61 minutes after the first pass: %+v, want the tombstone removed", st)
+	}
+	wantRecords(t, "61 minutes after the first pass", readAll(t, l, "t", 0, 0), []string{"2:b=1"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A version 0 checkpoint (no marks): the log below it counts as first
+	// seen by the next pass.
+	pdir := partitionDir(dir, "t", 0)
+	if err := os.WriteFile(filepath.Join(pdir, cleanerCheckpointFile), []byte("0\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off, marks, err := readCleanerCheckpoint(pdir)
+	if err != nil || off != 3 || len(marks) != 0 {
+		t.Fatalf("version 0 checkpoint: %d, %v, %v", off, marks, err)
+	}
+}
+
+func TestFirstSeenAndMarks(t *testing.T) {
+	marks := []cleanMark{{end: 10, time: 100}, {end: 20, time: 200}}
+	for _, tt := range []struct{ offset, want int64 }{{0, 100}, {9, 100}, {10, 200}, {19, 200}, {20, 999}} {
+		if got := firstSeen(marks, tt.offset, 999); got != tt.want {
+			t.Errorf("firstSeen(%d) = %d, want %d", tt.offset, got, tt.want)
+		}
+	}
+	var ms []cleanMark
+	for i := range int64(maxCleanMarks + 5) {
+		ms = addMark(ms, cleanMark{end: 10 * (i + 1), time: i}, 0)
+	}
+	if len(ms) != maxCleanMarks || ms[0].end != 60 || ms[len(ms)-1].end != 10*(maxCleanMarks+5) {
+		t.Fatalf("addMark kept %d marks from %+v to %+v", len(ms), ms[0], ms[len(ms)-1])
+	}
+	if ms = addMark(ms, cleanMark{end: 1000, time: 9}, 300); ms[0].end != 310 {
+		t.Fatalf("addMark kept a mark at or below the log start: %+v", ms[0])
 	}
 }

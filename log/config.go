@@ -39,7 +39,7 @@ var configDefs = map[string]configDef{
 	ConfigRetentionBytes:    {"-1", intAtLeast(-1), "largest size of one partition before old segments go; -1 means no limit"},
 	ConfigSegmentBytes:      {"1073741824", intBetween(14, math.MaxInt32), "size at which a new segment file is started"},
 	ConfigSegmentMs:         {"604800000", intAtLeast(1), "age at which a new segment file is started, in ms"},
-	ConfigDeleteRetentionMs: {"86400000", intAtLeast(0), "how long tombstones stay in a compacted topic, in ms"},
+	ConfigDeleteRetentionMs: {"86400000", intAtLeast(0), "how long tombstones stay in a compacted topic once the cleaner has seen them, in ms"},
 	ConfigMaxMessageBytes:   {"1048588", intBetween(0, math.MaxInt32), "largest record batch the topic accepts, in bytes"},
 	ConfigCompressionType:   {"producer", oneOf("producer", "none", "uncompressed", "gzip", "snappy", "lz4", "zstd"), "codec of stored batches; producer keeps what the producer chose"},
 	ConfigMinInsyncReplicas: {"1", intAtLeast(1), "replicas that must have a write before it is acknowledged (one node: 1)"},

@@ -529,7 +529,11 @@ func (l *Log) DeleteTopic(name string) error {
 			l.logger.Warn("close partition of deleted topic", "partition", p.String(), "error", err)
 		}
 		g := p.dir + "." + t.id + "-delete"
-		if err := os.Rename(p.dir, g); err != nil {
+		p.removeMu.Lock() // a pass deleting files by path finishes first; later ones skip
+		p.moved = true
+		err := os.Rename(p.dir, g)
+		p.removeMu.Unlock()
+		if err != nil {
 			// The directory stays behind, owned by no topic: a topic created
 			// under this name later removes it first (createPartitions).
 			l.logger.Error("move aside partition dir of deleted topic", "dir", p.dir, "error", err)

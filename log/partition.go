@@ -39,6 +39,14 @@ type partition struct {
 	// It guards no field; it is taken before mu, never while holding it.
 	cleanMu sync.Mutex
 
+	// removeMu is held while a retention or compaction pass deletes the
+	// partition's files by path after letting go of mu, and by DeleteTopic
+	// while it moves the directory away (setting moved): a topic made again
+	// under the same name owns those paths from then on, and a pass that
+	// chose its victims before the deletion must not delete its files.
+	removeMu sync.Mutex
+	moved    bool // guarded by removeMu: the directory was moved away
+
 	// wmu makes one write call at a time the partition's writer: it plans
 	// under mu, writes the file without mu, then publishes under mu. Taken
 	// before mu. Close takes it too, so no write is in flight when the
@@ -939,4 +947,16 @@ func (p *partition) readBatches(offset int64, maxBytes int, pool *readBuffers) (
 		}
 	}
 	return out, v, nil
+}
+
+// removeFiles runs remove, which deletes files of the partition by path,
+// unless its topic was deleted and its directory moved away meanwhile (see
+// removeMu): the files went with it, and the path may be another topic's.
+func (p *partition) removeFiles(remove func() error) error {
+	p.removeMu.Lock()
+	defer p.removeMu.Unlock()
+	if p.moved {
+		return nil
+	}
+	return remove()
 }

@@ -236,7 +236,7 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 	}
 	var firstErr error
 	for _, s := range victims {
-		if err := s.remove(); err != nil && firstErr == nil {
+		if err := p.removeFiles(s.remove); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("delete segment %s: %w", s.path(".log"), err)
 		}
 		s.release()

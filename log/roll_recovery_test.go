@@ -560,7 +560,8 @@ func TestPartition_Recover_CompactedSegmentBeforeEmptyNewest(t *testing.T) {
 				}
 			}
 			rollNow(t, p)
-			clock.advance(time.Minute) // past delete.retention.ms
+			compactNow(t, p, true)     // the cleaner first sees the tombstones
+			clock.advance(time.Minute) // past delete.retention.ms since then
 			compactNow(t, p, true)
 			wantRecords(t, "after the cleaning", readAll(t, l, leftoverTopic, 0, 0), c.want)
 			dir := t.TempDir()

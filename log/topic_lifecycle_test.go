@@ -411,3 +411,52 @@ func TestDeleteTopic_InternalRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteTopic_PassInFlightSparesTheTopicMadeAgain: a retention or
+// compaction pass chooses the segments to delete under the partition's
+// lock and deletes their files by path after it: when the topic is
+// deleted and made again under the same name in between, the paths are
+// the new topic's, and the pass must not delete its files.
+func TestDeleteTopic_PassInFlightSparesTheTopicMadeAgain(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	defer l.Close()
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(t.Context(), "t", 0, []Record{{Value: []byte("old")}}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := l.partitionForWrite("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.mu.Lock()
+	victim := old.segments[0] // chosen by a pass, its files not yet deleted
+	old.mu.Unlock()
+
+	if err := l.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(t.Context(), "t", 0, []Record{{Value: []byte("new")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.removeFiles(victim.remove); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(victim.path(".log")); err != nil {
+		t.Fatalf("the new topic's segment file: %v (the old topic's pass deleted it)", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openTestLog(t, dir)
+	defer l2.Close()
+	res, err := l2.Read(t.Context(), "t", 0, 0, ReadOptions{})
+	if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "new" {
+		t.Fatalf("the new topic after reopening: %v, %d records", err, len(res.Records))
+	}
+}
