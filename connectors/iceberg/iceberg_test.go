@@ -155,6 +155,77 @@ func TestSink_Write_BadRecord(t *testing.T) {
 	}
 }
 
+// TestSink_Write_EmptyFieldName_IsBadRecord: a JSON field with an empty
+// name is a bad record (dead-lettered with errors.tolerance all), refused
+// before anything reaches the catalog. Buffered as a column, it made the
+// commit fail (iceberg-go refuses a schema field without a name) as a task
+// failure, on every restart, and the failed create left the table
+// registered with metadata that cannot be loaded, failing every later task.
+func TestSink_Write_EmptyFieldName_IsBadRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	recs := []connect.Record{
+		rec("web.clicks", 0, 0, `{"user":"a"}`),
+		rec("web.clicks", 0, 1, `{"user":"b","":1}`),
+		rec("web.clicks", 0, 2, `{"user":"c"}`),
+	}
+	for attempt := 1; attempt <= 3; attempt++ { // the task restarts, the worker redelivers
+		s := e.open(t)
+		err := s.Write(t.Context(), recs)
+		var bad *connect.BadRecordError
+		if errors.As(err, &bad) {
+			if bad.Index != 1 || !strings.Contains(err.Error(), "web.clicks/0@1") || !strings.Contains(err.Error(), "empty name") {
+				t.Fatalf("Write = %v, want BadRecordAt(1) naming the record and the empty name", err)
+			}
+			if pe := new(connect.PermanentError); !errors.As(err, &pe) {
+				t.Errorf("Write = %v: not permanent, though the record fails the same every time", err)
+			}
+			// The worker dead-letters it and writes the rest.
+			write(t, s, recs[2:]...)
+			flush(t, s)
+			if got := e.rows(t, "web.clicks", "user"); len(got) != 2 {
+				t.Errorf("rows = %v, want users a and c", got)
+			}
+			return
+		}
+		if err != nil {
+			// The failed create left the table in the catalog with
+			// metadata no one can load: every later task fails here,
+			// whatever its records.
+			t.Errorf("attempt %d: Write = %v", attempt, err)
+			s.Close(t.Context())
+			continue
+		}
+		if err := s.Flush(t.Context()); err != nil {
+			t.Errorf("attempt %d: Write accepted every record, then Flush = %v", attempt, err)
+			s.Close(t.Context())
+			continue
+		}
+		return
+	}
+}
+
+// TestSink_Upsert_EmptyKeyFieldName_IsBadRecord: a record key object with
+// an empty field name, which upsert makes a key column, is a bad record
+// too, and the table stays usable.
+func TestSink_Upsert_EmptyKeyFieldName_IsBadRecord(t *testing.T) {
+	e := newEnv(t, map[string]string{"mode": "upsert"})
+	s := e.open(t)
+	r := rec("crm.users", 0, 0, `{"plan":"free"}`)
+	r.Key = []byte(`{"":7}`)
+	err := s.Write(t.Context(), []connect.Record{r})
+	var bad *connect.BadRecordError
+	if !errors.As(err, &bad) || bad.Index != 0 || !strings.Contains(err.Error(), "empty name") {
+		t.Fatalf("Write = %v, want BadRecordAt(0) for the empty key field name", err)
+	}
+	good := rec("crm.users", 0, 1, `{"id":7,"plan":"free"}`)
+	good.Key = []byte(`{"id":7}`)
+	write(t, s, good)
+	flush(t, s)
+	if got := e.rows(t, "crm.users", "id"); len(got) != 1 {
+		t.Errorf("rows = %v, want the good record's", got)
+	}
+}
+
 // Change events with embedded schemas: types from the schema, the table
 // name from the source block, _op.
 func TestSink_Append_ChangeEvents(t *testing.T) {

@@ -344,6 +344,9 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 		if len(names) == 0 {
 			return connect.BadRecord(errors.New("upsert mode needs a key: the record has no key object, and key.columns is not set"))
 		}
+		if slices.Contains(names, "") {
+			return connect.BadRecord(fmt.Errorf("the record key %v has a field with an empty name, and an Iceberg key column needs one; fix the producer, or set key.columns", names))
+		}
 		for _, n := range names {
 			pos, ok := w.index[n]
 			if !ok {
@@ -530,7 +533,12 @@ func keyFieldSchema(ev *event, name string) *connect.Schema {
 func (w *tableWriter) recordValues(r *connect.Record, ev *event) ([]fieldValue, error) {
 	o := w.o
 	out := make([]fieldValue, 0, len(ev.row)+5)
-	for _, f := range ev.row {
+	for i, f := range ev.row {
+		if f.Name == "" {
+			// Iceberg refuses a column without a name: the table's
+			// create or schema update would fail on every commit.
+			return nil, fmt.Errorf("field %d of the row has an empty name, and an Iceberg column needs one; fix the producer, or drop such records with a filter transform", i+1)
+		}
 		fv := fieldValue{name: f.Name, value: f.Value}
 		if ev.rowSchema != nil {
 			if s, ok := ev.rowSchema.FieldSchema(f.Name); ok {
