@@ -36,6 +36,21 @@ type Record struct {
 	// Offset is the record's offset in its partition (sink side).
 	Offset int64
 
+	// OriginalTopic, OriginalPartition and OriginalOffset are where the
+	// record was read from the log (sink side), as Kafka Connect's
+	// SinkRecord.originalTopic and its siblings (KIP-793): the worker sets
+	// them on every record it hands to a sink, before or after the sink's
+	// transforms, which may change Topic, Partition and Offset (a route
+	// merging two topics into one name gives records of both the same
+	// coordinates) but not these. A sink that keeps its own offsets (for
+	// exactly once) keys them on Original, never on Topic. An empty
+	// OriginalTopic says they are unset (a record not from the worker, or
+	// from an older host across the plugin boundary): Original then
+	// returns Topic, Partition and Offset.
+	OriginalTopic     string
+	OriginalPartition int32
+	OriginalOffset    int64
+
 	// Position is the source position of the record (source side): opaque
 	// bytes meaningful to the source only (for example a JSON-encoded LSN)
 	// that the worker stores durably and gives back to Open after a restart,
@@ -59,6 +74,17 @@ type Position []byte
 
 // String returns the position as text, as positions are usually JSON.
 func (p Position) String() string { return string(p) }
+
+// Original returns where the record was read from the log (sink side):
+// OriginalTopic, OriginalPartition and OriginalOffset when they are set,
+// else Topic, Partition and Offset. It identifies the record in the log
+// whatever the sink's transforms did to it.
+func (r Record) Original() (topic string, partition int32, offset int64) {
+	if r.OriginalTopic == "" {
+		return r.Topic, r.Partition, r.Offset
+	}
+	return r.OriginalTopic, r.OriginalPartition, r.OriginalOffset
+}
 
 // IsTombstone reports whether r is a tombstone: a record with a nil value.
 func (r Record) IsTombstone() bool { return r.Value == nil }
@@ -95,7 +121,8 @@ func (r Record) Equal(o Record) bool {
 	if !bytesEqualNil(r.Key, o.Key) || !bytesEqualNil(r.Value, o.Value) ||
 		!bytesEqualNil(r.Position, o.Position) || !r.Timestamp.Equal(o.Timestamp) ||
 		r.Topic != o.Topic || r.Partition != o.Partition || r.Offset != o.Offset ||
-		len(r.Headers) != len(o.Headers) {
+		r.OriginalTopic != o.OriginalTopic || r.OriginalPartition != o.OriginalPartition ||
+		r.OriginalOffset != o.OriginalOffset || len(r.Headers) != len(o.Headers) {
 		return false
 	}
 	for i := range r.Headers {

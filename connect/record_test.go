@@ -46,6 +46,9 @@ func TestRecord_Equal(t *testing.T) {
 		{"topic", func(r *Record) { r.Topic = "t" }},
 		{"partition", func(r *Record) { r.Partition = 1 }},
 		{"offset", func(r *Record) { r.Offset = 1 }},
+		{"original topic", func(r *Record) { r.OriginalTopic = "t" }},
+		{"original partition", func(r *Record) { r.OriginalPartition = 1 }},
+		{"original offset", func(r *Record) { r.OriginalOffset = 1 }},
 		{"position", func(r *Record) { r.Position = Position("p") }},
 		{"headers", func(r *Record) { r.Headers = []Header{{Key: "h"}} }},
 	}
@@ -60,6 +63,17 @@ func TestRecord_Equal(t *testing.T) {
 	same.Timestamp = same.Timestamp.In(time.FixedZone("x", 3600))
 	if !base.Equal(same) {
 		t.Error("same instant in another zone: not equal")
+	}
+}
+
+func TestRecord_Original(t *testing.T) {
+	r := Record{Topic: "shop.orders", Partition: 0, Offset: 3}
+	if topic, p, off := r.Original(); topic != "shop.orders" || p != 0 || off != 3 {
+		t.Errorf("Original of a record without originals = %s/%d@%d, want its own coordinates", topic, p, off)
+	}
+	r.OriginalTopic, r.OriginalPartition, r.OriginalOffset = "shop2.orders", 1, 0
+	if topic, p, off := r.Original(); topic != "shop2.orders" || p != 1 || off != 0 {
+		t.Errorf("Original = %s/%d@%d, want shop2.orders/1@0", topic, p, off)
 	}
 }
 

@@ -184,6 +184,7 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 			}
 		}
 	}
+	setOriginals(out, from)
 	bad := r.badRecords
 	if err := r.write(hard, soft, sink, out, from); err != nil {
 		return err
@@ -194,6 +195,23 @@ func (r *runner) deliverBatch(hard, soft context.Context, sink connect.Sink, c c
 	r.m.batchSeconds.Observe(time.Since(start).Seconds())
 	r.m.observeDelivery(recs)
 	return nil
+}
+
+// setOriginals sets the Original fields of the records handed to the sink
+// to the topic, partition and offset of the polled records they came from
+// (Kafka Connect's KIP-793), whatever the sink's transforms did to their
+// Topic, Partition and Offset: a sink that keeps its own offsets keys them
+// on those, so that two records a route gave the same coordinates stay
+// two records.
+func setOriginals(recs []connect.Record, from origins) {
+	for i := range recs {
+		r := &recs[i]
+		o := r
+		if from.index != nil {
+			o = &from.polled[from.index[i]]
+		}
+		r.OriginalTopic, r.OriginalPartition, r.OriginalOffset = o.Topic, o.Partition, o.Offset
+	}
 }
 
 // origins maps the records a sink task hands to the sink back to the

@@ -27,6 +27,9 @@ func toPBRecords(recs []connect.Record) []*pluginpb.Record {
 		m.Topic = r.Topic
 		m.Partition = r.Partition
 		m.Offset = r.Offset
+		m.OriginalTopic = r.OriginalTopic
+		m.OriginalPartition = r.OriginalPartition
+		m.OriginalOffset = r.OriginalOffset
 		m.Position = r.Position
 		if !r.Timestamp.IsZero() {
 			s := r.Timestamp.Unix()
@@ -58,6 +61,9 @@ func fromPBRecords(msgs []*pluginpb.Record) []connect.Record {
 		r.Topic = m.Topic
 		r.Partition = m.Partition
 		r.Offset = m.Offset
+		r.OriginalTopic = m.OriginalTopic
+		r.OriginalPartition = m.OriginalPartition
+		r.OriginalOffset = m.OriginalOffset
 		if m.Position != nil {
 			r.Position = connect.Position(m.Position)
 		}

@@ -26,6 +26,8 @@ func TestRecords_RoundTrip(t *testing.T) {
 		{Key: []byte("k"), Value: []byte(`{"n":1}`), Topic: "t", Partition: 3, Offset: 42, Position: connect.Position(`{"lsn":"0/1"}`),
 			Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)},
 		{Value: []byte("old"), Timestamp: time.Date(1500, 1, 1, 0, 0, 0, 1, time.UTC)},
+		// A sink's record after a route: where it was read travels too.
+		{Value: []byte("{}"), Topic: "shop.orders", Partition: 0, Offset: 7, OriginalTopic: "shop2.orders", OriginalPartition: 1, OriginalOffset: 7},
 	}
 	b, err := proto.Marshal(&pluginpb.WriteRequest{Records: toPBRecords(in)})
 	if err != nil {

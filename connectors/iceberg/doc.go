@@ -49,7 +49,10 @@
 // commit.bytes or commit.interval reached in Write) writes the data files and commits one
 // snapshot per table whose summary holds, under
 // "tributary.offsets.<pipeline>.<sink>", the highest log offset per topic
-// and partition that the table holds, as JSON {"topic":{"0":41}}. When the
+// and partition that the table holds, as JSON {"topic":{"0":41}}: the
+// topic, partition and offset each record was read at
+// (connect.Record.Original), before the sink's transforms, which may give
+// records of several topics one topic and the same offsets. When the
 // sink first touches a table it reads these offsets from the current
 // snapshot and its ancestors and skips records at or below them, so the
 // records a worker redelivers after a crash between the Iceberg commit and

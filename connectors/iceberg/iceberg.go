@@ -313,7 +313,7 @@ type Sink struct {
 	cat    catalog.Catalog
 	tables map[string]*tableWriter
 	names  map[nameKey]string // table names by topic and source block
-	seen   map[tp]int64       // the highest offset buffered or skipped, per topic-partition
+	seen   map[tp]int64       // the highest offset buffered or skipped, per topic-partition read (see origin)
 	// pending counts buffered records over all tables, pendingBytes
 	// their keys' and values' bytes.
 	pending      int64
@@ -386,13 +386,13 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 	}
 	for i := range records {
 		r := &records[i]
-		k := tp{r.Topic, r.Partition}
-		if last, ok := s.seen[k]; ok && r.Offset <= last {
+		k, off := origin(r)
+		if last, ok := s.seen[k]; ok && off <= last {
 			continue // buffered by an earlier call (a retried batch)
 		}
 		if err := s.add(ctx, r); err != nil {
 			if connect.IsBadRecord(err) {
-				bad := fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+				bad := fmt.Errorf("iceberg sink: record %s/%d@%d: %w", k.topic, k.partition, off, err)
 				if !connect.IsRetryable(err) {
 					// What the record holds does not change: without a
 					// dead-letter topic the task stays FAILED.
@@ -400,9 +400,9 @@ func (s *Sink) Write(ctx context.Context, records []connect.Record) error {
 				}
 				return connect.BadRecordAt(i, bad)
 			}
-			return fmt.Errorf("iceberg sink: record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return fmt.Errorf("iceberg sink: record %s/%d@%d: %w", k.topic, k.partition, off, err)
 		}
-		s.seen[k] = r.Offset
+		s.seen[k] = off
 	}
 	s.stats.pending.Store(s.pending)
 	if s.pending >= s.o.commitRecords || s.pendingBytes >= s.o.commitBytes || (s.pending > 0 && time.Since(s.lastCommit) >= s.o.commitInterval) {

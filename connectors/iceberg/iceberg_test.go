@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine/transform"
 )
 
 func TestConnector_Registered(t *testing.T) {
@@ -110,6 +111,93 @@ func TestSink_ExactlyOnce_AfterRestart(t *testing.T) {
 	}
 }
 
+// routed returns what the worker hands a sink that has a route transform
+// (Kafka's RegexRouter, docs/transforms.md: "On a sink, it changes only
+// the topic the sink is given") merging shop1.orders and shop2.orders into
+// shop.orders: n records of partition 0 of each shard, routed, with the
+// coordinates they were read at in their Original fields
+// (engine/sink_task.go, deliverBatch).
+func routed(t *testing.T, n int64) []connect.Record {
+	t.Helper()
+	route, err := transform.Builtin().New("route", map[string]string{
+		"regex": `shop[0-9]+\.orders`, "replacement": "shop.orders",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []connect.Record
+	for _, shard := range []string{"shop1.orders", "shop2.orders"} {
+		for o := int64(0); o < n; o++ {
+			polled := rec(shard, 0, o, fmt.Sprintf(`{"shard":%q,"o":%d}`, shard, o))
+			got, err := route.Apply(polled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range got {
+				r.OriginalTopic, r.OriginalPartition, r.OriginalOffset = polled.Topic, polled.Partition, polled.Offset
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// TestSink_RouteMergingTopics_KeepsEveryRecord: two records a sink-side
+// route gives the same topic, partition and offset are different records
+// of the log; the sink keys its exactly-once bookkeeping (what it
+// buffered, the snapshot summary's offsets) on where they were read, so
+// that the second shard's records are not dropped as "already buffered"
+// (they were, silently: no error, no dead letter, and the group offsets
+// committed past them), and a restart still writes each record once.
+func TestSink_RouteMergingTopics_KeepsEveryRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	out := routed(t, 5)
+	s := e.open(t)
+	write(t, s, out[:5]...) // shop1's batch
+	write(t, s, out[5:]...) // shop2's batch
+	flush(t, s)
+	got := e.rows(t, "shop.orders", "o")
+	if len(got) != len(out) {
+		t.Fatalf("table has %d rows, want %d (one per polled record): %v", len(got), len(out), got)
+	}
+	// The summary holds the offsets of the topics read.
+	summary := e.table(t, "shop.orders").CurrentSnapshot().Summary.Properties[offsetsPrefix+"p.lake"]
+	if want := `{"shop1.orders":{"0":4},"shop2.orders":{"0":4}}`; summary != want {
+		t.Errorf("snapshot summary offsets %s, want %s", summary, want)
+	}
+	// A restart that is handed everything again (the group's offsets were
+	// not committed) writes nothing twice, and the records after it once.
+	more := routed(t, 7)
+	s2 := e.open(t)
+	write(t, s2, more...)
+	flush(t, s2)
+	if got := e.rows(t, "shop.orders", "o"); len(got) != len(more) {
+		t.Errorf("after the restart the table has %d rows, want %d (each record once)", len(got), len(more))
+	}
+}
+
+// TestSink_ExactlyOnce_SummaryWrittenBeforeOriginals: a table whose
+// summaries were written from records without Original fields (before the
+// worker set them; or a sink without transforms, where they are the same)
+// still skips what it holds when the records come with them.
+func TestSink_ExactlyOnce_SummaryWrittenBeforeOriginals(t *testing.T) {
+	e := newEnv(t, nil)
+	s := e.open(t)
+	write(t, s, orders(0, 0, 9)...)
+	flush(t, s)
+	recs := orders(0, 0, 14)
+	for i := range recs {
+		r := &recs[i]
+		r.OriginalTopic, r.OriginalPartition, r.OriginalOffset = r.Topic, r.Partition, r.Offset
+	}
+	s2 := e.open(t)
+	write(t, s2, recs...)
+	flush(t, s2)
+	if got := e.rows(t, "default.orders", "_offset"); len(got) != 15 {
+		t.Errorf("table has %d rows, want 15 (each record once)", len(got))
+	}
+}
+
 // A batch retried by the worker after a retryable error is not buffered twice.
 func TestSink_Write_RetriedBatch(t *testing.T) {
 	e := newEnv(t, nil)
@@ -152,6 +240,77 @@ func TestSink_Write_BadRecord(t *testing.T) {
 		if !connect.IsBadRecord(err) {
 			t.Errorf("Write(%s) = %v, want a bad record", v, err)
 		}
+	}
+}
+
+// TestSink_Write_EmptyFieldName_IsBadRecord: a JSON field with an empty
+// name is a bad record (dead-lettered with errors.tolerance all), refused
+// before anything reaches the catalog. Buffered as a column, it made the
+// commit fail (iceberg-go refuses a schema field without a name) as a task
+// failure, on every restart, and the failed create left the table
+// registered with metadata that cannot be loaded, failing every later task.
+func TestSink_Write_EmptyFieldName_IsBadRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	recs := []connect.Record{
+		rec("web.clicks", 0, 0, `{"user":"a"}`),
+		rec("web.clicks", 0, 1, `{"user":"b","":1}`),
+		rec("web.clicks", 0, 2, `{"user":"c"}`),
+	}
+	for attempt := 1; attempt <= 3; attempt++ { // the task restarts, the worker redelivers
+		s := e.open(t)
+		err := s.Write(t.Context(), recs)
+		var bad *connect.BadRecordError
+		if errors.As(err, &bad) {
+			if bad.Index != 1 || !strings.Contains(err.Error(), "web.clicks/0@1") || !strings.Contains(err.Error(), "empty name") {
+				t.Fatalf("Write = %v, want BadRecordAt(1) naming the record and the empty name", err)
+			}
+			if pe := new(connect.PermanentError); !errors.As(err, &pe) {
+				t.Errorf("Write = %v: not permanent, though the record fails the same every time", err)
+			}
+			// The worker dead-letters it and writes the rest.
+			write(t, s, recs[2:]...)
+			flush(t, s)
+			if got := e.rows(t, "web.clicks", "user"); len(got) != 2 {
+				t.Errorf("rows = %v, want users a and c", got)
+			}
+			return
+		}
+		if err != nil {
+			// The failed create left the table in the catalog with
+			// metadata no one can load: every later task fails here,
+			// whatever its records.
+			t.Errorf("attempt %d: Write = %v", attempt, err)
+			s.Close(t.Context())
+			continue
+		}
+		if err := s.Flush(t.Context()); err != nil {
+			t.Errorf("attempt %d: Write accepted every record, then Flush = %v", attempt, err)
+			s.Close(t.Context())
+			continue
+		}
+		return
+	}
+}
+
+// TestSink_Upsert_EmptyKeyFieldName_IsBadRecord: a record key object with
+// an empty field name, which upsert makes a key column, is a bad record
+// too, and the table stays usable.
+func TestSink_Upsert_EmptyKeyFieldName_IsBadRecord(t *testing.T) {
+	e := newEnv(t, map[string]string{"mode": "upsert"})
+	s := e.open(t)
+	r := rec("crm.users", 0, 0, `{"plan":"free"}`)
+	r.Key = []byte(`{"":7}`)
+	err := s.Write(t.Context(), []connect.Record{r})
+	var bad *connect.BadRecordError
+	if !errors.As(err, &bad) || bad.Index != 0 || !strings.Contains(err.Error(), "empty name") {
+		t.Fatalf("Write = %v, want BadRecordAt(0) for the empty key field name", err)
+	}
+	good := rec("crm.users", 0, 1, `{"id":7,"plan":"free"}`)
+	good.Key = []byte(`{"id":7}`)
+	write(t, s, good)
+	flush(t, s)
+	if got := e.rows(t, "crm.users", "id"); len(got) != 1 {
+		t.Errorf("rows = %v, want the good record's", got)
 	}
 }
 

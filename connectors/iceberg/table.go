@@ -30,6 +30,18 @@ type tp struct {
 	partition int32
 }
 
+// origin returns where r was read from the log: its topic-partition and
+// offset before the sink's transforms (connect.Record.Original). The
+// sink's exactly-once bookkeeping (what it buffered, what a table's
+// snapshots hold) is keyed on it, never on the record's Topic, Partition
+// and Offset: a route that merges two topics into one gives records of
+// both the same coordinates, and keyed on those the second topic's
+// records were skipped as already written.
+func origin(r *connect.Record) (tp, int64) {
+	topic, partition, offset := r.Original()
+	return tp{topic, partition}, offset
+}
+
 // column is one column of a table as the sink knows it: the table's
 // columns plus those that buffered rows add.
 type column struct {
@@ -59,6 +71,8 @@ type tableWriter struct {
 	live  []bool
 	byKey map[string]int
 
+	// The offsets below are those of the records as read from the log
+	// (origin), not as the sink's transforms left them.
 	committed map[tp]int64 // the highest offset per topic-partition in the table
 	skipped   map[tp]bool  // partitions whose records the table held: warned of once
 	nskipped  int64        // records skipped because the table held them
@@ -109,9 +123,9 @@ func (w *tableWriter) skip(r *connect.Record) bool {
 	if !w.o.offsetsFromTbl {
 		return false
 	}
-	k := tp{r.Topic, r.Partition}
+	k, at := origin(r)
 	off, ok := w.committed[k]
-	if !ok || r.Offset > off {
+	if !ok || at > off {
 		return false
 	}
 	w.nskipped++
@@ -119,8 +133,8 @@ func (w *tableWriter) skip(r *connect.Record) bool {
 		w.skipped[k] = true
 		w.o.log.Warn(fmt.Sprintf("iceberg sink: skipping offsets %d to %d of %s/%d: table %s already holds them (snapshot summary %s); "+
 			"resetting the sink's offsets does not write them again: to reprocess them set offsets.from.table: false for that run, or write to another table",
-			r.Offset, off, r.Topic, r.Partition, w.name, w.o.offsetsKey),
-			"table", w.name, "topic", r.Topic, "partition", r.Partition, "from", r.Offset, "to", off)
+			at, off, k.topic, k.partition, w.name, w.o.offsetsKey),
+			"table", w.name, "topic", k.topic, "partition", k.partition, "from", at, "to", off)
 	}
 	return true
 }
@@ -169,6 +183,12 @@ func (w *tableWriter) setKey(names []string) {
 
 // committedOffsets reads the offsets the sink stored in the summaries of
 // the current snapshot and its ancestors: per topic-partition the highest.
+// The topic-partitions are those the records were read from (origin).
+// Summaries written before the sink keyed them so hold the topic a
+// sink-side transform gave the records instead; that is the same topic
+// unless a transform changed it, and otherwise an entry no record
+// matches: its records are written again (at least once), never skipped
+// for another topic's offset.
 func committedOffsets(meta table.Metadata, key string) map[tp]int64 {
 	out := map[tp]int64{}
 	for snap := meta.CurrentSnapshot(); snap != nil; {
@@ -344,6 +364,9 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 		if len(names) == 0 {
 			return connect.BadRecord(errors.New("upsert mode needs a key: the record has no key object, and key.columns is not set"))
 		}
+		if slices.Contains(names, "") {
+			return connect.BadRecord(fmt.Errorf("the record key %v has a field with an empty name, and an Iceberg key column needs one; fix the producer, or set key.columns", names))
+		}
 		for _, n := range names {
 			pos, ok := w.index[n]
 			if !ok {
@@ -457,10 +480,10 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 
 // buffered notes the offset of a buffered record.
 func (w *tableWriter) buffered(r *connect.Record) {
-	k := tp{r.Topic, r.Partition}
-	w.pending[k] = r.Offset
+	k, off := origin(r)
+	w.pending[k] = off
 	if _, ok := w.first[k]; !ok {
-		w.first[k] = r.Offset
+		w.first[k] = off
 	}
 }
 
@@ -530,7 +553,12 @@ func keyFieldSchema(ev *event, name string) *connect.Schema {
 func (w *tableWriter) recordValues(r *connect.Record, ev *event) ([]fieldValue, error) {
 	o := w.o
 	out := make([]fieldValue, 0, len(ev.row)+5)
-	for _, f := range ev.row {
+	for i, f := range ev.row {
+		if f.Name == "" {
+			// Iceberg refuses a column without a name: the table's
+			// create or schema update would fail on every commit.
+			return nil, fmt.Errorf("field %d of the row has an empty name, and an Iceberg column needs one; fix the producer, or drop such records with a filter transform", i+1)
+		}
 		fv := fieldValue{name: f.Name, value: f.Value}
 		if ev.rowSchema != nil {
 			if s, ok := ev.rowSchema.FieldSchema(f.Name); ok {

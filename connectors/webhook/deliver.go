@@ -118,16 +118,20 @@ func (s *Sink) deliver(ctx context.Context, items []*item, out []outcome) error 
 }
 
 // finish records the outcome of a request's items and puts their lanes
-// back in the ready queue when they have more to send.
+// back in the ready queue when they have more to send. A lane whose item
+// failed stops there: the later records of its key stay pending, and are
+// sent by a later Write once the worker has dead-lettered the failed one
+// (or not at all, when the task fails), so that a receiver never gets a
+// key's record after an earlier one of that key that it did not get.
 func (s *Sink) finish(r result, out []outcome, ready *[]*lane) {
 	for _, it := range r.req.items {
-		if r.err == nil {
-			out[it.idx] = outcome{state: delivered}
-			s.stats.delivered.Add(1)
-		} else {
+		if r.err != nil {
 			out[it.idx] = outcome{state: failed, err: r.err}
 			s.stats.failed.Add(1)
+			continue
 		}
+		out[it.idx] = outcome{state: delivered}
+		s.stats.delivered.Add(1)
 		l := it.lane
 		if l.next++; l.next < len(l.items) {
 			*ready = append(*ready, l)

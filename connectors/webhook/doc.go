@@ -25,9 +25,11 @@
 // Write returns only when every record of its batch is delivered (any 2xx)
 // or has failed for good, so the worker commits the group offsets only past
 // records that are done. Records of one key (topic and key) are delivered in
-// log order, each request waiting for the outcome of the one before; records
-// of different keys, and records without a key, go concurrently, up to
-// concurrency requests in flight, at most rate.limit requests per second.
+// log order, each request waiting until the one before is delivered; when
+// one fails, the later records of its key are held back (see below), so a
+// receiver never gets a key's record after an earlier one it did not get.
+// Records of different keys, and records without a key, go concurrently, up
+// to concurrency requests in flight, at most rate.limit requests per second.
 //
 // Connection errors, timeouts, 408, 429, 5xx (and retry.statuses) are
 // retried with exponential backoff and full jitter, waiting at least what a
@@ -60,11 +62,15 @@
 // concurrently, so a failure can come after later records were delivered.
 // Write therefore first delivers everything it can, then reports the first
 // failed record with connect.BadRecordAt, so that every record before it is
-// delivered as the contract says. The worker dead-letters that record and
-// calls Write again with the rest; the sink remembers the outcome of each
-// record of the batch, recognizes the rest (a suffix of the batch, by
-// topic, partition and offset), skips those already delivered and reports
-// the next failure at once, so that nothing is sent twice.
+// delivered as the contract says. The later records of a failed record's
+// key are not sent: they stay pending. The worker dead-letters the failed
+// record and calls Write again with the rest (with errors.tolerance none
+// the task fails instead, and its next run starts again at the failed
+// record); the sink remembers the outcome of each record of the batch,
+// recognizes the rest (a suffix of the batch, by topic, partition and
+// offset), skips those already delivered, sends those it held back once no
+// failed record of their key comes before them, and reports the next
+// failure at once, so that nothing is sent twice.
 //
 // # Signing and idempotency
 //

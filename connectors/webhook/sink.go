@@ -105,8 +105,10 @@ type request struct {
 	body   []byte
 }
 
-// Write delivers the batch and returns when every record is delivered or
-// has failed. It returns nil when all were delivered; otherwise
+// Write delivers the batch and returns when every record is delivered, has
+// failed, or is held back behind a failed record of its key (it is sent by
+// the Write of the rest of the batch, after the worker dead-lettered the
+// failed one). It returns nil when all were delivered; otherwise
 // connect.BadRecordAt for the first failed record, every record before it
 // being delivered (see the package doc for why the order of delivery
 // allows that); its error is marked connect.Permanent when sending the
@@ -171,16 +173,30 @@ func (s *Sink) recall(records []connect.Record, out []outcome) {
 }
 
 // prepare renders the records to send, but those done in an earlier
-// Write. Skipped tombstones and records whose templates fail get their
-// outcome at once.
+// Write and those held back behind a failed record of their key (they
+// stay pending until the worker has dead-lettered it). Skipped tombstones
+// and records whose templates fail get their outcome at once.
 func (s *Sink) prepare(records []connect.Record, out []outcome) []*item {
 	items := make([]*item, 0, len(records))
 	lanes := make(map[string]*lane)
+	var held map[string]bool // keys with a failed record earlier in the batch
 	var keyBuf []byte
 	for i := range records {
 		rec := &records[i]
-		if out[i].state != pending {
+		if rec.Key != nil {
+			keyBuf = append(append(append(keyBuf[:0], rec.Topic...), 0), rec.Key...)
+			if held[string(keyBuf)] {
+				continue // after a failed record of its key: pending
+			}
+		}
+		switch out[i].state {
+		case delivered:
 			continue // done in an earlier Write
+		case failed:
+			if rec.Key != nil {
+				held = holdKey(held, keyBuf)
+			}
+			continue
 		}
 		if rec.IsTombstone() && !s.set.sendTombstones {
 			out[i] = outcome{state: delivered}
@@ -191,13 +207,15 @@ func (s *Sink) prepare(records []connect.Record, out []outcome) []*item {
 			// Permanent: the record renders the same the next time.
 			s.stats.failed.Add(1)
 			out[i] = outcome{state: failed, err: connect.Permanent(s.mask.Error(err))}
+			if rec.Key != nil {
+				held = holdKey(held, keyBuf)
+			}
 			continue
 		}
 		// Records of one key keep their order; records without a key have
 		// none to keep.
 		l := &lane{}
 		if rec.Key != nil {
-			keyBuf = append(append(append(keyBuf[:0], rec.Topic...), 0), rec.Key...)
 			if found := lanes[string(keyBuf)]; found != nil {
 				l = found
 			} else {
@@ -209,6 +227,16 @@ func (s *Sink) prepare(records []connect.Record, out []outcome) []*item {
 		items = append(items, it)
 	}
 	return items
+}
+
+// holdKey adds a lane key (topic, 0, key) to held, making the map when
+// it is nil.
+func holdKey(held map[string]bool, key []byte) map[string]bool {
+	if held == nil {
+		held = map[string]bool{}
+	}
+	held[string(key)] = true
+	return held
 }
 
 // render renders the request parts of one record.

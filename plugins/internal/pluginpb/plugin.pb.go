@@ -52,6 +52,12 @@
 //     Open (which checks the values itself) and lets two connectors share
 //     an exclusive value, as it did; an older plugin sends none. A host
 //     drops a format it does not know, rather than refusing every value.
+//   - Record.original_topic, original_partition and original_offset
+//     (connect.Record's OriginalTopic and siblings: where a sink's record
+//     was read, before the sink's transforms). An older plugin ignores
+//     them; an older host sends none, and the plugin's records then have
+//     them unset, which connect.Record.Original reads as topic, partition
+//     and offset, as a sink saw them before.
 //
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
@@ -566,18 +572,25 @@ func (x *Header) GetValue() []byte {
 }
 
 type Record struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3,oneof" json:"key,omitempty"`     // unset: a null key
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"` // unset: a tombstone
-	Headers       []*Header              `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
-	TsSeconds     *int64                 `protobuf:"varint,4,opt,name=ts_seconds,json=tsSeconds,proto3,oneof" json:"ts_seconds,omitempty"` // unset: the zero time
-	TsNanos       int32                  `protobuf:"varint,5,opt,name=ts_nanos,json=tsNanos,proto3" json:"ts_nanos,omitempty"`
-	Topic         string                 `protobuf:"bytes,6,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,7,opt,name=partition,proto3" json:"partition,omitempty"`
-	Offset        int64                  `protobuf:"varint,8,opt,name=offset,proto3" json:"offset,omitempty"`
-	Position      []byte                 `protobuf:"bytes,9,opt,name=position,proto3,oneof" json:"position,omitempty"` // unset: not a resume point
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Key       []byte                 `protobuf:"bytes,1,opt,name=key,proto3,oneof" json:"key,omitempty"`     // unset: a null key
+	Value     []byte                 `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"` // unset: a tombstone
+	Headers   []*Header              `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
+	TsSeconds *int64                 `protobuf:"varint,4,opt,name=ts_seconds,json=tsSeconds,proto3,oneof" json:"ts_seconds,omitempty"` // unset: the zero time
+	TsNanos   int32                  `protobuf:"varint,5,opt,name=ts_nanos,json=tsNanos,proto3" json:"ts_nanos,omitempty"`
+	Topic     string                 `protobuf:"bytes,6,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,7,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64                  `protobuf:"varint,8,opt,name=offset,proto3" json:"offset,omitempty"`
+	Position  []byte                 `protobuf:"bytes,9,opt,name=position,proto3,oneof" json:"position,omitempty"` // unset: not a resume point
+	// Sink side: where the record was read from the log, whatever the sink's
+	// transforms did to topic, partition and offset (connect.Record's
+	// OriginalTopic and siblings; Kafka Connect's KIP-793). An empty
+	// original_topic: unset (the plugin uses topic, partition and offset).
+	OriginalTopic     string `protobuf:"bytes,10,opt,name=original_topic,json=originalTopic,proto3" json:"original_topic,omitempty"`
+	OriginalPartition int32  `protobuf:"varint,11,opt,name=original_partition,json=originalPartition,proto3" json:"original_partition,omitempty"`
+	OriginalOffset    int64  `protobuf:"varint,12,opt,name=original_offset,json=originalOffset,proto3" json:"original_offset,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Record) Reset() {
@@ -671,6 +684,27 @@ func (x *Record) GetPosition() []byte {
 		return x.Position
 	}
 	return nil
+}
+
+func (x *Record) GetOriginalTopic() string {
+	if x != nil {
+		return x.OriginalTopic
+	}
+	return ""
+}
+
+func (x *Record) GetOriginalPartition() int32 {
+	if x != nil {
+		return x.OriginalPartition
+	}
+	return 0
+}
+
+func (x *Record) GetOriginalOffset() int64 {
+	if x != nil {
+		return x.OriginalOffset
+	}
+	return 0
 }
 
 // Error is a connector's error, classified as connect classifies it.
@@ -1789,7 +1823,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
-	"\x06_value\"\xcb\x02\n" +
+	"\x06_value\"\xca\x03\n" +
 	"\x06Record\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
 	"\x05value\x18\x02 \x01(\fH\x01R\x05value\x88\x01\x01\x125\n" +
@@ -1800,7 +1834,11 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05topic\x18\x06 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\a \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\b \x01(\x03R\x06offset\x12\x1f\n" +
-	"\bposition\x18\t \x01(\fH\x03R\bposition\x88\x01\x01B\x06\n" +
+	"\bposition\x18\t \x01(\fH\x03R\bposition\x88\x01\x01\x12%\n" +
+	"\x0eoriginal_topic\x18\n" +
+	" \x01(\tR\roriginalTopic\x12-\n" +
+	"\x12original_partition\x18\v \x01(\x05R\x11originalPartition\x12'\n" +
+	"\x0foriginal_offset\x18\f \x01(\x03R\x0eoriginalOffsetB\x06\n" +
 	"\x04_keyB\b\n" +
 	"\x06_valueB\r\n" +
 	"\v_ts_secondsB\v\n" +

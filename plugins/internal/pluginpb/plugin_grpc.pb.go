@@ -52,6 +52,12 @@
 //     Open (which checks the values itself) and lets two connectors share
 //     an exclusive value, as it did; an older plugin sends none. A host
 //     drops a format it does not know, rather than refusing every value.
+//   - Record.original_topic, original_partition and original_offset
+//     (connect.Record's OriginalTopic and siblings: where a sink's record
+//     was read, before the sink's transforms). An older plugin ignores
+//     them; an older host sends none, and the plugin's records then have
+//     them unset, which connect.Record.Original reads as topic, partition
+//     and offset, as a sink saw them before.
 //
 // Regenerate with `go generate ./plugins/...` (needs protoc, protoc-gen-go
 // and protoc-gen-go-grpc; the generated files are committed, so building
