@@ -78,7 +78,8 @@
 // webhook-id, webhook-timestamp (of this attempt) and webhook-signature
 // (v1,<base64 HMAC-SHA256 of "id.timestamp.body">). The id is the same on
 // every attempt: msg_<topic>_<partition>_<offset> for one record, msg_b<hash
-// of the records' topics, partitions and offsets> for a batch. It is also
+// of the records' topics, partitions and offsets> for a batch, where each
+// record was read (before a sink-side route merged topics). It is also
 // sent in idempotency.header (Idempotency-Key), so a receiver can drop
 // redeliveries after a crash.
 //

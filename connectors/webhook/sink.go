@@ -60,7 +60,13 @@ type recordID struct {
 	offset    int64
 }
 
-func idOf(r *connect.Record) recordID { return recordID{r.Topic, r.Partition, r.Offset} }
+// idOf returns where r was read (connect.Record.Original): a sink-side
+// route may give records of several topics the same topic, partition and
+// offset.
+func idOf(r *connect.Record) recordID {
+	topic, partition, offset := r.Original()
+	return recordID{topic, partition, offset}
+}
 
 // outcome is what became of one record of a Write.
 type outcome struct {
@@ -326,7 +332,8 @@ func (s *Sink) renderBody(d *recordData) ([]byte, error) {
 
 // recordMsgID is the delivery id of one record.
 func recordMsgID(r *connect.Record) string {
-	return "msg_" + r.Topic + "_" + strconv.FormatInt(int64(r.Partition), 10) + "_" + strconv.FormatInt(r.Offset, 10)
+	id := idOf(r)
+	return "msg_" + id.topic + "_" + strconv.FormatInt(int64(id.partition), 10) + "_" + strconv.FormatInt(id.offset, 10)
 }
 
 // batchMsgID is the delivery id of a batch: a digest of its records'
@@ -337,12 +344,12 @@ func batchMsgID(items []*item) string {
 	h := sha256.New()
 	var buf []byte
 	for _, it := range items {
-		r := it.data.rec
-		buf = append(buf[:0], r.Topic...)
+		id := idOf(it.data.rec)
+		buf = append(buf[:0], id.topic...)
 		buf = append(buf, 0)
-		buf = strconv.AppendInt(buf, int64(r.Partition), 10)
+		buf = strconv.AppendInt(buf, int64(id.partition), 10)
 		buf = append(buf, 0)
-		buf = strconv.AppendInt(buf, r.Offset, 10)
+		buf = strconv.AppendInt(buf, id.offset, 10)
 		buf = append(buf, '\n')
 		h.Write(buf)
 	}

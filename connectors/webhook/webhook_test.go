@@ -107,6 +107,33 @@ func TestSigning_VerifiesAtReceiverOnEveryAttempt(t *testing.T) {
 	}
 }
 
+// TestDeliveryID_IsWhereTheRecordWasRead: behind a sink-side route that
+// merges topics, two records can come with the same topic, partition and
+// offset; their delivery ids (webhook-id, Idempotency-Key) name where each
+// was read, so that a receiver deduplicating by them keeps both.
+func TestDeliveryID_IsWhereTheRecordWasRead(t *testing.T) {
+	var mu sync.Mutex
+	var ids []string
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		ids = append(ids, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	})
+	s := open(t, fast(map[string]string{"url": rc.srv.URL + "/hook"}))
+	recs := events([]string{"a", "b"}, 1)
+	for i, shard := range []string{"shop1.orders", "shop2.orders"} {
+		recs[i].Topic, recs[i].Partition, recs[i].Offset = "shop.orders", 0, 7 // as the route left them
+		recs[i].OriginalTopic, recs[i].OriginalPartition, recs[i].OriginalOffset = shard, 0, 7
+	}
+	if err := s.Write(t.Context(), recs); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	if want := []string{"msg_shop1.orders_0_7", "msg_shop2.orders_0_7"}; !slices.Equal(ids, want) {
+		t.Fatalf("delivery ids %q, want %q", ids, want)
+	}
+}
+
 func TestTemplates_URLMethodHeadersBody(t *testing.T) {
 	rc := newReceiver(t, nil)
 	s := open(t, fast(map[string]string{
