@@ -641,3 +641,31 @@ func TestDebeziumJSON_InferredSchema_IntegerBeyondInt64(t *testing.T) {
 		}
 	}
 }
+
+// The strings "NaN", "Infinity" and "-Infinity" (a source's spelling of
+// the non-finite floats, an element of a PostgreSQL float8[]) encode under
+// float and double schemas as Jackson writes them, and decode as the
+// floats; any other string is refused.
+func TestDebeziumJSON_FloatSchemaNonFiniteStrings(t *testing.T) {
+	items := &Schema{Type: SchemaFloat64, Optional: true}
+	e := oneColumnEvent(t, Schema{Type: SchemaArray, Items: items, Optional: true}, []any{1.5, "NaN", "Infinity", "-Infinity", nil})
+	key, value, err := DebeziumJSON{Schemas: true}.Encode(e)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	if !bytes.Contains(value, []byte(`"c":[1.5,"NaN","Infinity","-Infinity",null]`)) {
+		t.Errorf("value = %s", value)
+	}
+	got, err := DebeziumJSON{}.Decode(key, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := got.After.Get("c")
+	if arr := c.([]any); !math.IsNaN(arr[1].(float64)) || !math.IsInf(arr[2].(float64), 1) || !math.IsInf(arr[3].(float64), -1) {
+		t.Errorf("c = %#v", arr)
+	}
+	e = oneColumnEvent(t, Schema{Type: SchemaFloat32, Optional: true}, "nan")
+	if _, _, err := (DebeziumJSON{Schemas: true}).Encode(e); err == nil || !strings.Contains(err.Error(), `have string "nan"`) {
+		t.Errorf("Encode of \"nan\" under float: err = %v", err)
+	}
+}

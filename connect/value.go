@@ -53,6 +53,15 @@ func appendValue(b []byte, v any, s *Schema) ([]byte, error) {
 				return b, valueErrorf("%q is not a JSON number", string(f))
 			}
 			return append(b, f...), nil
+		case string:
+			// The values JSON lacks, as a source may hold them (an
+			// element of a float8[]): written as Jackson writes them, as
+			// decoding reads them back.
+			switch f {
+			case "NaN", "Infinity", "-Infinity":
+				return appendString(b, f), nil
+			}
+			return b, valueErrorf("want a number for %s, have string %q", s.Type, f)
 		}
 		if i, ok := toInt64(v); ok {
 			return appendFloat(b, float64(i), bits)

@@ -347,3 +347,23 @@ func TestHstoreJSON(t *testing.T) {
 		}
 	}
 }
+
+// Arrays of floats holding NaN or ±Infinity, with schemas on: the items
+// keep their float/double schema and carry the strings "NaN", "Infinity",
+// "-Infinity" as Debezium (Jackson) writes them, for float8[], real[] and
+// numeric[] in decimal.handling.mode=double alike; the event is not refused.
+func TestTypes_FloatArrayNonFiniteWithSchemas(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE fa (id int PRIMARY KEY, v float8[], r real[], n numeric[])",
+		"INSERT INTO fa VALUES (1, '{1.5,NaN,-Infinity}', '{Infinity,2.5}', '{NaN,12.5}')",
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "tables": "public.fa", "decimal.handling.mode": "double"}, nil)
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if got, want := evs[0].Ev.After.String(), `{"id":1,"v":[1.5,"NaN","-Infinity"],"r":["Infinity",2.5],"n":["NaN",12.5]}`; got != want {
+		t.Errorf("after = %s, want %s", got, want)
+	}
+	fs, _ := evs[0].Ev.Schema.Row.FieldSchema("v")
+	if fs.Type != connect.SchemaArray || fs.Items.Type != connect.SchemaFloat64 {
+		t.Errorf("v schema = %s of %s, want array of double", fs.Type, fs.Items.Type)
+	}
+}
