@@ -26,7 +26,11 @@ var ErrTombstone = errors.New("tombstone: the record has no value")
 // accepts both forms whatever Schemas says.
 type DebeziumJSON struct {
 	// Schemas embeds Kafka Connect schemas: each key and value is written
-	// as {"schema":{...},"payload":{...}} (schemas.enable=true).
+	// as {"schema":{...},"payload":{...}} (schemas.enable=true). An event
+	// without a Schema gets one described from its values: optional
+	// fields, int64, double, string, … by Go type; an integer beyond int64
+	// becomes a Decimal of scale 0, written as unscaled bytes, so that no
+	// consumer reads it rounded to a double.
 	Schemas bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -508,5 +509,163 @@ func TestNewEventSchema_Errors(t *testing.T) {
 	es, err := NewEventSchema("t", customerColumns(), nil)
 	if err != nil || es.Key != nil {
 		t.Errorf("no key columns: key schema %v, err %v", es.Key, err)
+	}
+}
+
+// oneColumnEvent is a create event of one row, id 1 and column c with the
+// given schema and value, with an explicit event schema.
+func oneColumnEvent(t *testing.T, col Schema, v any) *ChangeEvent {
+	t.Helper()
+	col.Field = "c"
+	es, err := NewEventSchema("p.s.t", []Schema{{Field: "id", Type: SchemaInt32}, col}, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &ChangeEvent{
+		Op:     OpCreate,
+		Key:    Row{{"id", int64(1)}},
+		After:  Row{{"id", int64(1)}, {"c", v}},
+		Source: SourceInfo{Version: "1", Connector: ConnectorPostgres, Name: "p", DB: "d", Snapshot: SnapshotFalse},
+		Schema: es,
+	}
+	e.Source.SetTime(time.UnixMilli(1700000000000))
+	return e
+}
+
+// A real (float32) column holding its largest value, written with
+// schemas as Java writes Float.MAX_VALUE ("3.4028235E38"), decodes again:
+// as a float64 that text is a hair above float32's max, and the range is
+// checked after rounding to float32.
+func TestDebeziumJSON_Float32MaxRoundTrip(t *testing.T) {
+	e := oneColumnEvent(t, Schema{Type: SchemaFloat32, Optional: true}, float32(math.MaxFloat32))
+	key, value, err := DebeziumJSON{Schemas: true}.Encode(e)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	if !bytes.Contains(value, []byte(`"c":3.4028235E38`)) {
+		t.Errorf("value does not hold c as Java writes Float.MAX_VALUE: %s", value)
+	}
+	got, err := DebeziumJSON{}.Decode(key, value)
+	if err != nil {
+		t.Fatalf("Decode of our own output %s: %v", value, err)
+	}
+	if v, _ := got.After.Get("c"); float32(v.(float64)) != math.MaxFloat32 {
+		t.Errorf("c = %v, want %v", v, float32(math.MaxFloat32))
+	}
+}
+
+// A float64 beyond float32's range under a float (float32) schema is an
+// encoding error naming the field, not +Inf written as invalid JSON; and
+// such a value in the JSON fails to decode under a float schema.
+func TestDebeziumJSON_Float32OutOfRange(t *testing.T) {
+	for _, f := range []float64{1e39, -1e39, 0x1p128 - 0x1p103} {
+		e := oneColumnEvent(t, Schema{Type: SchemaFloat32, Optional: true}, f)
+		_, value, err := DebeziumJSON{Schemas: true}.Encode(e)
+		if err == nil {
+			t.Errorf("Encode of %v under float: no error, value %s", f, value)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "after.c") || !strings.Contains(msg, "out of range for float") {
+			t.Errorf("Encode of %v: error %q does not name the field and the range", f, msg)
+		}
+	}
+	// The largest value below the rounding threshold still encodes, as
+	// Float.MAX_VALUE.
+	e := oneColumnEvent(t, Schema{Type: SchemaFloat32, Optional: true}, math.Nextafter(0x1p128-0x1p103, 0))
+	if _, value, err := (DebeziumJSON{Schemas: true}).Encode(e); err != nil || !bytes.Contains(value, []byte(`"c":3.4028235E38`)) {
+		t.Errorf("Encode just below the threshold: %v, %s", err, value)
+	}
+	value := []byte(`{"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"float","optional":true,"field":"c"}],"optional":true,"field":"after"},{"type":"string","optional":false,"field":"op"}],"optional":false},"payload":{"after":{"c":3.5E38},"op":"c"}}`)
+	if _, err := (DebeziumJSON{}).Decode(nil, value); err == nil || !strings.Contains(err.Error(), "out of range for float") {
+		t.Errorf("Decode of 3.5E38 under float: err = %v, want out of range", err)
+	}
+}
+
+// A value under a float (float32) schema decodes rounded to float32, as
+// JsonConverter reads FLOAT32 with floatValue(): decoding a
+// JsonConverter-style event with more digits than a float holds, then
+// encoding and decoding it again, does not change it.
+func TestDebeziumJSON_Float32DecodeRounds(t *testing.T) {
+	value := []byte(`{"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"float","optional":true,"field":"c"}],"optional":true,"field":"after"},{"type":"string","optional":false,"field":"op"}],"optional":false},"payload":{"after":{"c":16777217},"op":"c"}}`)
+	codec := DebeziumJSON{Schemas: true}
+	e, err := codec.Decode(nil, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := e.After.Get("c"); v != float64(16777216) {
+		t.Errorf("c = %v, want 16777216 (16777217 rounded to float32)", v)
+	}
+	_, v1, err := codec.Encode(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, err := codec.Decode(nil, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(e.After, e2.After) {
+		t.Errorf("round trip changed after: %s -> %s", e.After, e2.After)
+	}
+}
+
+// With schemas on and no schema given, an integer beyond int64 (a
+// json.Number integer literal, a uint64) is described as a Kafka Connect
+// Decimal of scale 0, as Debezium describes BIGINT UNSIGNED in precise
+// mode: its exact value survives the round trip, as unscaled bytes.
+func TestDebeziumJSON_InferredSchema_IntegerBeyondInt64(t *testing.T) {
+	tests := []struct {
+		v    any
+		want []byte // big-endian two's complement
+	}{
+		{json.Number("18446744073709551615"), []byte{0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{json.Number("-9223372036854775809"), []byte{0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{uint64(1 << 63), []byte{0, 0x80, 0, 0, 0, 0, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		e := &ChangeEvent{Op: OpCreate, After: Row{{"n", tt.v}},
+			Source: SourceInfo{Version: "1", Connector: ConnectorMySQL, Name: "p", DB: "d"}}
+		key, value, err := DebeziumJSON{Schemas: true}.Encode(e)
+		if err != nil {
+			t.Fatalf("Encode %v: %v", tt.v, err)
+		}
+		got, err := DebeziumJSON{}.Decode(key, value)
+		if err != nil {
+			t.Fatalf("Decode %s: %v", value, err)
+		}
+		fs, _ := got.Schema.Row.FieldSchema("n")
+		if scale, _ := fs.Param("scale"); fs.Name != LogicalDecimal || scale != "0" {
+			t.Errorf("%v: schema %s %q scale %q, want Decimal scale 0", tt.v, fs.Type, fs.Name, scale)
+		}
+		if v, _ := got.After.Get("n"); !reflect.DeepEqual(v, tt.want) {
+			t.Errorf("%v: n = %#v, want %#v (value %s)", tt.v, v, tt.want, value)
+		}
+	}
+}
+
+// The strings "NaN", "Infinity" and "-Infinity" (a source's spelling of
+// the non-finite floats, an element of a PostgreSQL float8[]) encode under
+// float and double schemas as Jackson writes them, and decode as the
+// floats; any other string is refused.
+func TestDebeziumJSON_FloatSchemaNonFiniteStrings(t *testing.T) {
+	items := &Schema{Type: SchemaFloat64, Optional: true}
+	e := oneColumnEvent(t, Schema{Type: SchemaArray, Items: items, Optional: true}, []any{1.5, "NaN", "Infinity", "-Infinity", nil})
+	key, value, err := DebeziumJSON{Schemas: true}.Encode(e)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	if !bytes.Contains(value, []byte(`"c":[1.5,"NaN","Infinity","-Infinity",null]`)) {
+		t.Errorf("value = %s", value)
+	}
+	got, err := DebeziumJSON{}.Decode(key, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := got.After.Get("c")
+	if arr := c.([]any); !math.IsNaN(arr[1].(float64)) || !math.IsInf(arr[2].(float64), 1) || !math.IsInf(arr[3].(float64), -1) {
+		t.Errorf("c = %#v", arr)
+	}
+	e = oneColumnEvent(t, Schema{Type: SchemaFloat32, Optional: true}, "nan")
+	if _, _, err := (DebeziumJSON{Schemas: true}).Encode(e); err == nil || !strings.Contains(err.Error(), `have string "nan"`) {
+		t.Errorf("Encode of \"nan\" under float: err = %v", err)
 	}
 }

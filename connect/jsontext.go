@@ -303,7 +303,8 @@ func (p *jsonParser) hex4() (rune, bool) {
 // literal that fits int64 becomes int64; a literal with a fraction or an
 // exponent becomes float64 (Debezium writes every double with one, 1.0 or
 // 1.0E10); anything that would lose its value (an integer beyond int64, a
-// float beyond float64) stays a json.Number holding the exact text.
+// float beyond float64, a nonzero float so small it would read as 0) stays
+// a json.Number holding the exact text.
 func (p *jsonParser) number() (any, error) {
 	start := p.pos
 	digits := func() int {
@@ -359,10 +360,26 @@ func (p *jsonParser) number() (any, error) {
 		return json.Number(text), nil
 	}
 	f, err := strconv.ParseFloat(string(text), 64)
-	if err != nil || math.IsInf(f, 0) {
+	if err != nil || math.IsInf(f, 0) || f == 0 && !zeroMantissa(text) {
+		// Beyond float64, or so small it underflows to zero (1e-400):
+		// keep the text rather than write back a different number.
 		return json.Number(text), nil
 	}
 	return f, nil
+}
+
+// zeroMantissa reports whether the digits of the JSON number text before
+// any exponent are all zero, so that parsing it as 0 loses nothing.
+func zeroMantissa(text []byte) bool {
+	for _, c := range text {
+		switch {
+		case c == 'e' || c == 'E':
+			return true
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
 }
 
 func btoi(b bool) int {
@@ -565,6 +582,10 @@ func appendJavaFloat(b []byte, f float64, bits int) ([]byte, error) {
 		return append(b, `"Infinity"`...), nil
 	case math.IsInf(f, -1):
 		return append(b, `"-Infinity"`...), nil
+	case bits == 32 && float32Overflows(f):
+		// Float.toString would write Infinity, a value the column never
+		// held: refuse instead of writing a different number.
+		return b, fmt.Errorf("%v is out of range for float (float32, max ±%v); declare the field double", f, float32(math.MaxFloat32))
 	}
 	if math.Signbit(f) {
 		b = append(b, '-')
@@ -609,6 +630,14 @@ func appendJavaFloat(b []byte, f float64, bits int) ([]byte, error) {
 	}
 	b = append(b, 'E')
 	return strconv.AppendInt(b, int64(exp), 10), nil
+}
+
+// float32Overflows reports whether the finite f rounds to an infinity as a
+// float32: |f| at or beyond MaxFloat32 plus half its ulp (2^128 - 2^103,
+// where round-half-even goes up). Spelled out because Go leaves float32(f)
+// implementation-defined when f is out of range.
+func float32Overflows(f float64) bool {
+	return math.Abs(f) >= 0x1p128-0x1p103
 }
 
 // decimalDigits returns the significant digits of f (positive, finite) and

@@ -117,3 +117,27 @@ func TestCheckUniqueNames_MatchesExact(t *testing.T) {
 		}
 	}
 }
+
+// A number too small for float64 (it would underflow to 0) stays a
+// json.Number holding its text, as the value model promises for any number
+// that a float64 would change.
+func TestRow_JSON_UnderflowKeepsText(t *testing.T) {
+	for _, n := range []json.Number{"1e-400", "-2.5E-350", "0.0000e-400"} {
+		r := Row{{"n", n}}
+		b, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Row
+		if err := back.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		want := any(n)
+		if n == "0.0000e-400" {
+			want = float64(0) // a zero loses nothing as a float64
+		}
+		if v, _ := back.Get("n"); !reflect.DeepEqual(v, want) {
+			t.Errorf("%s round-tripped to %#v (%s -> %s)", n, v, b, back)
+		}
+	}
+}

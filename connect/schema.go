@@ -3,6 +3,7 @@ package connect
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -363,17 +364,30 @@ func schemaFromJSON(v any) (*Schema, error) {
 }
 
 // inferSchema describes a value from its Go type, for encoding with an
-// embedded schema when the connector gave none: every schema is optional
-// and unnamed; integers are int64, float64 double, float32 float; a nil
-// value is taken to be a string; an array's items are described by its
-// first non-nil element.
+// embedded schema when the connector gave none: every schema is optional;
+// integers are int64, float64 double, float32 float; a nil value is taken
+// to be a string; an array's items are described by its first non-nil
+// element. An integer beyond int64 (a uint64, or a json.Number integer
+// literal) is a Kafka Connect Decimal of scale 0 — what Debezium gives
+// MySQL's BIGINT UNSIGNED in precise mode — so it keeps its exact value;
+// it decodes, as every Decimal does, to its unscaled bytes.
 func inferSchema(v any) (Schema, error) {
 	switch v := v.(type) {
 	case nil, string:
 		return Schema{Type: SchemaString, Optional: true}, nil
 	case bool:
 		return Schema{Type: SchemaBoolean, Optional: true}, nil
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+	case uint:
+		if uint64(v) > math.MaxInt64 {
+			return integerDecimalSchema(), nil
+		}
+		return Schema{Type: SchemaInt64, Optional: true}, nil
+	case uint64:
+		if v > math.MaxInt64 {
+			return integerDecimalSchema(), nil
+		}
+		return Schema{Type: SchemaInt64, Optional: true}, nil
+	case int, int8, int16, int32, int64, uint8, uint16, uint32:
 		return Schema{Type: SchemaInt64, Optional: true}, nil
 	case float32:
 		return Schema{Type: SchemaFloat32, Optional: true}, nil
@@ -384,6 +398,9 @@ func inferSchema(v any) (Schema, error) {
 	case json.Number:
 		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return Schema{Type: SchemaInt64, Optional: true}, nil
+		}
+		if isIntegerLiteral(string(v)) {
+			return integerDecimalSchema(), nil
 		}
 		return Schema{Type: SchemaFloat64, Optional: true}, nil
 	case Row:
@@ -403,6 +420,12 @@ func inferSchema(v any) (Schema, error) {
 		return Schema{Type: SchemaArray, Items: &items, Optional: true}, nil
 	}
 	return Schema{}, valueErrorf("unsupported value type %T", v)
+}
+
+// integerDecimalSchema is the inferred schema of an integer beyond int64.
+func integerDecimalSchema() Schema {
+	return Schema{Type: SchemaBytes, Optional: true, Name: LogicalDecimal, Version: 1,
+		Parameters: []SchemaParam{{Key: "scale", Value: "0"}}}
 }
 
 // inferRowSchema describes rows as one optional struct: the union of their

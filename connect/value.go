@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"math/big"
 	"strconv"
 )
 
@@ -52,6 +53,15 @@ func appendValue(b []byte, v any, s *Schema) ([]byte, error) {
 				return b, valueErrorf("%q is not a JSON number", string(f))
 			}
 			return append(b, f...), nil
+		case string:
+			// The values JSON lacks, as a source may hold them (an
+			// element of a float8[]): written as Jackson writes them, as
+			// decoding reads them back.
+			switch f {
+			case "NaN", "Infinity", "-Infinity":
+				return appendString(b, f), nil
+			}
+			return b, valueErrorf("want a number for %s, have string %q", s.Type, f)
 		}
 		if i, ok := toInt64(v); ok {
 			return appendFloat(b, float64(i), bits)
@@ -71,6 +81,13 @@ func appendValue(b []byte, v any, s *Schema) ([]byte, error) {
 		return appendString(b, sv), nil
 	case SchemaBytes:
 		bv, ok := v.([]byte)
+		if !ok && s.Name == LogicalDecimal {
+			var err error
+			if bv, err = decimalUnscaled(v, s); err != nil {
+				return b, err
+			}
+			ok = true
+		}
 		if !ok {
 			return b, valueErrorf("want []byte for bytes, have %T", v)
 		}
@@ -308,6 +325,73 @@ func appendBytes(b []byte, v []byte) []byte {
 	return append(b, '"')
 }
 
+// decimalUnscaled turns an integer — a Go integer, or a json.Number
+// integer literal of any size — into the unscaled bytes of a Kafka
+// Connect Decimal with s's "scale" (big-endian two's complement in the
+// fewest bytes, as Java's BigInteger.toByteArray). This is how an integer
+// beyond int64 is written when the schema was inferred (see inferSchema).
+func decimalUnscaled(v any, s *Schema) ([]byte, error) {
+	n := new(big.Int)
+	switch x := v.(type) {
+	case json.Number:
+		if !isIntegerLiteral(string(x)) {
+			return nil, valueErrorf("want an integer or []byte for a Decimal, have %s", string(x))
+		}
+		if _, ok := n.SetString(string(x), 10); !ok {
+			return nil, valueErrorf("%q is not a JSON number", string(x))
+		}
+	case uint:
+		n.SetUint64(uint64(x))
+	case uint64:
+		n.SetUint64(x)
+	default:
+		i, ok := toInt64(v)
+		if !ok {
+			return nil, valueErrorf("want []byte or an integer for a Decimal, have %T", v)
+		}
+		n.SetInt64(i)
+	}
+	scale := 0
+	if p, ok := s.Param("scale"); ok {
+		var err error
+		// PostgreSQL's numeric scales lie in [-1000, 16383]; the bound
+		// keeps 10^scale small.
+		if scale, err = strconv.Atoi(p); err != nil || scale < -1<<15 || scale > 1<<15 {
+			return nil, valueErrorf("Decimal schema: scale %q is not an integer in [-32768, 32768]", p)
+		}
+	}
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(scale, -scale))), nil)
+	if scale >= 0 {
+		n.Mul(n, pow)
+	} else if _, r := n.QuoRem(n, pow, new(big.Int)); r.Sign() != 0 {
+		return nil, valueErrorf("%v is not a multiple of 10^%d, as a Decimal of scale %d needs", v, -scale, scale)
+	}
+	return twosComplement(n), nil
+}
+
+// twosComplement returns n as Java's BigInteger.toByteArray does: big
+// endian two's complement in the fewest bytes.
+func twosComplement(n *big.Int) []byte {
+	if n.Sign() >= 0 {
+		b := n.Bytes()
+		if len(b) == 0 || b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return b
+	}
+	// -n = ^(n-1): the bytes of |n|-1, inverted.
+	m := new(big.Int).Neg(n)
+	m.Sub(m, big.NewInt(1))
+	b := m.Bytes()
+	for i := range b {
+		b[i] = ^b[i]
+	}
+	if len(b) == 0 || b[0]&0x80 == 0 {
+		b = append([]byte{0xff}, b...)
+	}
+	return b
+}
+
 // toInt64 converts any Go integer (and an integral json.Number) to int64.
 func toInt64(v any) (int64, bool) {
 	switch n := v.(type) {
@@ -413,8 +497,15 @@ func decodeValue(v any, s *Schema) (any, error) {
 		default:
 			return nil, valueErrorf("want a number for %s, have %s", s.Type, jsonKind(v))
 		}
-		if s.Type == SchemaFloat32 && math.Abs(f) > math.MaxFloat32 {
-			return nil, valueErrorf("%v is out of range for float", f)
+		if s.Type == SchemaFloat32 {
+			// As JsonConverter's floatValue(): round to float32 first, so
+			// Float.MAX_VALUE as Java writes it ("3.4028235E38", a hair
+			// above float32's max as a float64) decodes, and a value
+			// decodes to what encoding it again would write.
+			if !math.IsInf(f, 0) && float32Overflows(f) {
+				return nil, valueErrorf("%v is out of range for float (float32, max ±%v); declare the field double", f, float32(math.MaxFloat32))
+			}
+			return float64(float32(f)), nil
 		}
 		return f, nil
 	case SchemaBoolean:

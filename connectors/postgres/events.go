@@ -96,9 +96,11 @@ func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.Chang
 //     key, and a value written as null because it could not be parsed, or
 //     a row older than a SET NOT NULL that the catalogue already shows, can
 //     hold one too;
-//   - a non-finite float ("NaN", "Infinity"): Kafka Connect's float schemas
-//     cannot carry those, so such a column is an optional string in that
-//     event.
+//   - a non-finite float ("NaN", "Infinity"): such a column is an optional
+//     string in that event, so consumers see a string where a string is
+//     written. The items of an array share one schema and keep theirs:
+//     the codec writes the strings under float/double as Jackson does
+//     (Debezium's output), and reads them back as NaN and ±Inf.
 func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
 	es := cdc.NullsOptional(rel.schema, ev.Before, ev.After)
 	var fix []int // columns to describe as optional strings

@@ -136,13 +136,15 @@ type mapper struct {
 }
 
 // numericScale returns precision and scale of a numeric type modifier, ok
-// false when the column has none (variable scale).
+// false when the column has none (variable scale). The scale is the low 11
+// bits, signed (numeric.c's numeric_typmod_scale): PostgreSQL 15 allows
+// scales from -1000 (numeric(5,-2) rounds to hundreds) to 1000.
 func numericScale(typmod int32) (prec, scale int, ok bool) {
 	if typmod < 4 {
 		return 0, 0, false
 	}
 	t := typmod - 4
-	return int((t >> 16) & 0xffff), int(t & 0xffff), true
+	return int((t >> 16) & 0xffff), int((t&0x7ff)^0x400) - 0x400, true
 }
 
 // timePrecision returns the fractional-second digits of a time or timestamp
@@ -489,12 +491,30 @@ func (m *mapper) decimal(s string, typmod int32, money bool) (any, error) {
 		if !fixed {
 			return connect.Row{{Name: "scale", Value: int64(scale)}, {Name: "value", Value: twosComplement(unscaled)}}, nil
 		}
-		for ; scale < want; scale++ {
-			unscaled.Mul(unscaled, big.NewInt(10))
+		if err := rescale(unscaled, scale, want); err != nil {
+			return nil, err
 		}
 		return twosComplement(unscaled), nil
 	}
 	return s, nil
+}
+
+// rescale turns unscaled, a decimal of scale from, into the unscaled value
+// of the same number at scale to. A negative to (numeric(5,-2)) drops
+// trailing zeros — 12300 is 123 at scale -2 — which PostgreSQL's rounding
+// guarantees are there.
+func rescale(unscaled *big.Int, from, to int) error {
+	ten := big.NewInt(10)
+	for ; from < to; from++ {
+		unscaled.Mul(unscaled, ten)
+	}
+	r := new(big.Int)
+	for ; from > to; from-- {
+		if unscaled.QuoRem(unscaled, ten, r); r.Sign() != 0 {
+			return fmt.Errorf("numeric value has more digits than its column's scale %d allows", to)
+		}
+	}
+	return nil
 }
 
 // moneyText turns money output ("$1,234.56", "-$0.50") into decimal text.
@@ -716,23 +736,36 @@ func parseTimestampTZ(s string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	us, err := parseTimestamp(local)
+	// Through time.Time rather than microseconds since 1970, which
+	// overflow int64 in the last decades before PostgreSQL's maximum
+	// (294276-12-31).
+	date, clock, ok := strings.Cut(local, " ")
+	if !ok {
+		return nil, fmt.Errorf("%q is not a timestamp", local)
+	}
+	y, mo, d, err := civil(date, bc)
 	if err != nil {
 		return nil, err
 	}
-	if bc {
-		// parseTimestamp saw no BC suffix; redo the year.
-		us2, err := parseTimestamp(local + " BC")
-		if err != nil {
-			return nil, err
-		}
-		us = us2
+	us, err := parseClock(clock)
+	if err != nil {
+		return nil, err
 	}
-	t := time.UnixMicro(us - int64(off)*1e6).UTC()
-	if t.Year() < 1 || t.Year() > 9999 {
-		return t.Format(time.RFC3339Nano), nil
+	t := time.Date(y, time.Month(mo), d, 0, 0, 0, int(us%1e6)*1e3, time.UTC).
+		Add(time.Duration(us/1e6-int64(off)) * time.Second)
+	return isoInstant(t), nil
+}
+
+// isoInstant formats t as java.time's ISO formatter does for Debezium:
+// four-digit years padded with zeros, years beyond 9999 with a leading +
+// ("+10000-01-01T00:00:00Z"), years before 1 astronomically with a - (1 BC
+// is "0000", 2 BC "-0001"), as Go writes them too.
+func isoInstant(t time.Time) string {
+	s := t.Format(time.RFC3339Nano)
+	if t.Year() > 9999 {
+		return "+" + s
 	}
-	return t.Format("2006-01-02T15:04:05.999999999Z07:00"), nil
+	return s
 }
 
 // Microseconds per unit for intervals, as Debezium's MicroDuration counts

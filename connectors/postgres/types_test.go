@@ -347,3 +347,102 @@ func TestHstoreJSON(t *testing.T) {
 		}
 	}
 }
+
+// Arrays of floats holding NaN or ±Infinity, with schemas on: the items
+// keep their float/double schema and carry the strings "NaN", "Infinity",
+// "-Infinity" as Debezium (Jackson) writes them, for float8[], real[] and
+// numeric[] in decimal.handling.mode=double alike; the event is not refused.
+func TestTypes_FloatArrayNonFiniteWithSchemas(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE fa (id int PRIMARY KEY, v float8[], r real[], n numeric[])",
+		"INSERT INTO fa VALUES (1, '{1.5,NaN,-Infinity}', '{Infinity,2.5}', '{NaN,12.5}')",
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "tables": "public.fa", "decimal.handling.mode": "double"}, nil)
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if got, want := evs[0].Ev.After.String(), `{"id":1,"v":[1.5,"NaN","-Infinity"],"r":["Infinity",2.5],"n":["NaN",12.5]}`; got != want {
+		t.Errorf("after = %s, want %s", got, want)
+	}
+	fs, _ := evs[0].Ev.Schema.Row.FieldSchema("v")
+	if fs.Type != connect.SchemaArray || fs.Items.Type != connect.SchemaFloat64 {
+		t.Errorf("v schema = %s of %s, want array of double", fs.Type, fs.Items.Type)
+	}
+}
+
+// numeric with a negative scale (PostgreSQL 15+: numeric(5,-2) rounds to
+// hundreds) in decimal.handling.mode=precise: the type modifier's scale is
+// an 11-bit signed field (numeric.c, make_numeric_typmod), and a Kafka
+// Connect Decimal (Java BigDecimal) takes a negative scale: 12300 is
+// scale -2, unscaled 123, not scale 2046.
+func TestTypes_NegativeScaleNumericPrecise(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE ns (id int PRIMARY KEY, n numeric(5,-2), m numeric(3,5))",
+		"INSERT INTO ns VALUES (1, 12345, 0.00123)", // n stored as 12300
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "tables": "public.ns", "decimal.handling.mode": "precise"}, nil)
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	e, err := connect.DebeziumJSON{}.Decode(evs[0].Rec.Key, evs[0].Rec.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		col, scale, prec string
+		unscaled         byte
+	}{{"n", "-2", "5", 123}, {"m", "5", "3", 123}} {
+		fs, ok := e.Schema.Row.FieldSchema(tt.col)
+		if !ok {
+			t.Fatalf("no schema for %s", tt.col)
+		}
+		scale, _ := fs.Param("scale")
+		prec, _ := fs.Param("connect.decimal.precision")
+		v, _ := e.After.Get(tt.col)
+		b, _ := v.([]byte)
+		if scale != tt.scale || prec != tt.prec || len(b) != 1 || b[0] != tt.unscaled {
+			t.Errorf("%s: scale %q precision %q, unscaled % x; want scale %s precision %s, unscaled %d", tt.col, scale, prec, b, tt.scale, tt.prec, tt.unscaled)
+		}
+	}
+}
+
+func TestNumericScale(t *testing.T) {
+	// make_numeric_typmod: ((precision << 16) | (scale & 0x7ff)) + 4.
+	typmod := func(p, s int) int32 { return int32((p<<16)|(s&0x7ff)) + 4 }
+	for _, tt := range []struct{ p, s int }{{5, -2}, {10, 2}, {1000, 1000}, {1, -1000}, {3, 5}, {1, 0}} {
+		p, s, ok := numericScale(typmod(tt.p, tt.s))
+		if !ok || p != tt.p || s != tt.s {
+			t.Errorf("numericScale(numeric(%d,%d)) = %d, %d, %v", tt.p, tt.s, p, s, ok)
+		}
+	}
+	if _, _, ok := numericScale(-1); ok {
+		t.Errorf("numericScale(-1): ok, want variable scale")
+	}
+}
+
+// A timestamptz after year 9999: Debezium formats ZonedTimestamp with
+// java.time's ISO formatter, which writes years beyond four digits with a
+// sign ("+10000-01-01T00:00:00Z").
+func TestTypes_ZonedTimestampYearBeyond9999(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE zt (id int PRIMARY KEY, t timestamptz)",
+		"INSERT INTO zt VALUES (1, '10000-01-01 00:00:00+00')",
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "tables": "public.zt"}, nil)
+	evs := decode(t, readRecords(t, s, 1, 30*time.Second))
+	if got := evs[0].Ev.After.String(); !strings.Contains(got, `"t":"+10000-01-01T00:00:00Z"`) {
+		t.Errorf("after = %s, want t \"+10000-01-01T00:00:00Z\" as java.time writes it", got)
+	}
+}
+
+func TestParseTimestampTZ_Years(t *testing.T) {
+	for in, want := range map[string]string{
+		"9999-12-31 23:59:59.5+00":  "9999-12-31T23:59:59.5Z",
+		"10000-01-01 00:00:00+00":   "+10000-01-01T00:00:00Z",
+		"294276-12-31 23:59:59+00":  "+294276-12-31T23:59:59Z",
+		"0001-01-01 00:00:00+00":    "0001-01-01T00:00:00Z",
+		"0001-01-01 00:00:00+00 BC": "0000-01-01T00:00:00Z",
+		"0002-06-01 00:00:00+00 BC": "-0001-06-01T00:00:00Z",
+	} {
+		got, err := parseTimestampTZ(in)
+		if err != nil || got != want {
+			t.Errorf("parseTimestampTZ(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+}
