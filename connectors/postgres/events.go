@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -102,7 +103,7 @@ func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.Chang
 //     the codec writes the strings under float/double as Jackson does
 //     (Debezium's output), and reads them back as NaN and ±Inf.
 func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
-	es := cdc.NullsOptional(rel.schema, ev.Before, ev.After)
+	es := nestArrays(cdc.NullsOptional(rel.schema, ev.Before, ev.After), ev.Before, ev.After)
 	var fix []int // columns to describe as optional strings
 	for i := range rel.columns {
 		k := rel.columns[i].typ.kind
@@ -129,6 +130,64 @@ func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
 	}
 	cp.Row = &row
 	return &cp
+}
+
+// nestArrays gives an array column whose value in before or after has
+// several dimensions as many levels of array in es: an array type does not
+// say how many dimensions its values have (an int[] column holds
+// '{{1,2},{3,4}}' too), so the relation's schema has one.
+func nestArrays(es *connect.EventSchema, before, after connect.Row) *connect.EventSchema {
+	if es == nil || es.Row == nil {
+		return es
+	}
+	var fields []connect.Schema // the copy, once a column needs it
+	for i := range es.Row.Fields {
+		if es.Row.Fields[i].Type != connect.SchemaArray {
+			continue
+		}
+		depth := 0
+		for _, row := range [2]connect.Row{before, after} {
+			if i < len(row) {
+				depth = max(depth, arrayDepth(row[i].Value))
+			}
+		}
+		if depth < 2 {
+			continue
+		}
+		if fields == nil {
+			fields = slices.Clone(es.Row.Fields)
+		}
+		items := fields[i].Items
+		for range depth - 1 {
+			items = &connect.Schema{Type: connect.SchemaArray, Items: items}
+		}
+		fields[i].Items = items
+	}
+	if fields == nil {
+		return es
+	}
+	cp := *es
+	row := *es.Row
+	row.Fields = fields
+	cp.Row = &row
+	return &cp
+}
+
+// arrayDepth returns how many levels of array v, a column's value, has:
+// PostgreSQL's arrays are rectangular, so the first element tells.
+func arrayDepth(v any) int {
+	depth := 0
+	for {
+		a, ok := v.([]any)
+		if !ok {
+			return depth
+		}
+		depth++
+		if len(a) == 0 {
+			return depth
+		}
+		v = a[0]
+	}
 }
 
 // heartbeat returns a heartbeat record as Debezium writes them: topic

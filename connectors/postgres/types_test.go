@@ -446,3 +446,38 @@ func TestParseTimestampTZ_Years(t *testing.T) {
 		}
 	}
 }
+
+// TestTypes_MultiDimensionalArraysWithSchemas: a column's array type does
+// not say how many dimensions its values have (int[] holds '{{1,2},{3,4}}'
+// too); with schemas on, each event's schema has as many levels of array
+// as its value, so that the event encodes (it stopped the connector) and
+// decodes back to the nested arrays.
+func TestTypes_MultiDimensionalArraysWithSchemas(t *testing.T) {
+	db := newDB(t,
+		"CREATE TABLE md (id int PRIMARY KEY, a int[], r real[][], s text[])",
+		"INSERT INTO md VALUES (1, '{{1,2},{3,NULL}}', '{{{1.5}},{{NaN}}}', '{x,y}'), (2, '{}', NULL, '{{a},{b}}')",
+	)
+	s := openSource(t, db, map[string]string{"schemas": "true", "snapshot.mode": "initial_only", "tables": "public.md"}, nil)
+	evs := decode(t, readRecords(t, s, 2, 30*time.Second))
+	want := map[int64]string{
+		1: `{"id":1,"a":[[1,2],[3,null]],"r":[[[1.5]],[["NaN"]]],"s":["x","y"]}`,
+		2: `{"id":2,"a":[],"r":null,"s":[["a"],["b"]]}`,
+	}
+	depths := map[int64]map[string]int{1: {"a": 2, "r": 3, "s": 1}, 2: {"a": 1, "s": 2}}
+	for _, e := range evs {
+		id, _ := e.Ev.After.Get("id")
+		if got := e.Ev.After.String(); got != want[id.(int64)] {
+			t.Errorf("row %d: after = %s, want %s", id, got, want[id.(int64)])
+		}
+		for col, depth := range depths[id.(int64)] {
+			fs, _ := e.Ev.Schema.Row.FieldSchema(col)
+			d := 0
+			for sc := fs; sc != nil && sc.Type == connect.SchemaArray; sc = sc.Items {
+				d++
+			}
+			if d != depth {
+				t.Errorf("row %d: %s schema has %d levels of array, want %d", id, col, d, depth)
+			}
+		}
+	}
+}
