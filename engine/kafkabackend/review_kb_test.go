@@ -1,0 +1,173 @@
+package kafkabackend
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Two pipelines on one cluster each have a source named "src" (a pipeline
+// names its connectors; the lease group, the target state and the offsets
+// key all carry the pipeline). Each must resume from its own position: the
+// source of p2, which never stored one, starts at the beginning, not at the
+// position the source of p1 stored under its own key.
+func TestReviewKB_PositionsOfSameNamedSourcesInTwoPipelines(t *testing.T) {
+	c := startListener(t)
+	ctx := t.Context()
+	w1 := newWorker(t, c.backend(t), "w1")
+	spec1 := engine.ConnectorSpec{Pipeline: "p1", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "one",
+		Config: map[string]string{"max": "50"}}
+	if err := w1.w.Start(ctx, spec1, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p1's source acked 50", 15*time.Second, func() bool { return w1.lastAcked() == 50 })
+
+	w2 := newWorker(t, c.backend(t), "w2")
+	spec2 := engine.ConnectorSpec{Pipeline: "p2", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "two",
+		Config: map[string]string{"max": "30"}}
+	if err := w2.w.Start(ctx, spec2, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && w2.lastAcked() != 30 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int
+	if err := w2.b.ReadAll(ctx, "two", func(connect.Record) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Fatalf("p2's source wrote %d records to its topic, want 30 (it read %d): it resumed from the position p1's source stored", n, w2.lastRead())
+	}
+}
+
+// After a term ends (the lease was revoked and the task released it), the
+// runner asks for the lease again at once (runLeasedSource loops back to
+// standBy). Acquire must then wait for a new assignment: the lease is no
+// longer held. It returns at once instead whenever it runs before the
+// revoked callback, woken by the release, has replaced the term's closed
+// acquired channel: the runner then starts a term (reloads the position,
+// opens the source) without holding the lease.
+func TestReviewKB_AcquireRightAfterReleaseGrantsALeaseNotHeld(t *testing.T) {
+	b := &Backend{logger: quiet()}
+	ctx := t.Context()
+	spurious := 0
+	const rounds = 200
+	for range rounds {
+		l := &lease{b: b, group: "g", acquired: make(chan struct{})}
+		l.assigned(ctx, nil, map[string][]int32{LeasesTopic: {0}})
+		revoked, release, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { // kgo's OnPartitionsRevoked / OnPartitionsLost
+			defer close(done)
+			l.revoked(ctx, nil, map[string][]int32{LeasesTopic: {0}})
+		}()
+		<-revoked // the task stops
+		release() // runLeasedSource: release(), then standBy → Acquire
+		actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, _, err = l.Acquire(actx)
+		cancel()
+		if err == nil {
+			spurious++
+		}
+		<-done
+	}
+	if spurious > 0 {
+		t.Fatalf("Acquire granted the lease %d times of %d right after it was revoked and released, with no new assignment", spurious, rounds)
+	}
+}
+
+// _tributary.targets exists with more than one partition (created by hand
+// or by a cluster's auto-creation with its num.partitions, before any
+// worker created it): the workers write target states with the keyed
+// partitioner, so most land on partitions other than 0, which is the only
+// one the workers load and follow. A pause made through one worker then
+// never reaches the other, which keeps running the connector. (Kafka
+// Connect refuses to start on a config topic of more than one partition.)
+func TestReviewKB_TargetsTopicWithSeveralPartitionsDiverges(t *testing.T) {
+	c := startListener(t)
+	ctx := t.Context()
+	if err := c.backend(t).EnsureTopic(ctx, engine.TargetsTopic, 3, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := engine.NewWorker(ctx, engine.Options{Backend: c.backend(t), Logger: quiet(), WorkerID: "probe"})
+	if err != nil {
+		t.Logf("a worker refuses to start: %v (as Kafka Connect does)", err)
+		return
+	}
+	probe.Shutdown(ctx)
+	w1 := newWorker(t, c.backend(t), "w1")
+	w2 := newWorker(t, c.backend(t), "w2")
+	sink := engine.ConnectorSpec{Pipeline: "p", Name: "sink", Kind: connect.KindSink, Connector: "mem", Topics: []string{"numbers"}}
+	for _, w := range []*workerUnderTest{w1, w2} {
+		if err := w.w.Start(ctx, sink, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w2.w.PauseContext(ctx, "sink"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && connectorState(t, w1, "sink") != engine.StatePaused {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s1, s2 := connectorState(t, w1, "sink"), connectorState(t, w2, "sink"); s1 != s2 {
+		t.Fatalf("after a pause through w2, w2 shows the connector %s and w1 %s: the target state diverged (it was written to a partition of %s no worker follows)", s2, s1, engine.TargetsTopic)
+	}
+}
+
+// The sink's consumer loses its group session, as after a GC pause or a
+// SIGSTOP longer than the session timeout: the coordinator answers its
+// next heartbeat UNKNOWN_MEMBER_ID (kfake, told to answer so once). kgo
+// handles this on its own: it calls OnPartitionsLost, rejoins and resumes
+// from the committed offsets, and hands Poll an informational
+// ErrGroupSession ("not worth restarting the client for"). Poll returns it
+// as a fetch error, so the sink task FAILS (and the runner restarts it,
+// leaving and joining the group again), where a Kafka Connect sink task
+// carries on.
+func TestReviewKB_SinkTaskFailsOnALostGroupSession(t *testing.T) {
+	c := startKfake(t)
+	ctx := t.Context()
+	wt := newWorker(t, c.backend(t), "w1")
+	produceValues(t, wt.b, "numbers", `"a"`, `"b"`, `"c"`)
+	if err := wt.w.Start(ctx, engine.ConnectorSpec{Pipeline: "p", Name: "dst", Kind: connect.KindSink, Connector: "mem", Topics: []string{"numbers"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the three records at the sink", 10*time.Second, func() bool { return len(wt.received()) == 3 })
+	var expired atomic.Bool
+	c.fake.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if expired.Swap(true) {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	start := time.Now()
+	var failed string
+	for time.Since(start) < 4*time.Second && failed == "" {
+		st, err := wt.w.Status("dst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Tasks) == 1 && st.Tasks[0].State == engine.StateFailed {
+			failed = st.Tasks[0].Trace
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !expired.Load() {
+		t.Fatal("no heartbeat was answered UNKNOWN_MEMBER_ID")
+	}
+	if failed != "" {
+		t.Fatalf("the sink task FAILED on a lost group session kgo rejoins by itself: %s", failed)
+	}
+}
