@@ -672,26 +672,11 @@ func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 func (l *Log) CreatePartitions(name string, total int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	t, ok := l.topics[name]
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-	}
-	have := len(t.parts)
-	if IsInternalTopic(name) {
-		// Where a key's records go depends on the partition count: grown,
-		// a group's (or a source's) new commits would land in another
-		// partition than its old ones, and lose to them on reading.
-		return fmt.Errorf("%w: %s holds committed offsets or source positions, and its partition count cannot change (it stays %d)", ErrInternalTopic, name, have)
-	}
-	if total <= have {
-		return fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, have, have)
-	}
-	if err := l.checkPartitionCount(name, total); err != nil {
+	t, err := l.checkCreatePartitionsLocked(name, total)
+	if err != nil {
 		return err
 	}
+	have := len(t.parts)
 	added, err := l.createPartitions(name, have, total, t.config)
 	if err != nil {
 		return fmt.Errorf("add partitions to %s: %w", name, err)
@@ -707,6 +692,44 @@ func (l *Log) CreatePartitions(name string, total int) error {
 	}
 	t.parts = append(append([]*partition(nil), t.parts...), added...)
 	return nil
+}
+
+// CheckCreatePartitions reports the error CreatePartitions(name, total)
+// would return for its request, without changing anything: the checks of
+// a validate-only request (Kafka's CreatePartitions with validate_only).
+// The answer holds for the log as it is now; a concurrent change of the
+// topic may make the real call answer otherwise.
+func (l *Log) CheckCreatePartitions(name string, total int) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, err := l.checkCreatePartitionsLocked(name, total)
+	return err
+}
+
+// checkCreatePartitionsLocked checks a request to grow a topic to total
+// partitions and returns the topic. The caller holds l.mu.
+func (l *Log) checkCreatePartitionsLocked(name string, total int) (*topic, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	t, ok := l.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	have := len(t.parts)
+	if IsInternalTopic(name) {
+		// Where a key's records go depends on the partition count: grown,
+		// a group's (or a source's) new commits would land in another
+		// partition than its old ones, and lose to them on reading.
+		return nil, fmt.Errorf("%w: %s holds committed offsets or source positions, and its partition count cannot change (it stays %d)", ErrInternalTopic, name, have)
+	}
+	if total <= have {
+		return nil, fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, have, have)
+	}
+	if err := l.checkPartitionCount(name, total); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // AlterTopicConfig sets and removes config overrides of a topic.

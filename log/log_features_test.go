@@ -485,6 +485,43 @@ func TestFeature_CreatePartitions_NeverShrink(t *testing.T) {
 	}
 }
 
+// TestCheckCreatePartitions_AgreesWithCreatePartitions: the validate-only
+// check (the Kafka listener's CreatePartitions with validate_only) refuses
+// what the real call refuses, with the same error, and changes nothing.
+func TestCheckCreatePartitions_AgreesWithCreatePartitions(t *testing.T) {
+	l := openTestLog(t, t.TempDir(), func(o *Options) { o.MaxPartitions = 8 })
+	defer l.Close()
+	for _, name := range []string{"p", "_tributary.offsets"} {
+		if err := l.CreateTopic(name, 3, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		topic string
+		total int
+		want  error
+	}{
+		{"p", 2, ErrInvalidPartitions}, // shrink
+		{"p", 3, ErrInvalidPartitions}, // same count
+		{"p", 9, ErrTooManyPartitions}, // over MaxPartitions
+		{"_tributary.offsets", 4, ErrInternalTopic},
+		{"nope", 4, ErrUnknownTopic},
+		{"p", 5, nil},
+	} {
+		check := l.CheckCreatePartitions(c.topic, c.total)
+		if n, err := l.Partitions(c.topic); err == nil && n != 3 {
+			t.Fatalf("CheckCreatePartitions(%s, %d) changed the count to %d", c.topic, c.total, n)
+		}
+		real := l.CreatePartitions(c.topic, c.total)
+		if !errors.Is(check, c.want) || !errors.Is(real, c.want) || fmt.Sprint(check) != fmt.Sprint(real) {
+			t.Fatalf("grow %s to %d: check %v, real call %v; want both %v", c.topic, c.total, check, real, c.want)
+		}
+	}
+	if err := l.CheckCreatePartitions("p", 5); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("check after growing p to 5: %v, want ErrInvalidPartitions", err)
+	}
+}
+
 func TestProduce_AutoCreateUsesNumPartitions(t *testing.T) {
 	l := openTestLog(t, t.TempDir(), func(o *Options) { o.NumPartitions = 4 })
 	defer l.Close()

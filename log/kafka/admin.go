@@ -12,7 +12,8 @@ import (
 
 // createTopics answers CreateTopics. One node holds one replica: a
 // replication factor above 1 is refused as Kafka refuses one larger than
-// its broker count.
+// its broker count; 0 and below -1 as Kafka refuses them anywhere (-1 is
+// the default, 1).
 func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for _, t := range req.Topics {
@@ -43,6 +44,10 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool,
 	}
 	if parts == -1 {
 		parts = s.log.DefaultPartitions()
+	}
+	if t.ReplicationFactor == 0 || t.ReplicationFactor < -1 {
+		// Kafka's own words (ReplicationControlManager.validateNewTopic).
+		return fmt.Errorf("%w: replication factor %d: replication factor must be larger than 0, or -1 to use the default value (this log holds 1 replica)", kerr.InvalidReplicationFactor, t.ReplicationFactor)
 	}
 	if t.ReplicationFactor > 1 {
 		return fmt.Errorf("%w: replication factor %d is larger than the 1 broker of this log", kerr.InvalidReplicationFactor, t.ReplicationFactor)
@@ -149,10 +154,8 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.Creat
 		}
 		if err == nil {
 			if req.ValidateOnly {
-				var n int
-				if n, err = s.log.Partitions(t.Topic); err == nil && int(t.Count) <= n {
-					err = fmt.Errorf("%w: topic %s has %d partitions; the count can only grow", tlog.ErrInvalidPartitions, t.Topic, n)
-				}
+				// The checks of the real call, without the change.
+				err = s.log.CheckCreatePartitions(t.Topic, int(t.Count))
 			} else {
 				err = s.log.CreatePartitions(t.Topic, int(t.Count))
 			}

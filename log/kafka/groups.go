@@ -21,7 +21,9 @@ package kafka
 // answers every waiting JoinGroup; the leader gets the members' metadata,
 // computes the assignment and sends it in its SyncGroup, which answers
 // every waiting SyncGroup. Members that miss their session timeout (no
-// heartbeat, sync or commit) are removed and the group rebalances.
+// heartbeat, sync or commit) are removed and the group rebalances; a member
+// whose JoinGroup or SyncGroup waits is not (as Kafka, it cannot heartbeat
+// meanwhile), the rebalance and pending-sync deadlines bound those waits.
 //
 // Offset commits from members are checked against the generation: only a
 // current member of the current generation may commit, and not while the
@@ -140,6 +142,16 @@ type member struct {
 	sync chan syncResult
 }
 
+// sessionExpired reports whether the member missed its session timeout. A
+// member whose JoinGroup or SyncGroup waits is not expired: it cannot
+// heartbeat while its connection is blocked, and Kafka counts it as
+// heartbeating (MemberMetadata.hasSatisfiedHeartbeat). A waiting JoinGroup
+// is bounded by the rebalance deadline, a waiting SyncGroup by the leader's
+// pending-sync deadline; answering either restarts the session.
+func (m *member) sessionExpired(now time.Time) bool {
+	return m.join == nil && m.sync == nil && now.After(m.deadline)
+}
+
 type syncResult struct {
 	code       int16
 	assignment []byte
@@ -190,7 +202,7 @@ func (c *coordinator) reap() {
 	for _, g := range groups {
 		g.mu.Lock()
 		for id, m := range g.members {
-			if m.join == nil && now.After(m.deadline) {
+			if m.sessionExpired(now) {
 				c.s.logger.Info("kafka group member session expired", "group", g.name, "member", id, "session_timeout", m.sessionTimeout)
 				c.removeMember(g, m, "session timeout")
 			}
@@ -253,6 +265,7 @@ func (c *coordinator) prepareRebalance(g *group, reason string) {
 			if m.sync != nil {
 				m.sync <- syncResult{code: codeRebalanceInProgress}
 				m.sync = nil
+				m.deadline = c.now().Add(m.sessionTimeout)
 			}
 		}
 	}

@@ -195,6 +195,7 @@ func (c *coordinator) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 				if mm.sync != nil {
 					mm.sync <- syncResult{assignment: mm.assignment}
 					mm.sync = nil
+					mm.deadline = c.now().Add(mm.sessionTimeout)
 				}
 			}
 			g.state = stateStable
@@ -235,7 +236,7 @@ func (c *coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[req.MemberID]
-	if m != nil && m.join == nil && c.now().After(m.deadline) {
+	if m != nil && m.sessionExpired(c.now()) {
 		// The session ended before the reaper's next round: the member
 		// is gone now, as Kafka's session timer would have removed it.
 		c.s.logger.Info("kafka group member session expired", "group", g.name, "member", m.id, "session_timeout", m.sessionTimeout)
@@ -335,6 +336,16 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	for ti, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		// As Kafka (KafkaApis.handleOffsetCommitRequest), a partition that
+		// does not exist is answered UNKNOWN_TOPIC_OR_PARTITION, before the
+		// group is looked at, and nothing is stored for it: a misspelt
+		// topic in a reset fails instead of leaving offsets that a topic
+		// created later under that name would start from.
+		partitions, err := c.s.log.Partitions(t.Topic)
+		topicCode := int16(0)
+		if err != nil && !errors.Is(err, tlog.ErrUnknownTopic) {
+			topicCode = errorCode(err) // the log is closing: nothing to commit to
+		}
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -344,12 +355,16 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				md = *p.Metadata
 			}
 			switch {
+			case topicCode != 0:
+				rp.ErrorCode = topicCode
+			case tlog.ValidateTopicName(t.Topic) == nil && (p.Partition < 0 || int(p.Partition) >= partitions):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case code != 0:
 			case len(md) > 4096:
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			case tlog.ValidateTopicName(t.Topic) != nil:
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-			case p.Partition < 0 || p.Offset < 0:
+			case p.Offset < 0:
 				rp.ErrorCode = kerr.InvalidCommitOffsetSize.Code
 			default:
 				ts := now

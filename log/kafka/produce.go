@@ -14,10 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produce appends the record batches of a Produce request as the producer
-// built them (Log.AppendRawAsync checks each CRC and assigns offsets, in
-// request order) and returns the function that completes the answer: it
-// waits until every append is durable and builds the response. The
+// produce appends the record batch of each partition of a Produce request
+// as the producer built it (Log.AppendRawAsync checks its CRC and records
+// and assigns offsets, in request order) and returns the function that
+// completes the answer: it waits until every append is durable and builds
+// the response. The
 // connection runs it in request order while it reads the next requests, so
 // that the produce requests a client pipelines share fsyncs. Every acks
 // level waits for the fsync: the log acknowledges nothing it could lose, so
@@ -25,6 +26,9 @@ import (
 func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	txn := req.TransactionID != nil
+	// As Kafka (ReplicaManager.appendRecords): acks other than -1 (all),
+	// 0 and 1 append nothing and every partition says so.
+	badAcks := req.Acks != -1 && req.Acks != 0 && req.Acks != 1
 	type pending struct {
 		t, p int
 		wait func(context.Context) error
@@ -41,6 +45,9 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 			if txn {
 				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				rp.ErrorMessage = kmsg.StringPtr("transactions are not supported by this listener")
+			} else if badAcks {
+				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				rp.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("acks %d: a producer's acks must be -1 (all), 0 or 1", req.Acks))
 			} else {
 				appends = append(appends, pending{t: ti, p: pi})
 			}
@@ -50,7 +57,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 	}
 	appendOne := func(a *pending) {
 		t, rp := &req.Topics[a.t], &resp.Topics[a.t].Partitions[a.p]
-		base, wait, err := s.appendBatches(ctx, t.Topic, rp.Partition, t.Partitions[a.p].Records)
+		base, wait, err := s.appendBatch(ctx, req.Version, t.Topic, rp.Partition, t.Partitions[a.p].Records)
 		a.wait, rp.BaseOffset = wait, base
 		if err != nil {
 			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -118,10 +125,19 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) func() *
 	}
 }
 
-// appendBatches appends the batches of one partition's records field
-// without waiting for durability. It returns the base offset of the first
-// and the wait for all of them (the last one's: durability only grows).
-func (s *Server) appendBatches(ctx context.Context, topic string, partition int32, records []byte) (int64, func(context.Context) error, error) {
+// appendBatch appends the record batch of one partition's records field
+// without waiting for durability. It returns its base offset and the wait
+// for it.
+//
+// As Kafka (ProduceRequest.validateRecords, Produce v3 and later), the
+// field holds exactly one batch: a set of several is refused whole with
+// INVALID_RECORD, so that no batch of it is stored while the partition is
+// answered with an error (a later batch refused by the log, for its CRC,
+// size, keys or sequence, would otherwise leave the earlier ones stored,
+// and the client's retry would store them twice). The framing of every
+// batch is checked first, so that bytes that are no batch are
+// CORRUPT_MESSAGE, as Kafka's batch iterator finds them.
+func (s *Server) appendBatch(ctx context.Context, version int16, topic string, partition int32, records []byte) (int64, func(context.Context) error, error) {
 	if len(records) == 0 {
 		return -1, nil, kerr.InvalidRecord
 	}
@@ -130,10 +146,8 @@ func (s *Server) appendBatches(ctx context.Context, topic string, partition int3
 		// (a client's records there could move any group's offsets).
 		return -1, nil, fmt.Errorf("%w: cannot append to internal topic %s (commit a group's offsets with OffsetCommit)", tlog.ErrInternalTopic, topic)
 	}
-	// Frame every batch before appending any, so that a malformed one
-	// refuses the whole set (as Kafka validates a partition's records
-	// before it appends them) rather than after some were stored.
-	var sizes []int64
+	batches := 0
+	var first int64
 	for rest := records; len(rest) > 0; {
 		if len(rest) < 17 {
 			return -1, nil, fmt.Errorf("%w: %d trailing bytes are no record batch", kerr.CorruptMessage, len(rest))
@@ -148,25 +162,20 @@ func (s *Server) appendBatches(ctx context.Context, topic string, partition int3
 		if attrs := binary.BigEndian.Uint16(rest[21:]); attrs&0x10 != 0 {
 			return -1, nil, fmt.Errorf("%w: transactional batches are not supported", kerr.TransactionalIDAuthorizationFailed)
 		}
-		sizes = append(sizes, n)
+		if batches == 0 {
+			first = n
+		}
+		batches++
 		rest = rest[n:]
 	}
-	first := int64(-1)
-	var wait func(context.Context) error
-	for _, n := range sizes {
-		base, w, err := s.log.AppendRawAsync(ctx, topic, partition, records[:n])
-		if w != nil {
-			wait = w
-		}
-		if err != nil {
-			return first, wait, fmt.Errorf("produce to %s-%d: %w", topic, partition, err)
-		}
-		if first < 0 {
-			first = base
-		}
-		records = records[n:]
+	if batches > 1 {
+		return -1, nil, fmt.Errorf("%w: produce to %s-%d: %d record batches; Produce requests with version %d are only allowed to contain exactly one record batch per partition (send one batch per partition per request)", kerr.InvalidRecord, topic, partition, batches, version)
 	}
-	return first, wait, nil
+	base, wait, err := s.log.AppendRawAsync(ctx, topic, partition, records[:first])
+	if err != nil {
+		return -1, wait, fmt.Errorf("produce to %s-%d: %w", topic, partition, err)
+	}
+	return base, wait, nil
 }
 
 // maxParallelAppends bounds the partitions of one Produce request appended

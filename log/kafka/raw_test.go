@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -145,6 +146,62 @@ func TestProduce_IdempotentRetryIsNotAppendedTwice(t *testing.T) {
 	}
 }
 
+// TestProduce_SeveralBatchesForOnePartitionStoreNothing: a partition's
+// record set whose second batch is well framed but refused by the log (here
+// a bad CRC; equally a batch over max.message.bytes, a nil key on a
+// compacted topic, an out-of-order sequence) must not leave the first
+// stored while the partition is answered with an error: the client's retry
+// would store it twice. As Kafka (Produce v3+), a set of more than one
+// batch is refused whole with INVALID_RECORD, two sound batches too.
+func TestProduce_SeveralBatchesForOnePartitionStoreNothing(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := testBatch(-1, -1, -1, "b")
+	bad[len(bad)-1] ^= 0xff // the CRC no longer holds
+	rc := ts.raw(t)
+	resp := do[*kmsg.ProduceResponse](rc, produceReq("t", append(testBatch(-1, -1, -1, "a"), bad...)), 9)
+	code := resp.Topics[0].Partitions[0].ErrorCode
+	if code != kerr.InvalidRecord.Code {
+		t.Fatalf("record set with a corrupt second batch: %v; want INVALID_RECORD", kerr.ErrorForCode(code))
+	}
+	two := append(testBatch(-1, -1, -1, "a"), testBatch(-1, -1, -1, "b")...)
+	resp = do[*kmsg.ProduceResponse](rc, produceReq("t", two), 9)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRecord.Code {
+		t.Fatalf("record set of two sound batches: %v; want INVALID_RECORD (Kafka takes exactly one batch per partition)", kerr.ErrorForCode(code))
+	}
+	// The next append (durable when it returns) shows what was stored.
+	base, err := ts.log.Append(t.Context(), "t", 0, []tlog.Record{{Value: []byte("next")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != 0 {
+		t.Fatalf("produce answered %v, yet %d record(s) of the refused set were stored: the client's retry stores them again", kerr.ErrorForCode(code), base)
+	}
+}
+
+// TestProduce_InvalidAcksAppendsNothing: as Kafka, a Produce whose acks is
+// not -1, 0 or 1 is answered INVALID_REQUIRED_ACKS for every partition and
+// nothing is appended.
+func TestProduce_InvalidAcksAppendsNothing(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	for _, acks := range []int16{2, -2} {
+		req := produceReq("t", testBatch(-1, -1, -1, "a"))
+		req.Acks = acks
+		if code := do[*kmsg.ProduceResponse](rc, req, 9).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequiredAcks.Code {
+			t.Fatalf("produce with acks %d: %v; want INVALID_REQUIRED_ACKS", acks, kerr.ErrorForCode(code))
+		}
+	}
+	if _, end, err := ts.log.Offsets("t", 0); err != nil || end != 0 {
+		t.Fatalf("end offset %d (%v) after produces with invalid acks; want 0", end, err)
+	}
+}
+
 func TestUnsupported_AnsweredNotDropped(t *testing.T) {
 	ts := startServer(t)
 	rc := ts.raw(t)
@@ -174,6 +231,9 @@ func TestUnsupported_AnsweredNotDropped(t *testing.T) {
 
 func TestGroup_SessionTimeoutAndGenerationChecks(t *testing.T) {
 	ts := startServer(t)
+	if err := ts.log.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
 	rc := ts.raw(t)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", 500, 1000
@@ -233,5 +293,99 @@ func TestGroup_SessionTimeoutAndGenerationChecks(t *testing.T) {
 	d := do[*kmsg.DeleteGroupsResponse](rc, del, 2)
 	if d.Groups[0].ErrorCode != 0 || d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("delete groups: codes %d %d", d.Groups[0].ErrorCode, d.Groups[1].ErrorCode)
+	}
+}
+
+// joinV3 builds a JoinGroup (v3: no KIP-394 member id round trip).
+func joinV3(group, member string, sessionMs, rebalanceMs int32) *kmsg.JoinGroupRequest {
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.MemberID = group, member
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = sessionMs, rebalanceMs
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+	return join
+}
+
+// TestGroup_FollowerAwaitingSyncIsNotExpired: Kafka does not expire a member
+// while its SyncGroup waits for the leader's assignment (a member awaiting
+// join or sync "automatically satisfies expected heartbeats",
+// MemberMetadata.hasSatisfiedHeartbeat / ClassicGroupMember): the follower
+// cannot heartbeat, its connection is blocked in the SyncGroup. The pending
+// sync bound is the rebalance timeout, not the session timeout.
+func TestGroup_FollowerAwaitingSyncIsNotExpired(t *testing.T) {
+	ts := startServer(t)
+	ra, rb := ts.raw(t), ts.raw(t)
+	const session, rebalance = 300, 10000
+
+	// A joins alone and leads generation 1.
+	ja := do[*kmsg.JoinGroupResponse](ra, joinV3("g", "", session, rebalance), 3)
+	if ja.ErrorCode != 0 || ja.Generation != 1 {
+		t.Fatalf("A join: code %d gen %d", ja.ErrorCode, ja.Generation)
+	}
+	a := ja.MemberID
+	sa := kmsg.NewPtrSyncGroupRequest()
+	sa.Group, sa.Generation, sa.MemberID = "g", 1, a
+	sa.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("a1")}}
+	if s := do[*kmsg.SyncGroupResponse](ra, sa, 3); s.ErrorCode != 0 {
+		t.Fatalf("A sync 1: code %d", s.ErrorCode)
+	}
+
+	// B joins (blocks until A rejoins); A rejoins: generation 2, A leads.
+	rb.send(joinV3("g", "", session, rebalance), 3)
+	time.Sleep(50 * time.Millisecond)
+	ja = do[*kmsg.JoinGroupResponse](ra, joinV3("g", a, session, rebalance), 3)
+	jb := kmsg.NewPtrJoinGroupResponse()
+	rb.recv(jb, 3)
+	if ja.ErrorCode != 0 || jb.ErrorCode != 0 || ja.Generation != 2 || ja.LeaderID != a {
+		t.Fatalf("rejoin: codes %d %d gen %d leader %q", ja.ErrorCode, jb.ErrorCode, ja.Generation, ja.LeaderID)
+	}
+	b := jb.MemberID
+
+	// B syncs at once and waits for the leader's assignment.
+	sb := kmsg.NewPtrSyncGroupRequest()
+	sb.Group, sb.Generation, sb.MemberID = "g", 2, b
+	rb.send(sb, 3)
+
+	// The leader takes three of B's session timeouts to assign, and
+	// heartbeats meanwhile (it is not awaiting anything).
+	for range 18 {
+		time.Sleep(50 * time.Millisecond)
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID = "g", 2, a
+		if h := do[*kmsg.HeartbeatResponse](ra, hb, 3); h.ErrorCode != 0 {
+			t.Fatalf("leader heartbeat while the follower awaits its SyncGroup: %v (the follower was expired by its session timeout while blocked in SyncGroup; Kafka exempts members awaiting sync)", kerr.ErrorForCode(h.ErrorCode))
+		}
+	}
+	sa.Generation = 2
+	sa.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{
+		{MemberID: a, MemberAssignment: []byte("a2")},
+		{MemberID: b, MemberAssignment: []byte("b2")},
+	}
+	if s := do[*kmsg.SyncGroupResponse](ra, sa, 3); s.ErrorCode != 0 {
+		t.Fatalf("leader sync 2: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	rsb := kmsg.NewPtrSyncGroupResponse()
+	rb.recv(rsb, 3)
+	if rsb.ErrorCode != 0 || string(rsb.MemberAssignment) != "b2" {
+		t.Fatalf("follower's SyncGroup, waiting for the leader: %v, assignment %q; want its assignment b2", kerr.ErrorForCode(rsb.ErrorCode), rsb.MemberAssignment)
+	}
+}
+
+// TestOffsetCommit_UnknownTopicIsRefused: Kafka answers an OffsetCommit for a
+// topic that does not exist with UNKNOWN_TOPIC_OR_PARTITION for its
+// partitions (KafkaApis.handleOffsetCommitRequest: !metadataCache.contains)
+// and stores nothing; a misspelt topic in a reset (kadm CommitOffsets,
+// kafka-consumer-groups) fails instead of storing offsets that a topic
+// created later under that name would start from.
+func TestOffsetCommit_UnknownTopicIsRefused(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.raw(t)
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = "g", -1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "no-such-topic", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42}}}}
+	code := do[*kmsg.OffsetCommitResponse](rc, req, 7).Topics[0].Partitions[0].ErrorCode
+	_, stored := ts.log.Groups().CommittedOffset("g", "no-such-topic", 0)
+	if code != kerr.UnknownTopicOrPartition.Code || stored {
+		t.Fatalf("commit to a topic that does not exist: %v, stored %v; want UNKNOWN_TOPIC_OR_PARTITION and nothing stored", kerr.ErrorForCode(code), stored)
 	}
 }
