@@ -561,3 +561,34 @@ func TestWorker_SinkReadsAddedPartitions(t *testing.T) {
 		t.Errorf("records by partition = %v", got)
 	}
 }
+
+// Two pipelines, one after the other in one worker, each have a source
+// named "src": the second, which never stored a position, starts at the
+// beginning, not at the position the first stored under its own pipeline.
+func TestWorker_SameNamedSourcesOfTwoPipelinesKeepTheirOwnPositions(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	p1 := ConnectorSpec{Pipeline: "p1", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "one", Config: map[string]string{"max": "50"}}
+	if err := h.worker.Start(ctx, p1, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p1's source to store position 50", func() bool { return string(h.worker.offsets.Get("p1", "src")) == `{"n":50}` })
+	if err := h.worker.Delete(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := ConnectorSpec{Pipeline: "p2", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "two", Config: map[string]string{"max": "30"}}
+	if err := h.worker.Start(ctx, p2, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p2's source to store position 30", func() bool { return string(h.worker.offsets.Get("p2", "src")) == `{"n":30}` })
+	var n int
+	if err := h.worker.opts.Backend.ReadAll(ctx, "two", func(connect.Record) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Fatalf("p2's source wrote %d records to its topic, want 30: it resumed from the position p1's source stored", n)
+	}
+	if got := string(h.worker.offsets.Get("p1", "src")); got != `{"n":50}` {
+		t.Fatalf("p1's position is %s after p2's source ran, want {\"n\":50}", got)
+	}
+}

@@ -19,15 +19,18 @@ const OffsetsTopic = "_tributary.offsets"
 // OffsetStore keeps the last durable position of every source connector in
 // OffsetsTopic. Keys are Kafka Connect shaped, ["<connector>",{"pipeline":…}],
 // values are the position bytes (JSON for every built-in source); a nil value
-// (tombstone) resets a connector. For a connect.TailRecoverer the record
+// (tombstone) resets a connector. A source is known by its pipeline and its
+// name together, as in the key: two pipelines may each have a source of the
+// same name (on one shared Kafka cluster, or one after the other in a
+// worker), and each has a position of its own. For a connect.TailRecoverer the record
 // also carries, in the optional header tailHeader, the log offsets the task
 // had reached with that position.
 type OffsetStore struct {
 	backend Backend
 
 	mu    sync.Mutex
-	pos   map[string]connect.Position  // by connector name
-	tails map[string][]PartitionOffset // by connector name; only with a position
+	pos   map[targetID]connect.Position  // by pipeline and connector
+	tails map[targetID][]PartitionOffset // by pipeline and connector; only with a position
 }
 
 type offsetKeyPartition struct {
@@ -39,27 +42,38 @@ func offsetKey(pipeline, connector string) []byte {
 	return b
 }
 
+// decodeOffsetKey reads the source an OffsetsTopic key is about; ok is
+// false for a key of another shape (not ours).
+func decodeOffsetKey(k []byte) (id targetID, ok bool) {
+	var key []json.RawMessage
+	if err := json.Unmarshal(k, &key); err != nil || len(key) != 2 {
+		return id, false
+	}
+	var part offsetKeyPartition
+	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil {
+		return id, false
+	}
+	id.pipeline = part.Pipeline
+	return id, true
+}
+
 // OpenOffsetStore creates the offsets topic if needed and loads it.
 func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	if err := b.EnsureTopic(ctx, OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
 		return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
 	}
-	s := &OffsetStore{backend: b, pos: map[string]connect.Position{}, tails: map[string][]PartitionOffset{}}
+	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}}
 	err := b.ReadAll(ctx, OffsetsTopic, func(r connect.Record) error {
-		var key []json.RawMessage
-		if err := json.Unmarshal(r.Key, &key); err != nil || len(key) != 2 {
+		id, ok := decodeOffsetKey(r.Key)
+		if !ok {
 			return nil // not ours
 		}
-		var name string
-		if err := json.Unmarshal(key[0], &name); err != nil {
-			return nil
-		}
-		delete(s.tails, name)
+		delete(s.tails, id)
 		if r.Value == nil {
-			delete(s.pos, name)
+			delete(s.pos, id)
 			return nil
 		}
-		s.pos[name] = bytes.Clone(r.Value)
+		s.pos[id] = bytes.Clone(r.Value)
 		for _, h := range r.Headers {
 			if h.Key != tailHeader {
 				continue
@@ -68,10 +82,10 @@ func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 			if err != nil {
 				// Without it the source only misses the tail hand-over
 				// and sees those records again: not worth failing for.
-				slog.Warn("ignoring an unreadable tail header in "+OffsetsTopic, "connector", name, "offset", r.Offset, "error", err)
+				slog.Warn("ignoring an unreadable tail header in "+OffsetsTopic, "pipeline", id.pipeline, "connector", id.connector, "offset", r.Offset, "error", err)
 				break
 			}
-			s.tails[name] = tail
+			s.tails[id] = tail
 		}
 		return nil
 	})
@@ -81,19 +95,19 @@ func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	return s, nil
 }
 
-// Get returns the stored position of a source connector.
-func (s *OffsetStore) Get(connector string) connect.Position {
+// Get returns the stored position of the source connector of a pipeline.
+func (s *OffsetStore) Get(pipeline, connector string) connect.Position {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pos[connector]
+	return s.pos[targetID{pipeline, connector}]
 }
 
-// Tail returns the log offsets stored with a source connector's position
-// (see connect.TailRecoverer); nil when none were.
-func (s *OffsetStore) Tail(connector string) []PartitionOffset {
+// Tail returns the log offsets stored with the position of the source
+// connector of a pipeline (see connect.TailRecoverer); nil when none were.
+func (s *OffsetStore) Tail(pipeline, connector string) []PartitionOffset {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.tails[connector])
+	return slices.Clone(s.tails[targetID{pipeline, connector}])
 }
 
 // Put stores a position durably; nil resets the connector.
@@ -109,18 +123,19 @@ func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector strin
 		rec.Headers = []connect.Header{{Key: tailHeader, Value: encodeTail(tail)}}
 	}
 	if err := s.backend.Produce(ctx, []connect.Record{rec}); err != nil {
-		return fmt.Errorf("store position of %s: %w", connector, err)
+		return fmt.Errorf("store position of source %s of pipeline %s: %w", connector, pipeline, err)
 	}
+	id := targetID{pipeline, connector}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.tails, connector)
+	delete(s.tails, id)
 	if pos == nil {
-		delete(s.pos, connector)
+		delete(s.pos, id)
 		return nil
 	}
-	s.pos[connector] = bytes.Clone(pos)
+	s.pos[id] = bytes.Clone(pos)
 	if tail != nil {
-		s.tails[connector] = slices.Clone(tail)
+		s.tails[id] = slices.Clone(tail)
 	}
 	return nil
 }
@@ -146,26 +161,28 @@ func decodeTail(b []byte) ([]PartitionOffset, error) {
 	return out, nil
 }
 
-// Reload reads the offsets topic again and takes connector's position
-// (and tail offsets) from it, or forgets them when the topic has none: on
-// a shared backend another worker may have stored positions this store
-// has not seen (a source whose lease moved here).
-func (s *OffsetStore) Reload(ctx context.Context, connector string) error {
+// Reload reads the offsets topic again and takes the position (and tail
+// offsets) of the source connector of a pipeline from it, or forgets them
+// when the topic has none: on a shared backend another worker may have
+// stored positions this store has not seen (a source whose lease moved
+// here).
+func (s *OffsetStore) Reload(ctx context.Context, pipeline, connector string) error {
 	fresh, err := OpenOffsetStore(ctx, s.backend)
 	if err != nil {
 		return err
 	}
+	id := targetID{pipeline, connector}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pos, ok := fresh.pos[connector]; ok {
-		s.pos[connector] = pos
+	if pos, ok := fresh.pos[id]; ok {
+		s.pos[id] = pos
 	} else {
-		delete(s.pos, connector)
+		delete(s.pos, id)
 	}
-	if tail, ok := fresh.tails[connector]; ok {
-		s.tails[connector] = tail
+	if tail, ok := fresh.tails[id]; ok {
+		s.tails[id] = tail
 	} else {
-		delete(s.tails, connector)
+		delete(s.tails, id)
 	}
 	return nil
 }
