@@ -26,7 +26,7 @@ func (r *runner) offsets(ctx context.Context) ([]OffsetEntry, error) {
 			// Workers share the backend: the position may have been stored
 			// by the worker holding the source's lease, which this one's
 			// store has not seen. Read it from the offsets topic.
-			fresh, err := OpenOffsetStore(ctx, r.w.opts.Backend)
+			fresh, err := readOffsetStore(ctx, r.w.opts.Backend)
 			if err != nil {
 				return nil, fmt.Errorf("read the position of source %s: %w", r.spec.Name, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -591,4 +592,33 @@ func TestWorker_SameNamedSourcesOfTwoPipelinesKeepTheirOwnPositions(t *testing.T
 	if got := string(h.worker.offsets.Get("p1", "src")); got != `{"n":50}` {
 		t.Fatalf("p1's position is %s after p2's source ran, want {\"n\":50}", got)
 	}
+}
+
+// The embedded log's _tributary.offsets was altered to cleanup.policy
+// delete: the worker refuses to start, as the log would delete the
+// sources' positions once older than its retention, and says how to fix
+// it; once fixed, it starts.
+func TestWorker_RefusesAnOffsetsTopicThatIsNotCompacted(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.CreateTopic(OffsetsTopic, 1, map[string]string{"cleanup.policy": "delete"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Logger: logger})
+	want := "topic _tributary.offsets has cleanup.policy=delete, but it must be compact alone"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "tributary topics alter _tributary.offsets --config cleanup.policy=compact") {
+		t.Fatalf("NewWorker: %v, want an error with %q and how to fix it", err, want)
+	}
+	if err := l.AlterTopicConfig(OffsetsTopic, map[string]string{"cleanup.policy": "compact"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Logger: logger})
+	if err != nil {
+		t.Fatalf("NewWorker after the fix: %v", err)
+	}
+	w.Shutdown(t.Context())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tributary-io/tributary/connect"
@@ -57,10 +58,75 @@ func decodeOffsetKey(k []byte) (id targetID, ok bool) {
 	return id, true
 }
 
-// OpenOffsetStore creates the offsets topic if needed and loads it.
+// OpenOffsetStore creates the offsets topic if needed, checks that it is
+// compacted (see checkCompacted), and loads it.
 func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
+	return openOffsetStore(ctx, b, slog.Default())
+}
+
+// openOffsetStore is OpenOffsetStore with the logger of the worker.
+func openOffsetStore(ctx context.Context, b Backend, logger *slog.Logger) (*OffsetStore, error) {
+	if err := ensureOffsetsTopic(ctx, b); err != nil {
+		return nil, err
+	}
+	if err := checkCompacted(ctx, b, logger, OffsetsTopic,
+		"the sources' positions", "the sources start over from the beginning", "offset.storage.topic"); err != nil {
+		return nil, err
+	}
+	return readOffsetStore(ctx, b)
+}
+
+func ensureOffsetsTopic(ctx context.Context, b Backend) error {
 	if err := b.EnsureTopic(ctx, OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
-		return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
+		return fmt.Errorf("create %s: %w (create it with cleanup.policy=compact, or allow the worker to create topics)", OffsetsTopic, err)
+	}
+	return nil
+}
+
+// checkCompacted refuses an internal topic (OffsetsTopic, TargetsTopic)
+// whose cleanup.policy is not compact alone, as Kafka Connect refuses its
+// internal topics (kcName names the equivalent one): with delete, the log
+// removes what the topic holds, the newest record of a key included, once
+// it is older than the topic's retention, and lost follows. A backend that
+// cannot describe the topic (no TopicDescriber, or a refusal: an ACL
+// without DescribeConfigs) is not checked; a warning says so.
+func checkCompacted(ctx context.Context, b Backend, logger *slog.Logger, topic, what, lost, kcName string) error {
+	td, ok := b.(TopicDescriber)
+	if !ok {
+		return nil
+	}
+	info, err := td.DescribeTopic(ctx, topic)
+	if err != nil {
+		logger.Warn("cannot check that "+topic+" has cleanup.policy=compact; if it has delete, "+what+" it holds are lost once older than its retention",
+			"topic", topic, "error", err)
+		return nil
+	}
+	policy, ok := info.Config["cleanup.policy"]
+	if !ok {
+		return nil // the backend does not tell
+	}
+	var compact, other bool
+	for p := range strings.SplitSeq(policy, ",") {
+		if strings.TrimSpace(p) == "compact" {
+			compact = true
+		} else {
+			other = true
+		}
+	}
+	if compact && !other {
+		return nil
+	}
+	return fmt.Errorf("topic %s has cleanup.policy=%s, but it must be compact alone (as Kafka Connect requires of its %s): otherwise the log deletes %s once they are older than the topic's retention, and %s. "+
+		"Set it with `tributary topics alter %s --config cleanup.policy=compact` (on a Kafka cluster, kafka-configs.sh --bootstrap-server BROKERS --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), then start the worker again",
+		topic, policy, kcName, what, lost, topic, topic)
+}
+
+// readOffsetStore creates the offsets topic if needed and loads it,
+// without the checks of OpenOffsetStore (made once, when the worker
+// starts).
+func readOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
+	if err := ensureOffsetsTopic(ctx, b); err != nil {
+		return nil, err
 	}
 	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}}
 	err := b.ReadAll(ctx, OffsetsTopic, func(r connect.Record) error {
@@ -167,7 +233,7 @@ func decodeTail(b []byte) ([]PartitionOffset, error) {
 // stored positions this store has not seen (a source whose lease moved
 // here).
 func (s *OffsetStore) Reload(ctx context.Context, pipeline, connector string) error {
-	fresh, err := OpenOffsetStore(ctx, s.backend)
+	fresh, err := readOffsetStore(ctx, s.backend)
 	if err != nil {
 		return err
 	}
