@@ -21,16 +21,16 @@ import (
 func (r *runner) offsets(ctx context.Context) ([]OffsetEntry, error) {
 	switch r.spec.Kind {
 	case connect.KindSource:
-		pos := r.w.offsets.Get(r.spec.Name)
+		pos := r.w.offsets.Get(r.spec.Pipeline, r.spec.Name)
 		if _, shared := r.w.opts.Backend.(SourceLeaser); shared {
 			// Workers share the backend: the position may have been stored
 			// by the worker holding the source's lease, which this one's
 			// store has not seen. Read it from the offsets topic.
-			fresh, err := OpenOffsetStore(ctx, r.w.opts.Backend)
+			fresh, err := readOffsetStore(ctx, r.w.opts.Backend)
 			if err != nil {
 				return nil, fmt.Errorf("read the position of source %s: %w", r.spec.Name, err)
 			}
-			pos = fresh.Get(r.spec.Name)
+			pos = fresh.Get(r.spec.Pipeline, r.spec.Name)
 		}
 		if pos == nil {
 			return []OffsetEntry{}, nil

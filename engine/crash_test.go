@@ -202,7 +202,7 @@ func checkCrashState(t *testing.T, dir string, run int) crashState {
 		t.Fatalf("run %d: %v", run, err)
 	}
 	var st crashState
-	if pos := store.Get(crashSource); pos != nil {
+	if pos := store.Get("crash", crashSource); pos != nil {
 		var p struct{ Seq uint64 }
 		if err := json.Unmarshal(pos, &p); err != nil {
 			t.Fatalf("run %d: stored position %s: %v", run, pos, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -560,4 +561,64 @@ func TestWorker_SinkReadsAddedPartitions(t *testing.T) {
 	if got["3"] != 2 || got["4"] != 2 || got["5"] != 1 {
 		t.Errorf("records by partition = %v", got)
 	}
+}
+
+// Two pipelines, one after the other in one worker, each have a source
+// named "src": the second, which never stored a position, starts at the
+// beginning, not at the position the first stored under its own pipeline.
+func TestWorker_SameNamedSourcesOfTwoPipelinesKeepTheirOwnPositions(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := t.Context()
+	p1 := ConnectorSpec{Pipeline: "p1", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "one", Config: map[string]string{"max": "50"}}
+	if err := h.worker.Start(ctx, p1, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p1's source to store position 50", func() bool { return string(h.worker.offsets.Get("p1", "src")) == `{"n":50}` })
+	if err := h.worker.Delete(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := ConnectorSpec{Pipeline: "p2", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "two", Config: map[string]string{"max": "30"}}
+	if err := h.worker.Start(ctx, p2, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p2's source to store position 30", func() bool { return string(h.worker.offsets.Get("p2", "src")) == `{"n":30}` })
+	var n int
+	if err := h.worker.opts.Backend.ReadAll(ctx, "two", func(connect.Record) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Fatalf("p2's source wrote %d records to its topic, want 30: it resumed from the position p1's source stored", n)
+	}
+	if got := string(h.worker.offsets.Get("p1", "src")); got != `{"n":50}` {
+		t.Fatalf("p1's position is %s after p2's source ran, want {\"n\":50}", got)
+	}
+}
+
+// The embedded log's _tributary.offsets was altered to cleanup.policy
+// delete: the worker refuses to start, as the log would delete the
+// sources' positions once older than its retention, and says how to fix
+// it; once fixed, it starts.
+func TestWorker_RefusesAnOffsetsTopicThatIsNotCompacted(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.CreateTopic(OffsetsTopic, 1, map[string]string{"cleanup.policy": "delete"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Logger: logger})
+	want := "topic _tributary.offsets has cleanup.policy=delete, but it must be compact alone"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "tributary topics alter _tributary.offsets --config cleanup.policy=compact") {
+		t.Fatalf("NewWorker: %v, want an error with %q and how to fix it", err, want)
+	}
+	if err := l.AlterTopicConfig(OffsetsTopic, map[string]string{"cleanup.policy": "compact"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Logger: logger})
+	if err != nil {
+		t.Fatalf("NewWorker after the fix: %v", err)
+	}
+	w.Shutdown(t.Context())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tributary-io/tributary/connect"
@@ -19,15 +20,18 @@ const OffsetsTopic = "_tributary.offsets"
 // OffsetStore keeps the last durable position of every source connector in
 // OffsetsTopic. Keys are Kafka Connect shaped, ["<connector>",{"pipeline":…}],
 // values are the position bytes (JSON for every built-in source); a nil value
-// (tombstone) resets a connector. For a connect.TailRecoverer the record
+// (tombstone) resets a connector. A source is known by its pipeline and its
+// name together, as in the key: two pipelines may each have a source of the
+// same name (on one shared Kafka cluster, or one after the other in a
+// worker), and each has a position of its own. For a connect.TailRecoverer the record
 // also carries, in the optional header tailHeader, the log offsets the task
 // had reached with that position.
 type OffsetStore struct {
 	backend Backend
 
 	mu    sync.Mutex
-	pos   map[string]connect.Position  // by connector name
-	tails map[string][]PartitionOffset // by connector name; only with a position
+	pos   map[targetID]connect.Position  // by pipeline and connector
+	tails map[targetID][]PartitionOffset // by pipeline and connector; only with a position
 }
 
 type offsetKeyPartition struct {
@@ -39,27 +43,103 @@ func offsetKey(pipeline, connector string) []byte {
 	return b
 }
 
-// OpenOffsetStore creates the offsets topic if needed and loads it.
-func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
-	if err := b.EnsureTopic(ctx, OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
-		return nil, fmt.Errorf("create %s: %w", OffsetsTopic, err)
+// decodeOffsetKey reads the source an OffsetsTopic key is about; ok is
+// false for a key of another shape (not ours).
+func decodeOffsetKey(k []byte) (id targetID, ok bool) {
+	var key []json.RawMessage
+	if err := json.Unmarshal(k, &key); err != nil || len(key) != 2 {
+		return id, false
 	}
-	s := &OffsetStore{backend: b, pos: map[string]connect.Position{}, tails: map[string][]PartitionOffset{}}
+	var part offsetKeyPartition
+	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil {
+		return id, false
+	}
+	id.pipeline = part.Pipeline
+	return id, true
+}
+
+// OpenOffsetStore creates the offsets topic if needed, checks that it is
+// compacted (see checkCompacted), and loads it.
+func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
+	return openOffsetStore(ctx, b, slog.Default())
+}
+
+// openOffsetStore is OpenOffsetStore with the logger of the worker.
+func openOffsetStore(ctx context.Context, b Backend, logger *slog.Logger) (*OffsetStore, error) {
+	if err := ensureOffsetsTopic(ctx, b); err != nil {
+		return nil, err
+	}
+	if err := checkCompacted(ctx, b, logger, OffsetsTopic,
+		"the sources' positions", "the sources start over from the beginning", "offset.storage.topic"); err != nil {
+		return nil, err
+	}
+	return readOffsetStore(ctx, b)
+}
+
+func ensureOffsetsTopic(ctx context.Context, b Backend) error {
+	if err := b.EnsureTopic(ctx, OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		return fmt.Errorf("create %s: %w (create it with cleanup.policy=compact, or allow the worker to create topics)", OffsetsTopic, err)
+	}
+	return nil
+}
+
+// checkCompacted refuses an internal topic (OffsetsTopic, TargetsTopic)
+// whose cleanup.policy is not compact alone, as Kafka Connect refuses its
+// internal topics (kcName names the equivalent one): with delete, the log
+// removes what the topic holds, the newest record of a key included, once
+// it is older than the topic's retention, and lost follows. A backend that
+// cannot describe the topic (no TopicDescriber, or a refusal: an ACL
+// without DescribeConfigs) is not checked; a warning says so.
+func checkCompacted(ctx context.Context, b Backend, logger *slog.Logger, topic, what, lost, kcName string) error {
+	td, ok := b.(TopicDescriber)
+	if !ok {
+		return nil
+	}
+	info, err := td.DescribeTopic(ctx, topic)
+	if err != nil {
+		logger.Warn("cannot check that "+topic+" has cleanup.policy=compact; if it has delete, "+what+" it holds are lost once older than its retention",
+			"topic", topic, "error", err)
+		return nil
+	}
+	policy, ok := info.Config["cleanup.policy"]
+	if !ok {
+		return nil // the backend does not tell
+	}
+	var compact, other bool
+	for p := range strings.SplitSeq(policy, ",") {
+		if strings.TrimSpace(p) == "compact" {
+			compact = true
+		} else {
+			other = true
+		}
+	}
+	if compact && !other {
+		return nil
+	}
+	return fmt.Errorf("topic %s has cleanup.policy=%s, but it must be compact alone (as Kafka Connect requires of its %s): otherwise the log deletes %s once they are older than the topic's retention, and %s. "+
+		"Set it with `tributary topics alter %s --config cleanup.policy=compact` (on a Kafka cluster, kafka-configs.sh --bootstrap-server BROKERS --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), then start the worker again",
+		topic, policy, kcName, what, lost, topic, topic)
+}
+
+// readOffsetStore creates the offsets topic if needed and loads it,
+// without the checks of OpenOffsetStore (made once, when the worker
+// starts).
+func readOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
+	if err := ensureOffsetsTopic(ctx, b); err != nil {
+		return nil, err
+	}
+	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}}
 	err := b.ReadAll(ctx, OffsetsTopic, func(r connect.Record) error {
-		var key []json.RawMessage
-		if err := json.Unmarshal(r.Key, &key); err != nil || len(key) != 2 {
+		id, ok := decodeOffsetKey(r.Key)
+		if !ok {
 			return nil // not ours
 		}
-		var name string
-		if err := json.Unmarshal(key[0], &name); err != nil {
-			return nil
-		}
-		delete(s.tails, name)
+		delete(s.tails, id)
 		if r.Value == nil {
-			delete(s.pos, name)
+			delete(s.pos, id)
 			return nil
 		}
-		s.pos[name] = bytes.Clone(r.Value)
+		s.pos[id] = bytes.Clone(r.Value)
 		for _, h := range r.Headers {
 			if h.Key != tailHeader {
 				continue
@@ -68,10 +148,10 @@ func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 			if err != nil {
 				// Without it the source only misses the tail hand-over
 				// and sees those records again: not worth failing for.
-				slog.Warn("ignoring an unreadable tail header in "+OffsetsTopic, "connector", name, "offset", r.Offset, "error", err)
+				slog.Warn("ignoring an unreadable tail header in "+OffsetsTopic, "pipeline", id.pipeline, "connector", id.connector, "offset", r.Offset, "error", err)
 				break
 			}
-			s.tails[name] = tail
+			s.tails[id] = tail
 		}
 		return nil
 	})
@@ -81,19 +161,19 @@ func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	return s, nil
 }
 
-// Get returns the stored position of a source connector.
-func (s *OffsetStore) Get(connector string) connect.Position {
+// Get returns the stored position of the source connector of a pipeline.
+func (s *OffsetStore) Get(pipeline, connector string) connect.Position {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pos[connector]
+	return s.pos[targetID{pipeline, connector}]
 }
 
-// Tail returns the log offsets stored with a source connector's position
-// (see connect.TailRecoverer); nil when none were.
-func (s *OffsetStore) Tail(connector string) []PartitionOffset {
+// Tail returns the log offsets stored with the position of the source
+// connector of a pipeline (see connect.TailRecoverer); nil when none were.
+func (s *OffsetStore) Tail(pipeline, connector string) []PartitionOffset {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.tails[connector])
+	return slices.Clone(s.tails[targetID{pipeline, connector}])
 }
 
 // Put stores a position durably; nil resets the connector.
@@ -109,18 +189,19 @@ func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector strin
 		rec.Headers = []connect.Header{{Key: tailHeader, Value: encodeTail(tail)}}
 	}
 	if err := s.backend.Produce(ctx, []connect.Record{rec}); err != nil {
-		return fmt.Errorf("store position of %s: %w", connector, err)
+		return fmt.Errorf("store position of source %s of pipeline %s: %w", connector, pipeline, err)
 	}
+	id := targetID{pipeline, connector}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.tails, connector)
+	delete(s.tails, id)
 	if pos == nil {
-		delete(s.pos, connector)
+		delete(s.pos, id)
 		return nil
 	}
-	s.pos[connector] = bytes.Clone(pos)
+	s.pos[id] = bytes.Clone(pos)
 	if tail != nil {
-		s.tails[connector] = slices.Clone(tail)
+		s.tails[id] = slices.Clone(tail)
 	}
 	return nil
 }
@@ -146,26 +227,28 @@ func decodeTail(b []byte) ([]PartitionOffset, error) {
 	return out, nil
 }
 
-// Reload reads the offsets topic again and takes connector's position
-// (and tail offsets) from it, or forgets them when the topic has none: on
-// a shared backend another worker may have stored positions this store
-// has not seen (a source whose lease moved here).
-func (s *OffsetStore) Reload(ctx context.Context, connector string) error {
-	fresh, err := OpenOffsetStore(ctx, s.backend)
+// Reload reads the offsets topic again and takes the position (and tail
+// offsets) of the source connector of a pipeline from it, or forgets them
+// when the topic has none: on a shared backend another worker may have
+// stored positions this store has not seen (a source whose lease moved
+// here).
+func (s *OffsetStore) Reload(ctx context.Context, pipeline, connector string) error {
+	fresh, err := readOffsetStore(ctx, s.backend)
 	if err != nil {
 		return err
 	}
+	id := targetID{pipeline, connector}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pos, ok := fresh.pos[connector]; ok {
-		s.pos[connector] = pos
+	if pos, ok := fresh.pos[id]; ok {
+		s.pos[id] = pos
 	} else {
-		delete(s.pos, connector)
+		delete(s.pos, id)
 	}
-	if tail, ok := fresh.tails[connector]; ok {
-		s.tails[connector] = tail
+	if tail, ok := fresh.tails[id]; ok {
+		s.tails[id] = tail
 	} else {
-		delete(s.tails, connector)
+		delete(s.tails, id)
 	}
 	return nil
 }

@@ -340,7 +340,7 @@ func (r *runner) runTask(hard, soft context.Context) error {
 		if l, ok := r.w.opts.Backend.(SourceLeaser); ok {
 			return r.runLeasedSource(hard, soft, cfg, chain, l)
 		}
-		cfg.Position = r.w.offsets.Get(r.spec.Name)
+		cfg.Position = r.w.offsets.Get(r.spec.Pipeline, r.spec.Name)
 		return r.runSource(hard, soft, cfg, chain)
 	case connect.KindSink:
 		return r.runSink(hard, soft, cfg, chain)

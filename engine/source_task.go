@@ -198,7 +198,7 @@ func (r *runner) durableNotifier(src connect.Source, recovers, resumed bool) *du
 		r.logger.Warn("the log backend cannot read partition ranges: the source hears of durable records on Ack only")
 		return &durableNotice{src: dn}
 	}
-	return &durableNotice{src: dn, armed: true, on: resumed && r.w.offsets.Tail(r.spec.Name) != nil}
+	return &durableNotice{src: dn, armed: true, on: resumed && r.w.offsets.Tail(r.spec.Pipeline, r.spec.Name) != nil}
 }
 
 // errStopReading is what an emit function of readSource returns when ctx
@@ -664,7 +664,7 @@ func (r *runner) runHeld(hard, soft context.Context, cfg connect.Config, c chain
 		}
 		return err
 	}
-	cfg.Position = r.w.offsets.Get(r.spec.Name)
+	cfg.Position = r.w.offsets.Get(r.spec.Pipeline, r.spec.Name)
 	return r.runSource(hard, ctx, cfg, c)
 }
 
@@ -672,7 +672,7 @@ func (r *runner) runHeld(hard, soft context.Context, cfg connect.Config, c chain
 // offsets topic again: the worker that held the lease before stored
 // positions this worker's OffsetStore has not seen.
 func (r *runner) reloadPosition(ctx context.Context) error {
-	if err := r.w.offsets.Reload(ctx, r.spec.Name); err != nil {
+	if err := r.w.offsets.Reload(ctx, r.spec.Pipeline, r.spec.Name); err != nil {
 		return fmt.Errorf("reload the position of source %s: %w", r.spec.Name, err)
 	}
 	return nil

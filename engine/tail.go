@@ -112,7 +112,7 @@ func (r *runner) recoverTail(ctx context.Context, src connect.TailRecoverer, res
 			t.next[k] = pb.End
 		}
 	}
-	stored := r.w.offsets.Tail(r.spec.Name)
+	stored := r.w.offsets.Tail(r.spec.Pipeline, r.spec.Name)
 	if !resumed || stored == nil {
 		return t, nil
 	}

@@ -231,7 +231,7 @@ func TestSource_TailRecoverer_CrashBeforePositionStore(t *testing.T) {
 	}
 	// The records really are in the log: B was durable, only its
 	// position was not stored.
-	if pos := w.offsets.Get("src"); string(pos) != `{"n":8}` {
+	if pos := w.offsets.Get("", "src"); string(pos) != `{"n":8}` {
 		t.Fatalf("stored position %s, want {\"n\":8}", pos)
 	}
 }
@@ -273,13 +273,13 @@ func TestOffsetStore_Tail(t *testing.T) {
 
 	l, s = open()
 	defer l.Close()
-	if got := s.Tail("old"); got != nil || string(s.Get("old")) != `{"n":1}` {
-		t.Errorf("old: position %s, tail %v; want {\"n\":1} and none", s.Get("old"), got)
+	if got := s.Tail("p", "old"); got != nil || string(s.Get("p", "old")) != `{"n":1}` {
+		t.Errorf("old: position %s, tail %v; want {\"n\":1} and none", s.Get("p", "old"), got)
 	}
-	if got := s.Tail("new"); !slices.Equal(got, tail) || string(s.Get("new")) != `{"n":2}` {
-		t.Errorf("new: position %s, tail %v; want {\"n\":2} and %v", s.Get("new"), got, tail)
+	if got := s.Tail("p", "new"); !slices.Equal(got, tail) || string(s.Get("p", "new")) != `{"n":2}` {
+		t.Errorf("new: position %s, tail %v; want {\"n\":2} and %v", s.Get("p", "new"), got, tail)
 	}
-	if got := s.Tail("moved"); got != nil || string(s.Get("moved")) != `{"n":4}` {
-		t.Errorf("moved: position %s, tail %v; want {\"n\":4} and none (a later position without a tail)", s.Get("moved"), got)
+	if got := s.Tail("p", "moved"); got != nil || string(s.Get("p", "moved")) != `{"n":4}` {
+		t.Errorf("moved: position %s, tail %v; want {\"n\":4} and none (a later position without a tail)", s.Get("p", "moved"), got)
 	}
 }

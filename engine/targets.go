@@ -123,12 +123,17 @@ func (w *Worker) openTargets(ctx context.Context) error {
 			return fmt.Errorf("load the connectors' target states: %w", err)
 		}
 	}
-	var end int64
-	for _, pb := range bounds {
-		if pb.Partition == 0 {
-			end = pb.End
-		}
+	if len(bounds) != 1 {
+		return fmt.Errorf("topic %s has %d partitions, but it must have exactly one (as Kafka Connect requires of its config.storage.topic): the workers follow its partition 0 only, "+
+			"so a pause, resume, stop or restart written to another would reach no worker. Delete it (kafka-topics.sh --bootstrap-server BROKERS --delete --topic %s) "+
+			"and start the worker, which creates it with one partition; the target states it holds are lost, so pause or stop those connectors again",
+			TargetsTopic, len(bounds), TargetsTopic)
 	}
+	if err := checkCompacted(ctx, b, w.logger, TargetsTopic,
+		"the connectors' target states (a pause or stop made through any worker)", "a paused or stopped connector runs again when a worker starts", "config.storage.topic"); err != nil {
+		return err
+	}
+	end := bounds[0].End
 	w.targets = map[targetID]clusterTarget{}
 	err := b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
 		if r.Partition == 0 && r.Offset < end {

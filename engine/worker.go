@@ -102,7 +102,7 @@ func NewWorker(ctx context.Context, opts Options) (*Worker, error) {
 	if opts.RestartBackoffMax <= 0 {
 		opts.RestartBackoffMax = 30 * time.Second
 	}
-	offsets, err := OpenOffsetStore(ctx, opts.Backend)
+	offsets, err := openOffsetStore(ctx, opts.Backend, opts.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,10 @@ func (c *consumer) revoked(_ context.Context, _ *kgo.Client, r map[string][]int3
 	c.b.logger.Info("sink group partitions revoked", "group", c.group, "partitions", r)
 }
 
-// Poll implements engine.Consumer.
+// Poll implements engine.Consumer. kgo's informational errors are logged,
+// not returned (see informational): the client has already dealt with
+// them, and failing the task for them would only make it leave and join
+// the group again.
 func (c *consumer) Poll(ctx context.Context, maxWait time.Duration) ([]connect.Record, error) {
 	pctx, cancel := context.WithTimeout(ctx, maxWait)
 	defer cancel()
@@ -95,7 +98,10 @@ func (c *consumer) Poll(ctx context.Context, maxWait time.Duration) ([]connect.R
 	}
 	var ferr error
 	fs.EachError(func(t string, p int32, err error) {
-		if ferr == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || c.informational(err) {
+			return
+		}
+		if ferr == nil {
 			ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
 		}
 	})
@@ -108,6 +114,38 @@ func (c *consumer) Poll(ctx context.Context, maxWait time.Duration) ([]connect.R
 		out[i] = fromKgo(r)
 	}
 	return out, nil
+}
+
+// informational reports, and logs, a fetch error kgo hands Poll only to
+// inform, having dealt with it itself, as a Kafka Connect sink task
+// carries on past them:
+//   - *kgo.ErrGroupSession: the group management loop failed (a session
+//     lost after a pause longer than the session timeout, a coordinator
+//     that moved); kgo has revoked the partitions (OnPartitionsLost),
+//     rejoins on its own and resumes from the committed offsets. One for
+//     a refused authorization is not informational: nothing changes until
+//     an ACL does, and the failed task says why.
+//   - *kgo.ErrDataLoss: the partition's log was truncated below what the
+//     member had consumed (an unclean leader election, a topic deleted
+//     and created again); kgo has reset the partition to where the log
+//     diverged (or by ConsumeResetOffset) and goes on from there.
+func (c *consumer) informational(err error) bool {
+	var session *kgo.ErrGroupSession
+	var loss *kgo.ErrDataLoss
+	switch {
+	case errors.As(err, &session):
+		if errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			return false
+		}
+		c.b.logger.Warn("sink group session lost; the consumer rejoins and resumes from the committed offsets (records after them are delivered again)",
+			"group", c.group, "error", session.Err)
+		return true
+	case errors.As(err, &loss):
+		c.b.logger.Warn("data loss in a sink's partition: its log no longer holds what the sink had read; the consumer goes on from the offset it was reset to",
+			"group", c.group, "topic", loss.Topic, "partition", loss.Partition, "consumed_to", loss.ConsumedTo, "reset_to", loss.ResetTo, "error", err)
+		return true
+	}
+	return false
 }
 
 // Commit implements engine.Consumer: the offsets of partitions this member

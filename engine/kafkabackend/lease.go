@@ -87,7 +87,7 @@ type lease struct {
 	mu       sync.Mutex
 	held     bool
 	closed   bool
-	acquired chan struct{} // closed when a term starts; replaced when it ends
+	acquired chan struct{} // closed when a term starts; replaced when its revocation starts
 	revoke   chan struct{} // closed when the term's lease is being taken away
 	released chan struct{} // closed by the term's release (or Close)
 	groupErr error         // the group management loop's last error; nil once assigned
@@ -138,6 +138,12 @@ func (l *lease) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int3
 		return
 	}
 	revoke, released := l.revoke, l.released
+	// The term ends now, before the task is told: an Acquire from here on
+	// (the runner asks again as soon as it has released) waits for the
+	// next assignment instead of being handed this term's closed channel.
+	// held stays true until the release, so that Close releases a task
+	// that stops only then.
+	l.acquired = make(chan struct{})
 	l.mu.Unlock()
 	close(revoke)
 	l.b.logger.Info("source lease revoked; stopping the task before it passes on", "group", l.group)
@@ -147,7 +153,6 @@ func (l *lease) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int3
 	}
 	l.mu.Lock()
 	l.held = false
-	l.acquired = make(chan struct{})
 	l.mu.Unlock()
 }
 

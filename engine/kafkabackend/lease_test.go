@@ -378,3 +378,42 @@ func TestLease_OffsetsChangeWaitsForEveryWorker(t *testing.T) {
 		}
 	})
 }
+
+// After a term ends (the lease was revoked and the task released it), the
+// runner asks for the lease again at once (runLeasedSource loops back to
+// standBy). Acquire must then wait for a new assignment: the lease is no
+// longer held. It must not return at once, as it would if it ran before
+// the revoked callback, woken by the release, replaced the term's closed
+// acquired channel: the runner would then start a term (reload the
+// position, open the source) without holding the lease.
+func TestLease_AcquireRightAfterReleaseWaitsForANewAssignment(t *testing.T) {
+	b := &Backend{logger: quiet()}
+	ctx := t.Context()
+	spurious := 0
+	const rounds = 200
+	for range rounds {
+		l := &lease{b: b, group: "g", acquired: make(chan struct{})}
+		l.assigned(ctx, nil, map[string][]int32{LeasesTopic: {0}})
+		revoked, release, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { // kgo's OnPartitionsRevoked / OnPartitionsLost
+			defer close(done)
+			l.revoked(ctx, nil, map[string][]int32{LeasesTopic: {0}})
+		}()
+		<-revoked // the task stops
+		release() // runLeasedSource: release(), then standBy → Acquire
+		actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, _, err = l.Acquire(actx)
+		cancel()
+		if err == nil {
+			spurious++
+		}
+		<-done
+	}
+	if spurious > 0 {
+		t.Fatalf("Acquire granted the lease %d times of %d right after it was revoked and released, with no new assignment", spurious, rounds)
+	}
+}

@@ -307,3 +307,38 @@ func testMemberThatDoesNotLeave(t *testing.T, c *cluster) {
 		t.Fatalf("dst's committed offset of in-0 = %d (%v), want 1", off, ok)
 	}
 }
+
+// Two pipelines on one cluster each have a source named "src" (a pipeline
+// names its connectors; the lease group, the target state and the offsets
+// key all carry the pipeline). Each must resume from its own position: the
+// source of p2, which never stored one, starts at the beginning, not at the
+// position the source of p1 stored under its own key.
+func TestOffsets_SameNamedSourcesOfTwoPipelinesKeepTheirOwnPositions(t *testing.T) {
+	c := startListener(t)
+	ctx := t.Context()
+	w1 := newWorker(t, c.backend(t), "w1")
+	spec1 := engine.ConnectorSpec{Pipeline: "p1", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "one",
+		Config: map[string]string{"max": "50"}}
+	if err := w1.w.Start(ctx, spec1, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "p1's source acked 50", 15*time.Second, func() bool { return w1.lastAcked() == 50 })
+
+	w2 := newWorker(t, c.backend(t), "w2")
+	spec2 := engine.ConnectorSpec{Pipeline: "p2", Name: "src", Kind: connect.KindSource, Connector: "count", Topic: "two",
+		Config: map[string]string{"max": "30"}}
+	if err := w2.w.Start(ctx, spec2, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && w2.lastAcked() != 30 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int
+	if err := w2.b.ReadAll(ctx, "two", func(connect.Record) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 30 {
+		t.Fatalf("p2's source wrote %d records to its topic, want 30 (it read %d): it resumed from the position p1's source stored", n, w2.lastRead())
+	}
+}

@@ -15,7 +15,8 @@ import (
 // workers follow their config topic, so that a pause, resume or stop made
 // through one worker reaches every worker that loads the connector. Restart
 // requests travel through the same topic, so that a restart made through
-// one worker restarts the connector's tasks in every worker.
+// one worker restarts the connector's tasks in every worker. The topic has
+// one partition: the worker refuses to start on one with more.
 
 var _ engine.TargetSharer = (*Backend)(nil)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,5 +368,56 @@ func TestTargets_RecordShape(t *testing.T) {
 	}
 	if err := w1.w.PauseContext(ctx, "nope"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("pause of an unknown connector = %v, want ErrNotFound", err)
+	}
+}
+
+// The internal topics exist set up in a way the workers cannot rely on
+// (created by hand, or by a cluster's auto-creation with its defaults,
+// before any worker created them): a worker refuses to start, as Kafka
+// Connect does, and says how to fix the topic. _tributary.targets with
+// several partitions: the workers write target states with the keyed
+// partitioner, so most would land on partitions other than 0, the only one
+// they follow, and a pause made through one worker would never reach the
+// others. Either topic with cleanup.policy delete: the log would delete
+// the positions and target states once older than its retention.
+func TestTargets_WorkerRefusesInternalTopicsItCannotRelyOn(t *testing.T) {
+	compact := map[string]string{"cleanup.policy": "compact"}
+	cases := []struct {
+		name       string
+		topic      string
+		partitions int
+		config     map[string]string
+		want       []string
+	}{
+		{"targets with three partitions", engine.TargetsTopic, 3, compact,
+			[]string{"topic _tributary.targets has 3 partitions, but it must have exactly one", "--delete --topic _tributary.targets"}},
+		{"targets with delete", engine.TargetsTopic, 1, map[string]string{"cleanup.policy": "delete"},
+			[]string{"topic _tributary.targets has cleanup.policy=delete, but it must be compact alone", "--entity-name _tributary.targets --add-config cleanup.policy=compact"}},
+		{"offsets with delete", engine.OffsetsTopic, 1, map[string]string{"cleanup.policy": "delete"},
+			[]string{"topic _tributary.offsets has cleanup.policy=delete, but it must be compact alone", "the sources start over", "tributary topics alter _tributary.offsets --config cleanup.policy=compact"}},
+		{"offsets with compact,delete", engine.OffsetsTopic, 3, map[string]string{"cleanup.policy": "compact,delete"},
+			[]string{"topic _tributary.offsets has cleanup.policy=compact,delete, but it must be compact alone"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachCluster(t, func(t *testing.T, c *cluster) {
+				b := c.backend(t)
+				ctx := t.Context()
+				if err := b.EnsureTopic(ctx, tc.topic, tc.partitions, tc.config); err != nil {
+					t.Fatal(err)
+				}
+				w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Logger: quiet(), WorkerID: "w1"})
+				if err == nil {
+					w.Shutdown(ctx)
+					t.Fatalf("a worker started on %s with %d partitions and %v", tc.topic, tc.partitions, tc.config)
+				}
+				t.Logf("refused: %v", err)
+				for _, want := range tc.want {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q\nlacks %q", err, want)
+					}
+				}
+			})
+		})
 	}
 }
