@@ -1,7 +1,9 @@
 package connect
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"math/big"
 	"reflect"
 	"strings"
 	"testing"
@@ -190,6 +192,25 @@ func TestOp_Valid(t *testing.T) {
 	for _, op := range []Op{"", "C", "x", "create"} {
 		if op.Valid() {
 			t.Errorf("%q valid", op)
+		}
+	}
+}
+
+// TestDecimalBytes_AsJavaToByteArray: DecimalBytes writes Java's
+// BigInteger.toByteArray (the fewest bytes: -128 is 80, not ff80), and
+// DecimalBig reads it, or any sign-extended form, back.
+func TestDecimalBytes_AsJavaToByteArray(t *testing.T) {
+	for in, want := range map[int64]string{0: "00", 1: "01", -1: "ff", 127: "7f", 128: "0080", -128: "80", -129: "ff7f",
+		255: "00ff", 32767: "7fff", -32768: "8000", -32769: "ff7fff"} {
+		got := DecimalBytes(big.NewInt(in))
+		if hex.EncodeToString(got) != want {
+			t.Errorf("DecimalBytes(%d) = %x, want %s", in, got, want)
+		}
+		if back := DecimalBig(got); back.Int64() != in {
+			t.Errorf("DecimalBig(%x) = %s, want %d", got, back, in)
+		}
+		if back := DecimalBig(append([]byte{got[0] & 0x80 >> 7 * 0xff}, got...)); back.Int64() != in {
+			t.Errorf("DecimalBig of %x sign-extended = %s, want %d", got, back, in)
 		}
 	}
 }

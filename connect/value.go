@@ -366,12 +366,13 @@ func decimalUnscaled(v any, s *Schema) ([]byte, error) {
 	} else if _, r := n.QuoRem(n, pow, new(big.Int)); r.Sign() != 0 {
 		return nil, valueErrorf("%v is not a multiple of 10^%d, as a Decimal of scale %d needs", v, -scale, scale)
 	}
-	return twosComplement(n), nil
+	return DecimalBytes(n), nil
 }
 
-// twosComplement returns n as Java's BigInteger.toByteArray does: big
-// endian two's complement in the fewest bytes.
-func twosComplement(n *big.Int) []byte {
+// DecimalBytes returns the unscaled value n as a Kafka Connect Decimal
+// (org.apache.kafka.connect.data.Decimal) carries it: big-endian two's
+// complement in the fewest bytes, as Java's BigInteger.toByteArray.
+func DecimalBytes(n *big.Int) []byte {
 	if n.Sign() >= 0 {
 		b := n.Bytes()
 		if len(b) == 0 || b[0]&0x80 != 0 {
@@ -390,6 +391,17 @@ func twosComplement(n *big.Int) []byte {
 		b = append([]byte{0xff}, b...)
 	}
 	return b
+}
+
+// DecimalBig reads the unscaled value of a Kafka Connect Decimal: b is
+// big-endian two's complement (DecimalBytes' form, or any sign-extended
+// one).
+func DecimalBig(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b))*8))
+	}
+	return n
 }
 
 // toInt64 converts any Go integer (and an integral json.Number) to int64.

@@ -368,7 +368,7 @@ func toDecimal(v any, s *connect.Schema, t ib.DecimalType) (any, error) {
 	var text string
 	switch x := v.(type) {
 	case []byte:
-		unscaled := signedBig(x)
+		unscaled := connect.DecimalBig(x)
 		from := int32(0)
 		if s != nil {
 			if p, ok := s.Param("scale"); ok {
@@ -443,7 +443,7 @@ func variableDecimal(row connect.Row) (string, error) {
 	if scale < -1000 || scale > 1000 {
 		return "", bad
 	}
-	r := new(big.Rat).SetInt(signedBig(b))
+	r := new(big.Rat).SetInt(connect.DecimalBig(b))
 	pow := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(max(scale, -scale)), nil))
 	if scale >= 0 {
 		r.Quo(r, pow)
@@ -451,15 +451,6 @@ func variableDecimal(row connect.Row) (string, error) {
 		r.Mul(r, pow)
 	}
 	return r.FloatString(int(max(scale, 0))), nil
-}
-
-// signedBig reads big-endian two's complement bytes.
-func signedBig(b []byte) *big.Int {
-	n := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b))*8))
-	}
-	return n
 }
 
 // describe names the kind of a value for error messages.

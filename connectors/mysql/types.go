@@ -362,7 +362,7 @@ func (m *mapper) unsigned64(u uint64) any {
 	case decimalDouble:
 		return float64(u)
 	case decimalPrecise:
-		return unscaledBytes(new(big.Int).SetUint64(u))
+		return connect.DecimalBytes(new(big.Int).SetUint64(u))
 	}
 	return strconv.FormatUint(u, 10)
 }
@@ -387,30 +387,9 @@ func (m *mapper) decimal(s string, scale int) (any, error) {
 		if neg {
 			n.Neg(n)
 		}
-		return unscaledBytes(n), nil
+		return connect.DecimalBytes(n), nil
 	}
 	return s, nil
-}
-
-// unscaledBytes is the big-endian two's complement of n, as Kafka
-// Connect's Decimal (Java's BigInteger.toByteArray).
-func unscaledBytes(n *big.Int) []byte {
-	if n.Sign() >= 0 {
-		b := n.Bytes()
-		if len(b) == 0 || b[0]&0x80 != 0 {
-			b = append([]byte{0}, b...)
-		}
-		return b
-	}
-	// Two's complement of a negative number: 2^(8k) + n for the smallest k.
-	k := (n.BitLen() + 8) / 8
-	m := new(big.Int).Lsh(big.NewInt(1), uint(8*k))
-	m.Add(m, n)
-	b := m.Bytes()
-	for len(b) < k {
-		b = append([]byte{0xff}, b...)
-	}
-	return b
 }
 
 // bitValue maps a BIT(n) value: a boolean for BIT(1), otherwise the bits

@@ -489,12 +489,12 @@ func (m *mapper) decimal(s string, typmod int32, money bool) (any, error) {
 			want, fixed = 2, true
 		}
 		if !fixed {
-			return connect.Row{{Name: "scale", Value: int64(scale)}, {Name: "value", Value: twosComplement(unscaled)}}, nil
+			return connect.Row{{Name: "scale", Value: int64(scale)}, {Name: "value", Value: connect.DecimalBytes(unscaled)}}, nil
 		}
 		if err := rescale(unscaled, scale, want); err != nil {
 			return nil, err
 		}
-		return twosComplement(unscaled), nil
+		return connect.DecimalBytes(unscaled), nil
 	}
 	return s, nil
 }
@@ -539,29 +539,6 @@ func parseDecimal(s string) (*big.Int, int, error) {
 		return nil, 0, fmt.Errorf("%q is not a decimal number", truncate(s))
 	}
 	return n, scale, nil
-}
-
-// twosComplement returns n as Java's BigInteger.toByteArray does: big
-// endian two's complement in the fewest bytes.
-func twosComplement(n *big.Int) []byte {
-	if n.Sign() >= 0 {
-		b := n.Bytes()
-		if len(b) == 0 || b[0]&0x80 != 0 {
-			b = append([]byte{0}, b...)
-		}
-		return b
-	}
-	// -n = ^(n-1): the bytes of |n|-1, inverted.
-	m := new(big.Int).Neg(n)
-	m.Sub(m, big.NewInt(1))
-	b := m.Bytes()
-	for i := range b {
-		b[i] = ^b[i]
-	}
-	if len(b) == 0 || b[0]&0x80 == 0 {
-		b = append([]byte{0xff}, b...)
-	}
-	return b
 }
 
 func floorDiv(a, b int64) int64 {

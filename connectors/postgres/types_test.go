@@ -161,11 +161,14 @@ func TestParseArray(t *testing.T) {
 	}
 }
 
-func TestTwosComplement(t *testing.T) {
+func TestDecimalBytes(t *testing.T) {
 	for in, want := range map[string]string{"0": "00", "127": "7f", "128": "0080", "-1": "ff", "-128": "80", "-129": "ff7f", "1230": "04ce"} {
 		n, _, _ := parseDecimal(in)
-		if got := jsonOf(twosComplement(n)); got != jsonOf(mustHex(want)) {
-			t.Errorf("twosComplement(%s) = %s, want %s", in, got, want)
+		if got := jsonOf(connect.DecimalBytes(n)); got != jsonOf(mustHex(want)) {
+			t.Errorf("DecimalBytes(%s) = %s, want %s", in, got, want)
+		}
+		if back := connect.DecimalBig(mustHex(want)); back.Cmp(n) != 0 {
+			t.Errorf("DecimalBig(%s) = %s, want %s", want, back, in)
 		}
 	}
 }
