@@ -54,3 +54,35 @@ func TestConvert_VariableScaleDecimal(t *testing.T) {
 		t.Errorf("convert(%v) to decimal(10,3) = %v, %v; want 123.450", v, got, err)
 	}
 }
+
+// A Decimal whose scale Iceberg's decimal cannot take (negative, as
+// PostgreSQL 15's numeric(5,-2); or above its precision) gets a string
+// column holding the number's text, not the base64 of its unscaled bytes.
+func TestConvert_DecimalOutsideIcebergsScales(t *testing.T) {
+	for _, tc := range []struct {
+		scale, prec string
+		unscaled    []byte
+		want        string
+	}{
+		{"-2", "5", []byte{0x7b}, "12300"},         // 123 × 10^2
+		{"-3", "4", []byte{0xff, 0x85}, "-123000"}, // -123 × 10^3
+		{"5", "3", []byte{0x7b}, "0.00123"},        // scale above precision
+	} {
+		s := &connect.Schema{Type: connect.SchemaBytes, Name: connect.LogicalDecimal,
+			Parameters: []connect.SchemaParam{{Key: "scale", Value: tc.scale}, {Key: "connect.decimal.precision", Value: tc.prec}}}
+		typ := typeFromConnect(s)
+		if !typ.Equals(ib.PrimitiveTypes.String) {
+			t.Fatalf("scale %s precision %s: type %s, want string", tc.scale, tc.prec, typ)
+		}
+		got, err := convert(tc.unscaled, s, typ)
+		if err != nil || got != tc.want {
+			t.Errorf("scale %s, unscaled %x: %v, %v; want %s", tc.scale, tc.unscaled, got, err, tc.want)
+		}
+	}
+	// A column pinned as decimal takes such a value at its own scale.
+	s := &connect.Schema{Type: connect.SchemaBytes, Name: connect.LogicalDecimal, Parameters: []connect.SchemaParam{{Key: "scale", Value: "-2"}}}
+	got, err := convert([]byte{0x7b}, s, ib.DecimalTypeOf(10, 1))
+	if err != nil || got.(decimal128.Num) != decimal128.FromI64(123000) {
+		t.Errorf("scale -2, unscaled 7b, to decimal(10,1) = %v, %v; want 12300.0", got, err)
+	}
+}

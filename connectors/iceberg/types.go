@@ -268,6 +268,11 @@ func convert(v any, s *connect.Schema, t ib.Type) (any, error) {
 		switch x := v.(type) {
 		case string:
 			return x, nil
+		case []byte:
+			if s != nil && s.Name == connect.LogicalDecimal {
+				// A Decimal whose scale Iceberg's decimal cannot take.
+				return decimalText(x, s), nil
+			}
 		case int64:
 			return strconv.FormatInt(x, 10), nil
 		case float64:
@@ -368,15 +373,7 @@ func toDecimal(v any, s *connect.Schema, t ib.DecimalType) (any, error) {
 	var text string
 	switch x := v.(type) {
 	case []byte:
-		unscaled := connect.DecimalBig(x)
-		from := int32(0)
-		if s != nil {
-			if p, ok := s.Param("scale"); ok {
-				n, _ := strconv.Atoi(p)
-				from = int32(n)
-			}
-		}
-		text = new(big.Rat).SetFrac(unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(from)), nil)).FloatString(int(max(from, 0)))
+		text = decimalText(x, s)
 	case string:
 		text = x
 	case int64:
@@ -405,6 +402,24 @@ func toDecimal(v any, s *connect.Schema, t ib.DecimalType) (any, error) {
 		return nil, fmt.Errorf("%w: %s does not fit %s", errNoConversion, text, t)
 	}
 	return decimal128.FromBigInt(n), nil
+}
+
+// decimalText returns the number a Kafka Connect Decimal's unscaled bytes
+// stand for at the scale of its schema s (0 without one), as text: a
+// negative scale multiplies (PostgreSQL 15's numeric(5,-2)).
+func decimalText(unscaled []byte, s *connect.Schema) string {
+	scale := 0
+	if s != nil {
+		if p, ok := s.Param("scale"); ok {
+			scale, _ = strconv.Atoi(p)
+		}
+	}
+	n := connect.DecimalBig(unscaled)
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(scale, -scale))), nil)
+	if scale < 0 {
+		return n.Mul(n, pow).String()
+	}
+	return new(big.Rat).SetFrac(n, pow).FloatString(scale)
 }
 
 // variableDecimal returns the text of a Debezium VariableScaleDecimal,
