@@ -370,15 +370,6 @@ func (s *Source) snapshotWorker(ctx context.Context, conn *sql.Conn, enc *encode
 func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, st *snapTable, chunks chan<- *chunk) error {
 	t := st.t
 	def := t.def
-	cols := make([]string, len(def.Columns))
-	for i, c := range def.Columns {
-		cols[i] = quoteIdent(c.Name)
-	}
-	var keys []string
-	for _, k := range def.Key {
-		keys = append(keys, cols[k])
-	}
-	from := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
 	name := def.ref()
 	send := func(c *chunk) error {
 		select {
@@ -390,24 +381,15 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 	}
 	after := st.after
 	for {
-		q := from
-		var args []any
-		if len(keys) > 0 {
-			if len(after) == len(keys) {
-				ph := strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ")
-				q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + ph + ")"
-				var err error
-				if args, err = keyArgs(def, after); err != nil {
-					return fmt.Errorf("snapshot of %s: %w", name, err)
-				}
-			}
-			q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(s.set.chunkSize)
+		q, args, err := chunkQuery(def, after, s.set.chunkSize)
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", name, err)
 		}
 		c, n, err := s.readChunk(ctx, conn, enc, si, t, q, args, send)
 		if err != nil {
 			return fmt.Errorf("snapshot of %s: %w", name, err)
 		}
-		if len(keys) == 0 || n < s.set.chunkSize {
+		if len(def.Key) == 0 || n < s.set.chunkSize {
 			c.done = true
 			return send(c)
 		}
@@ -416,6 +398,35 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 			return err
 		}
 	}
+}
+
+// chunkQuery returns the query that reads the chunk of size rows of a
+// table that follows the key after (from the start when after is nil), in
+// key order, and its arguments. A table without a key is read whole, in
+// one query.
+func chunkQuery(def *tableDef, after keyValues, size int) (string, []any, error) {
+	cols := make([]string, len(def.Columns))
+	for i, c := range def.Columns {
+		cols[i] = quoteIdent(c.Name)
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
+	if len(def.Key) == 0 {
+		return q, nil, nil
+	}
+	keys := make([]string, len(def.Key))
+	for i, k := range def.Key {
+		keys[i] = cols[k]
+	}
+	var args []any
+	if len(after) == len(keys) {
+		var err error
+		if args, err = keyArgs(def, after); err != nil {
+			return "", nil, err
+		}
+		q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ") + ")"
+	}
+	q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(size)
+	return q, args, nil
 }
 
 // keyArgs returns the arguments that compare a table's key columns with
