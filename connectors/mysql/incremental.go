@@ -375,24 +375,10 @@ func (st *streamer) watermark(ctx context.Context, id, typ string) error {
 // readIncChunk reads the rows of t after the last key, in key order.
 func (st *streamer) readIncChunk(ctx context.Context, t *table, id string) (*incChunk, error) {
 	def := t.def
-	cols := make([]string, len(def.Columns))
-	for i, c := range def.Columns {
-		cols[i] = quoteIdent(c.Name)
+	q, args, err := chunkQuery(def, st.inc.Last, st.src.set.chunkSize)
+	if err != nil {
+		return nil, fmt.Errorf("incremental snapshot of %s: %w", def.ref(), err)
 	}
-	var keys []string
-	for _, k := range def.Key {
-		keys = append(keys, cols[k])
-	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
-	var args []any
-	if last := st.inc.Last; len(last) == len(keys) {
-		q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ") + ")"
-		var err error
-		if args, err = keyArgs(def, last); err != nil {
-			return nil, fmt.Errorf("incremental snapshot of %s: %w", def.ref(), err)
-		}
-	}
-	q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(st.src.set.chunkSize)
 	conn, err := st.src.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("incremental snapshot of %s: %w", def.ref(), err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,8 @@ import (
 //     every snapshot and the position exact.
 //
 // Each table is read in primary-key order in chunks of snapshot.chunk.size
-// rows (keyset pagination: WHERE (key) > (last key) ORDER BY key LIMIT n),
+// rows (keyset pagination: the rows after the last key, ORDER BY key LIMIT
+// n, with a predicate the server reads as a range of the key: chunkQuery),
 // tables in parallel on snapshot.workers connections. The last record of
 // each chunk carries the snapshot's progress in the position (tables done,
 // each started table's last key), so a restart resumes every table after
@@ -370,15 +372,6 @@ func (s *Source) snapshotWorker(ctx context.Context, conn *sql.Conn, enc *encode
 func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si *srcInfo, st *snapTable, chunks chan<- *chunk) error {
 	t := st.t
 	def := t.def
-	cols := make([]string, len(def.Columns))
-	for i, c := range def.Columns {
-		cols[i] = quoteIdent(c.Name)
-	}
-	var keys []string
-	for _, k := range def.Key {
-		keys = append(keys, cols[k])
-	}
-	from := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
 	name := def.ref()
 	send := func(c *chunk) error {
 		select {
@@ -390,24 +383,15 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 	}
 	after := st.after
 	for {
-		q := from
-		var args []any
-		if len(keys) > 0 {
-			if len(after) == len(keys) {
-				ph := strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ")
-				q += " WHERE (" + strings.Join(keys, ", ") + ") > (" + ph + ")"
-				var err error
-				if args, err = keyArgs(def, after); err != nil {
-					return fmt.Errorf("snapshot of %s: %w", name, err)
-				}
-			}
-			q += " ORDER BY " + strings.Join(keys, ", ") + " LIMIT " + itoa(s.set.chunkSize)
+		q, args, err := chunkQuery(def, after, s.set.chunkSize)
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", name, err)
 		}
 		c, n, err := s.readChunk(ctx, conn, enc, si, t, q, args, send)
 		if err != nil {
 			return fmt.Errorf("snapshot of %s: %w", name, err)
 		}
-		if len(keys) == 0 || n < s.set.chunkSize {
+		if len(def.Key) == 0 || n < s.set.chunkSize {
 			c.done = true
 			return send(c)
 		}
@@ -416,6 +400,110 @@ func (s *Source) readTable(ctx context.Context, conn *sql.Conn, enc *encoder, si
 			return err
 		}
 	}
+}
+
+// chunkQuery returns the query that reads the chunk of size rows of a
+// table that follows the key after (from the start when after is nil), in
+// key order, and its arguments. A table without a key is read whole, in
+// one query.
+//
+// "After the key" is spelled out column by column, one term for each
+// column that differs first:
+//
+//	k1 > ? OR (k1 = ? AND k2 > ?) OR (k1 = ? AND k2 = ? AND k3 > ?)
+//
+// with the same rows as the row comparison (k1, k2, k3) > (?, ?, ?) (key
+// columns are NOT NULL, and compare in their own collation either way),
+// but each term is a range of the primary key, so the server starts the
+// chunk where the last one ended (MySQL's range optimizer reads the form
+// as MariaDB's does). MariaDB 10.11 makes no range of a row comparison,
+// nor of more than the first column of the nested form
+// k1 >= ? AND (k1 > ? OR (k2 > ? …)): each chunk read the index from the
+// start of the table, or of the first column's value.
+func chunkQuery(def *tableDef, after keyValues, size int) (string, []any, error) {
+	cols := make([]string, len(def.Columns))
+	for i, c := range def.Columns {
+		cols[i] = quoteIdent(c.Name)
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(def.DB) + "." + quoteIdent(def.Name)
+	if len(def.Key) == 0 {
+		return q, nil, nil
+	}
+	keys := make([]string, len(def.Key))
+	for i, k := range def.Key {
+		keys[i] = cols[k]
+	}
+	order := keys
+	var args []any
+	if len(after) == len(keys) {
+		vals, err := keyArgs(def, after)
+		if err != nil {
+			return "", nil, err
+		}
+		var terms []string
+		for i := range keys {
+			gt, gtArgs, ok := sortsAfter(&def.Columns[def.Key[i]], keys[i], vals[i])
+			if !ok {
+				if len(terms) == 0 {
+					// Every row after the key has the key's value in
+					// this column (an ENUM or SET, the only kinds with a
+					// last value), and sorting by it changes nothing;
+					// left in ORDER BY, it makes MariaDB 10.11 read the
+					// whole range and sort it (filesort).
+					order = keys[i+1:]
+				}
+				continue
+			}
+			var term []string
+			for j := range i {
+				term = append(term, keys[j]+" = ?")
+				args = append(args, vals[j])
+			}
+			term = append(term, gt)
+			args = append(args, gtArgs...)
+			terms = append(terms, "("+strings.Join(term, " AND ")+")")
+		}
+		if len(terms) == 0 {
+			return q + " WHERE FALSE", nil, nil // the key is the last one there can be
+		}
+		q += " WHERE " + strings.Join(terms, " OR ")
+	}
+	q += " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + itoa(size)
+	return q, args, nil
+}
+
+// maxAfterList is the most numbers sortsAfter lists for an ENUM or SET
+// column.
+const maxAfterList = 256
+
+// sortsAfter returns the condition that key column c, quoted as name,
+// sorts after v (its argument as keyArgs makes it), and the condition's
+// arguments; false when no value sorts after v. That is name > ?, but
+// MariaDB makes no range of an inequality on an ENUM or a SET column, so
+// those list the numbers after v (an ENUM's label indexes, a SET's bit
+// sets) when there are at most maxAfterList of them.
+func sortsAfter(c *column, name string, v any) (string, []any, bool) {
+	var last uint64 // the largest number the column holds
+	switch c.Type {
+	case mysql.MYSQL_TYPE_ENUM:
+		last = uint64(len(c.Labels))
+	case mysql.MYSQL_TYPE_SET:
+		last = ^uint64(0) >> (64 - min(64, len(c.Labels))) // every bit set; 0 without labels
+	default:
+		return name + " > ?", []any{v}, true
+	}
+	n := v.(uint64)
+	if n >= last {
+		return "", nil, false
+	}
+	if last-n > maxAfterList {
+		return name + " > ?", []any{v}, true
+	}
+	nums := make([]string, last-n)
+	for i := range nums {
+		nums[i] = strconv.FormatUint(n+1+uint64(i), 10)
+	}
+	return name + " IN (" + strings.Join(nums, ", ") + ")", nil, true
 }
 
 // keyArgs returns the arguments that compare a table's key columns with

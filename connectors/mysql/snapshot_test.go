@@ -2,12 +2,16 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tributary-io/tributary/connect"
 )
@@ -299,5 +303,265 @@ func TestSnapshot_ResumesAfterBinaryKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChunkQuery_ReadsOnlyItsChunk runs the query of a late chunk of
+// tables keyed by one to three columns (the leading ones with few values,
+// as a tenant id) and counts the index entries the server read
+// (Handler_read_*): a chunk reads the rows it returns, not every row
+// before them. A row-constructor comparison, WHERE (k1, k2) > (?, ?), is
+// no range to MariaDB 10.11: each chunk scanned the index from its start,
+// and a snapshot of a big table was quadratic. The chunk's rows are the
+// ones after the key in the server's ORDER BY.
+func TestChunkQuery_ReadsOnlyItsChunk(t *testing.T) {
+	const size = 20
+	d := newDB(t,
+		"CREATE TABLE one (id int PRIMARY KEY, v int)",
+		"INSERT INTO one SELECT seq, seq FROM seq_0_to_2999",
+		"CREATE TABLE two (k1 int NOT NULL, k2 varchar(20) COLLATE utf8mb4_general_ci NOT NULL, v int, PRIMARY KEY (k1, k2))",
+		"INSERT INTO two SELECT seq DIV 1000, CONCAT(IF(seq % 2, 'K', 'k'), LPAD(seq % 1000, 4, '0')), seq FROM seq_0_to_2999",
+		"CREATE TABLE three (k1 int NOT NULL, k2 varchar(20) NOT NULL, k3 int NOT NULL, v int, PRIMARY KEY (k1, k2, k3))",
+		"INSERT INTO three SELECT seq DIV 1000, CONCAT('k', LPAD((seq DIV 10) % 100, 3, '0')), seq % 10, seq FROM seq_0_to_2999",
+		"CREATE TABLE mixed (e enum('b','a','c') NOT NULL, s set('z','y') NOT NULL, b bit(8) NOT NULL, id binary(4) NOT NULL, v int, PRIMARY KEY (e, s, b, id))",
+		"INSERT INTO mixed SELECT ELT(1 + seq DIV 1000, 'a', 'b', 'c'), (seq DIV 250) % 4, (seq DIV 10) % 25, UNHEX(LEFT(MD5(seq), 8)), seq FROM seq_0_to_2999",
+		"ANALYZE TABLE one, two, three, mixed",
+	)
+	conn, err := d.db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reads := func() int {
+		t.Helper()
+		rows, err := conn.QueryContext(t.Context(), "SHOW SESSION STATUS LIKE 'Handler_read%'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			var k string
+			var v int
+			if err := rows.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			n += v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// keysOf reads the key columns of a query's rows as the server sends them in text.
+	keysOf := func(def *tableDef, q string, args ...any) []keyValues {
+		t.Helper()
+		rows, err := conn.QueryContext(t.Context(), q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		var out []keyValues
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var k keyValues
+			for _, c := range def.Key {
+				k = append(k, string(vals[c]))
+			}
+			out = append(out, k)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, table := range []string{"one", "two", "three", "mixed"} {
+		def, err := readTableDef(t.Context(), d.db, d.name, table)
+		if err != nil || def == nil {
+			t.Fatalf("table %s: %v", table, err)
+		}
+		all, _, _ := chunkQuery(def, nil, 1<<30)
+		every := keysOf(def, all)
+		// After a row in the middle, the last of a leading value's rows,
+		// the last of a second column's run, and the chunk before the last.
+		for _, at := range []int{1500, 999, 1999, 2509, len(every) - size - 1} {
+			q, args, err := chunkQuery(def, every[at], size)
+			if err != nil {
+				t.Fatalf("%s after %q: %v", table, every[at], err)
+			}
+			before := reads()
+			got := keysOf(def, q, args...)
+			read := reads() - before
+			if want := every[at+1 : at+1+size]; !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("%s after %q: chunk %q,\nwant %q", table, every[at], got, want)
+			}
+			if limit := size + 2*len(def.Key); read > limit {
+				t.Errorf("%s after row %d %q: the chunk of %d rows read %d index entries, want at most %d: the key's predicate is no range\n%s",
+					table, at, every[at], size, read, limit, explain(t, conn, q, args))
+			}
+		}
+	}
+}
+
+// explain returns the server's plan of a query, for failure messages.
+func explain(t *testing.T, conn *sql.Conn, q string, args []any) string {
+	t.Helper()
+	var plan string
+	if err := conn.QueryRowContext(t.Context(), "EXPLAIN FORMAT=JSON "+q, args...).Scan(&plan); err != nil {
+		return "EXPLAIN: " + err.Error()
+	}
+	return q + "\n" + plan
+}
+
+// TestSnapshot_ThreeColumnKeyAcrossChunks pages through a table keyed by
+// three columns (an int, a case-insensitive string whose binary order
+// differs, an ENUM whose labels are out of alphabetical order) in chunks
+// of two rows, so that chunks end where only the third column changes,
+// where the second does and where the first does. Every row is read once,
+// in key order: in the initial snapshot, in a restart from the position of
+// a chunk that ends at a change of the first column, and in an
+// incremental snapshot.
+func TestSnapshot_ThreeColumnKeyAcrossChunks(t *testing.T) {
+	d := newDB(t,
+		"CREATE TABLE k (a int NOT NULL, b varchar(10) COLLATE utf8mb4_general_ci NOT NULL, c enum('z','y','x') NOT NULL, n int NOT NULL, PRIMARY KEY (a, b, c))",
+		// n is the row's rank in key order: b sorts a, B, c; c sorts z, y, x.
+		"INSERT INTO k SELECT 1 + seq DIV 9, ELT(1 + (seq DIV 3) % 3, 'a', 'B', 'c'), ELT(1 + seq % 3, 'z', 'y', 'x'), seq FROM seq_0_to_26",
+		signalDDL)
+	const rows = 27
+	values := map[string]string{"snapshot.mode": "initial_only", "snapshot.chunk.size": "2", "snapshot.workers": "1", "tables": d.name + ".k"}
+	snapshotDone := func(r []connect.Record) bool {
+		if len(r) == 0 || r[len(r)-1].Position == nil {
+			return false
+		}
+		p, _ := decodePosition(r[len(r)-1].Position)
+		return p.Snapshot == nil
+	}
+	type row struct {
+		n    int
+		key  [3]string
+		last bool // the last record of its chunk
+	}
+	read := func(recs []connect.Record) []row {
+		var out []row
+		for _, e := range decode(t, recs) {
+			if e.Ev == nil || e.Ev.Op != connect.OpRead {
+				continue
+			}
+			var r row
+			n, _ := e.Ev.After.Get("n")
+			r.n = atoiT(t, fmt.Sprint(n))
+			for i, c := range []string{"a", "b", "c"} {
+				v, _ := e.Ev.After.Get(c)
+				r.key[i] = fmt.Sprint(v)
+			}
+			r.last = e.Rec.Position != nil
+			out = append(out, r)
+		}
+		return out
+	}
+	inOrder := func(what string, got []row, from int) {
+		t.Helper()
+		ok := len(got) == rows-from
+		for i := 0; ok && i < len(got); i++ {
+			ok = got[i].n == from+i
+		}
+		if !ok {
+			t.Errorf("%s: rows %v, want ranks %d to %d in order, once each", what, got, from, rows-1)
+		}
+	}
+
+	s := openSource(t, d, values, nil)
+	recs := readUntil(t, s, 30*time.Second, snapshotDone)
+	s.Close(t.Context())
+	got := read(recs)
+	inOrder("snapshot", got, 0)
+	// Which column changes first across each chunk boundary.
+	crossed := map[int]bool{}
+	resume := -1 // the row at which a chunk ends before the first column changes
+	for i := 0; i+1 < len(got); i++ {
+		if !got[i].last {
+			continue
+		}
+		c := 0
+		for c < 2 && got[i].key[c] == got[i+1].key[c] {
+			c++
+		}
+		crossed[c] = true
+		if c == 0 && resume < 0 {
+			resume = i
+		}
+	}
+	if len(crossed) != 3 || resume < 0 {
+		t.Fatalf("chunk boundaries cross columns %v, want all three: the test's rows no longer exercise them", crossed)
+	}
+
+	var pos connect.Position
+	n := -1
+	for _, e := range decode(t, recs) {
+		if e.Ev != nil && e.Ev.Op == connect.OpRead {
+			n++
+		}
+		if n == resume {
+			pos = e.Rec.Position
+			break
+		}
+	}
+	s2 := openSource(t, d, values, pos)
+	rest := readUntil(t, s2, 30*time.Second, snapshotDone)
+	s2.Close(t.Context())
+	inOrder("snapshot resumed after a chunk", read(rest), resume+1)
+
+	inc := openSource(t, d, map[string]string{"snapshot.mode": "never", "tables": d.name + ".k",
+		"signal.data.collection": d.name + ".debezium_signal", "snapshot.chunk.size": "2"}, nil)
+	if err := inc.ExecuteSnapshot(t.Context(), []string{d.name + ".k"}); err != nil {
+		t.Fatal(err)
+	}
+	recs = readUntil(t, inc, 30*time.Second, func(r []connect.Record) bool { return incDone(t, r) })
+	inc.Close(t.Context())
+	inOrder("incremental snapshot", read(recs), 0)
+}
+
+// TestSortsAfter: an ENUM or SET key column after a value is the list of
+// the numbers after it, none after its last, an inequality when the list
+// would be long; other columns compare with an inequality.
+func TestSortsAfter(t *testing.T) {
+	labels := func(n int) []string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = fmt.Sprint("l", i)
+		}
+		return l
+	}
+	enum := &column{Name: "e", Type: mysql.MYSQL_TYPE_ENUM, Labels: labels(3)}
+	set2 := &column{Name: "s", Type: mysql.MYSQL_TYPE_SET, Labels: labels(2)}
+	set64 := &column{Name: "s", Type: mysql.MYSQL_TYPE_SET, Labels: labels(64)}
+	for _, tc := range []struct {
+		c    *column
+		v    any
+		want string // "" when nothing sorts after
+		args int
+	}{
+		{enum, uint64(0), "`k` IN (1, 2, 3)", 0},
+		{enum, uint64(2), "`k` IN (3)", 0},
+		{enum, uint64(3), "", 0},
+		{set2, uint64(1), "`k` IN (2, 3)", 0},
+		{set2, uint64(3), "", 0},
+		{set64, uint64(0), "`k` > ?", 1},
+		{set64, ^uint64(0) - 2, "`k` IN (18446744073709551614, 18446744073709551615)", 0},
+		{set64, ^uint64(0), "", 0},
+		{&column{Name: "i", Type: mysql.MYSQL_TYPE_LONG}, "7", "`k` > ?", 1},
+	} {
+		got, args, ok := sortsAfter(tc.c, "`k`", tc.v)
+		if got != tc.want || ok != (tc.want != "") || len(args) != tc.args {
+			t.Errorf("sortsAfter(%s of %d labels, %v) = %q, %v, %v; want %q with %d arguments", tc.c.Name, len(tc.c.Labels), tc.v, got, args, ok, tc.want, tc.args)
+		}
 	}
 }
