@@ -14,7 +14,7 @@
 //	                              idempotent producers (sequence checks in the log, KIP-360)
 //	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)
 //	ListOffsets            v1-6   earliest (-2), latest (-1), by timestamp
-//	CreateTopics           v0-7   replication factor 1 (or -1)
+//	CreateTopics           v0-7   replication factor 1 (or -1); an assignment wants -1 for both
 //	DeleteTopics           v0-6   by name or topic id
 //	CreatePartitions       v0-3
 //	DescribeConfigs        v0-4   topic configs with their sources
