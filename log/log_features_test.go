@@ -898,3 +898,84 @@ func TestValidateConfig_AsKafkaParsesThem(t *testing.T) {
 		t.Errorf("cleanup.policy \"compact, delete\" parsed as %+v", cfg)
 	}
 }
+
+// TestOffsetOfMaxTimestamp: as Kafka's ListOffsets MAX_TIMESTAMP (-3,
+// KIP-734): the offset and timestamp of the record with the largest
+// timestamp in the partition, the first of several such (Kafka's
+// RecordBatch.offsetOfMaxTimestamp), whatever segment or place in its batch
+// it has; timestamps need not grow with offsets. Sealed segments reopened
+// from their indexes answer the same.
+func TestOffsetOfMaxTimestamp(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("ts", 1, map[string]string{ConfigSegmentBytes: "1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if off, ts, found, err := l.OffsetOfMaxTimestamp(t.Context(), "ts", 0); err != nil || found {
+		t.Fatalf("empty partition: %d %v %v %v; want not found", off, ts, found, err)
+	}
+	if _, _, _, err := l.OffsetOfMaxTimestamp(t.Context(), "nope", 0); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("unknown topic: %v, want ErrUnknownTopic", err)
+	}
+	base := time.UnixMilli(1_700_000_000_000)
+	var all []int64 // each record's timestamp, in ms after base, by offset
+	appendBatch := func(ms ...int64) {
+		t.Helper()
+		recs := make([]Record, len(ms))
+		for i, m := range ms {
+			recs[i] = Record{Value: bytes.Repeat([]byte("v"), 100), Timestamp: base.Add(time.Duration(m) * time.Millisecond)}
+		}
+		if _, err := l.Append(t.Context(), "ts", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ms...)
+	}
+	want := func() (int64, int64) { // the dumb model: the first of the largest
+		best := int64(0)
+		for i, m := range all {
+			if m > all[best] {
+				best = int64(i)
+			}
+		}
+		return best, all[best]
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		wantOff, wantMs := want()
+		off, ts, found, err := l.OffsetOfMaxTimestamp(t.Context(), "ts", 0)
+		if err != nil || !found || off != wantOff || !ts.Equal(base.Add(time.Duration(wantMs)*time.Millisecond)) {
+			t.Fatalf("%s: OffsetOfMaxTimestamp = %d, %v, %v, %v; want %d at +%dms", when, off, ts.UnixMilli()-base.UnixMilli(), found, err, wantOff, wantMs)
+		}
+	}
+	for b := range int64(30) { // about two batches a segment
+		appendBatch((b*7)%20, (b*7+3)%20, (b*7+6)%20, (b*7+9)%20)
+	}
+	if st, _, _ := l.Offsets("ts", 0); st != 0 {
+		t.Fatalf("log start %d, want 0", st)
+	}
+	check(l, "max in a sealed segment, not first in its batch")
+	appendBatch(50, 100, 60, 100) // in the active segment, twice
+	check(l, "max in the active segment")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	defer l.Close()
+	check(l, "after Close and Open")
+	appendBatch(100, 1) // a tie later: the first stays
+	check(l, "a later tie")
+	// A batch written but maybe not yet fsync'ed, hence not readable: the
+	// answer waits for it rather than miss it.
+	async := encodeBatch([]Record{{Value: []byte("a"), Timestamp: base.Add(time.Second)}}, time.Now(), "none", noProducer)
+	_, wait, err := l.AppendRawAsync(t.Context(), "ts", 0, async)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, 1000)
+	check(l, "max in a batch appended without waiting")
+	if wait != nil {
+		if err := wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -13,7 +13,7 @@
 //	Produce                v3-11  record batches appended as sent (Log.AppendRawAsync); acks 0/1/all;
 //	                              idempotent producers (sequence checks in the log, KIP-360)
 //	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)
-//	ListOffsets            v1-6   earliest (-2), latest (-1), by timestamp
+//	ListOffsets            v1-7   earliest (-2), latest (-1), max timestamp (-3), by timestamp
 //	CreateTopics           v0-7   replication factor 1 (or -1); an assignment wants -1 for both
 //	DeleteTopics           v0-6   by name or topic id
 //	CreatePartitions       v0-3
