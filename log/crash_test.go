@@ -244,6 +244,9 @@ func crashChild(dir string) {
 
 	var mu sync.Mutex // hands out ranges of numbers
 	nextNum := end
+	// The producer id is new to the log, which takes its first batch at any
+	// sequence (KIP-360): the range at sequence 0 goes in before the others.
+	firstIn := make(chan struct{})
 	ctx := context.Background()
 	for g := range crashAppenders {
 		go func() {
@@ -259,6 +262,9 @@ func crashChild(dir string) {
 					recs[i].Value = []byte(strconv.FormatInt(first+int64(i), 10))
 				}
 				prod := ProducerInfo{ID: id, Epoch: epoch, Sequence: int32(first - end)}
+				if first != end {
+					<-firstIn
+				}
 				for {
 					base, err := l.AppendIdempotent(ctx, crashTopic, 0, recs, prod)
 					if errors.Is(err, ErrOutOfOrderSequence) {
@@ -272,6 +278,9 @@ func crashChild(dir string) {
 						fail("append %d..%d went to offset %d", first, first+int64(n)-1, base)
 					}
 					break
+				}
+				if first == end {
+					close(firstIn)
 				}
 				out.Lock()
 				fmt.Printf("ack %d\n", first+int64(n)-1)

@@ -898,6 +898,23 @@ func (l *Log) OffsetForTime(topicName string, partition int32, t time.Time) (off
 	return p.offsetForTime(t.UnixMilli())
 }
 
+// OffsetOfMaxTimestamp returns the offset and timestamp of the record with
+// the largest timestamp in a partition, the first of several with it, as
+// Kafka's ListOffsets MAX_TIMESTAMP (KIP-734). found is false when the
+// partition holds no record. A record appended but not yet readable counts:
+// the call waits until it is (its fsync).
+func (l *Log) OffsetOfMaxTimestamp(ctx context.Context, topicName string, partition int32) (offset int64, ts time.Time, found bool, err error) {
+	p, err := l.partition(topicName, partition)
+	if err != nil {
+		return 0, time.Time{}, false, err
+	}
+	off, ms, found, err := p.offsetOfMaxTimestamp(ctx)
+	if err != nil || !found {
+		return 0, time.Time{}, false, err
+	}
+	return off, time.UnixMilli(ms), true, nil
+}
+
 // ReadOptions bound one read.
 type ReadOptions struct {
 	// MaxBytes is about how many bytes of batches to return; at least one

@@ -307,9 +307,6 @@ func TestIdempotentProducer_Sequences(t *testing.T) {
 	if _, err := l.AppendIdempotent(ctx, "idem", 0, recs(1, "gap"), p(9)); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence 9 after 4: %v, want ErrOutOfOrderSequence", err)
 	}
-	if _, err := l.AppendIdempotent(ctx, "idem", 0, recs(1, "x"), ProducerInfo{ID: id + 100, Epoch: 0, Sequence: 5}); !errors.Is(err, ErrOutOfOrderSequence) {
-		t.Fatalf("unknown producer starting at sequence 5: %v, want ErrOutOfOrderSequence", err)
-	}
 	// A new epoch starts over at 0 and fences the old one.
 	if base, err := l.AppendIdempotent(ctx, "idem", 0, recs(1, "e1"), ProducerInfo{ID: id, Epoch: 1, Sequence: 0}); err != nil || base != 5 {
 		t.Fatalf("epoch 1 seq 0 = %d, %v; want 5", base, err)
@@ -398,6 +395,71 @@ func TestIdempotentProducer_StateSurvivesRestart(t *testing.T) {
 	l = openTestLog(t, dir)
 	defer l.Close()
 	retryLast(l, "after Close and Open")
+}
+
+// TestIdempotentProducer_NoStateAcceptsAnySequence: as Kafka 2.5+ (KIP-360,
+// ProducerAppendInfo.checkSequence), a producer the partition has no state
+// for (its batches removed by retention, its state lost) may start at any
+// sequence and epoch; from there on it is checked as any other: retries are
+// duplicates, gaps and an epoch bump that does not start at 0 are refused,
+// an older epoch is fenced. Its state survives Close and Open, and is
+// rebuilt the same from the batches when the snapshot is gone.
+func TestIdempotentProducer_NoStateAcceptsAnySequence(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("idem", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const id = 4242 // never handed out by this log
+	p := func(epoch int16, seq int32) ProducerInfo { return ProducerInfo{ID: id, Epoch: epoch, Sequence: seq} }
+	recs := func(tag string) []Record { return []Record{{Value: []byte(tag + "-0")}, {Value: []byte(tag + "-1")}} }
+	appendAt := func(l *Log, pi ProducerInfo, want int64) {
+		t.Helper()
+		if base, err := l.AppendIdempotent(t.Context(), "idem", 0, recs("r"), pi); err != nil || base != want {
+			t.Fatalf("append epoch %d seq %d = %d, %v; want %d, nil", pi.Epoch, pi.Sequence, base, err, want)
+		}
+	}
+	refused := func(l *Log, pi ProducerInfo, want error) {
+		t.Helper()
+		_, before, _ := l.Offsets("idem", 0)
+		if _, err := l.AppendIdempotent(t.Context(), "idem", 0, recs("bad"), pi); !errors.Is(err, want) {
+			t.Fatalf("append epoch %d seq %d: %v, want %v", pi.Epoch, pi.Sequence, err, want)
+		}
+		if _, after, _ := l.Offsets("idem", 0); after != before {
+			t.Fatalf("refused append epoch %d seq %d moved the end from %d to %d", pi.Epoch, pi.Sequence, before, after)
+		}
+	}
+
+	appendAt(l, p(3, 17), 0) // unknown here: any sequence, any epoch
+	appendAt(l, p(3, 17), 0) // a retry
+	appendAt(l, p(3, 19), 2)
+	checkKnown := func(l *Log, when string) {
+		t.Helper()
+		t.Log(when)
+		appendAt(l, p(3, 19), 2)                    // a retry
+		refused(l, p(3, 25), ErrOutOfOrderSequence) // a gap
+		refused(l, p(4, 21), ErrOutOfOrderSequence) // a new epoch must start at 0
+		refused(l, p(2, 21), ErrProducerFenced)
+	}
+	checkKnown(l, "while open")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	checkKnown(l, "after Close and Open")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(partitionDir(dir, "idem", 0), producerSnapshotFile)); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	defer l.Close()
+	checkKnown(l, "after Open without the snapshot")
+	appendAt(l, p(3, 21), 4)
+	appendAt(l, p(4, 0), 6) // a new epoch at 0
+	// Another unknown producer, at a sequence past the first one's.
+	appendAt(l, ProducerInfo{ID: id + 1, Epoch: 0, Sequence: 1000}, 8)
 }
 
 func TestConfig_UnknownNamesAndBadValuesRefused(t *testing.T) {
@@ -834,5 +896,86 @@ func TestValidateConfig_AsKafkaParsesThem(t *testing.T) {
 	cfg := parseTopicConfig(nil, map[string]string{ConfigCleanupPolicy: "compact, delete"})
 	if !cfg.Compact || !cfg.Delete {
 		t.Errorf("cleanup.policy \"compact, delete\" parsed as %+v", cfg)
+	}
+}
+
+// TestOffsetOfMaxTimestamp: as Kafka's ListOffsets MAX_TIMESTAMP (-3,
+// KIP-734): the offset and timestamp of the record with the largest
+// timestamp in the partition, the first of several such (Kafka's
+// RecordBatch.offsetOfMaxTimestamp), whatever segment or place in its batch
+// it has; timestamps need not grow with offsets. Sealed segments reopened
+// from their indexes answer the same.
+func TestOffsetOfMaxTimestamp(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir)
+	if err := l.CreateTopic("ts", 1, map[string]string{ConfigSegmentBytes: "1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if off, ts, found, err := l.OffsetOfMaxTimestamp(t.Context(), "ts", 0); err != nil || found {
+		t.Fatalf("empty partition: %d %v %v %v; want not found", off, ts, found, err)
+	}
+	if _, _, _, err := l.OffsetOfMaxTimestamp(t.Context(), "nope", 0); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("unknown topic: %v, want ErrUnknownTopic", err)
+	}
+	base := time.UnixMilli(1_700_000_000_000)
+	var all []int64 // each record's timestamp, in ms after base, by offset
+	appendBatch := func(ms ...int64) {
+		t.Helper()
+		recs := make([]Record, len(ms))
+		for i, m := range ms {
+			recs[i] = Record{Value: bytes.Repeat([]byte("v"), 100), Timestamp: base.Add(time.Duration(m) * time.Millisecond)}
+		}
+		if _, err := l.Append(t.Context(), "ts", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ms...)
+	}
+	want := func() (int64, int64) { // the dumb model: the first of the largest
+		best := int64(0)
+		for i, m := range all {
+			if m > all[best] {
+				best = int64(i)
+			}
+		}
+		return best, all[best]
+	}
+	check := func(l *Log, when string) {
+		t.Helper()
+		wantOff, wantMs := want()
+		off, ts, found, err := l.OffsetOfMaxTimestamp(t.Context(), "ts", 0)
+		if err != nil || !found || off != wantOff || !ts.Equal(base.Add(time.Duration(wantMs)*time.Millisecond)) {
+			t.Fatalf("%s: OffsetOfMaxTimestamp = %d, %v, %v, %v; want %d at +%dms", when, off, ts.UnixMilli()-base.UnixMilli(), found, err, wantOff, wantMs)
+		}
+	}
+	for b := range int64(30) { // about two batches a segment
+		appendBatch((b*7)%20, (b*7+3)%20, (b*7+6)%20, (b*7+9)%20)
+	}
+	if st, _, _ := l.Offsets("ts", 0); st != 0 {
+		t.Fatalf("log start %d, want 0", st)
+	}
+	check(l, "max in a sealed segment, not first in its batch")
+	appendBatch(50, 100, 60, 100) // in the active segment, twice
+	check(l, "max in the active segment")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir)
+	defer l.Close()
+	check(l, "after Close and Open")
+	appendBatch(100, 1) // a tie later: the first stays
+	check(l, "a later tie")
+	// A batch written but maybe not yet fsync'ed, hence not readable: the
+	// answer waits for it rather than miss it.
+	async := encodeBatch([]Record{{Value: []byte("a"), Timestamp: base.Add(time.Second)}}, time.Now(), "none", noProducer)
+	_, wait, err := l.AppendRawAsync(t.Context(), "ts", 0, async)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, 1000)
+	check(l, "max in a batch appended without waiting")
+	if wait != nil {
+		if err := wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

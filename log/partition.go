@@ -830,6 +830,7 @@ type view struct {
 	maxTs    []int64
 	start    int64
 	end      int64
+	next     int64 // the end of what is written, readable or not (maxTs counts it)
 	waitData chan struct{}
 }
 
@@ -846,7 +847,7 @@ func (p *partition) snapshot(offset int64) (*view, error) {
 	if p.closed {
 		return nil, ErrClosed
 	}
-	v := &view{start: p.logStart, end: p.visible, waitData: p.dataCh}
+	v := &view{start: p.logStart, end: p.visible, next: p.next, waitData: p.dataCh}
 	i := sort.Search(len(p.segments), func(i int) bool { return p.segments[i].base > offset }) - 1
 	if i < 0 {
 		i = 0

@@ -10,7 +10,9 @@ import (
 
 // Idempotent producers. Each partition remembers, per producer id, the epoch
 // and the last few batches (first/last sequence and offsets) it appended, as
-// Kafka does, so a retried batch is recognised and not appended twice.
+// Kafka does, so a retried batch is recognised and not appended twice. A
+// producer with no state here starts at whatever sequence it sends (see
+// check).
 //
 // The state is rebuilt on open from a snapshot file written when a segment is
 // rolled and when the partition closes, plus a scan of the batches after the
@@ -39,15 +41,20 @@ func newProducerState() *producerState { return &producerState{m: map[int64]*pro
 // check decides what to do with a batch from producer p holding n records:
 // dup is true (with the original base offset) for a retry of a batch already
 // appended; an error refuses the batch.
+//
+// The rules are Kafka's (2.5+, KIP-360; ProducerAppendInfo.checkSequence):
+// a producer the partition has no state for is accepted at any epoch and
+// sequence (its batches may have been removed by retention or compaction
+// and the state lost with them) and tracked from there; an older epoch is
+// fenced; a newer epoch must start at sequence 0; within an epoch, a batch
+// equal to one of the last few is a duplicate, any other must follow the
+// last one (or start at 0 if none is kept).
 func (s *producerState) check(p ProducerInfo, n int32) (dupBase int64, dup bool, err error) {
 	if p.ID < 0 {
 		return 0, false, nil
 	}
 	e, ok := s.m[p.ID]
 	if !ok {
-		if p.Sequence != 0 {
-			return 0, false, fmt.Errorf("%w: producer %d is unknown here and its first batch starts at sequence %d, not 0", ErrOutOfOrderSequence, p.ID, p.Sequence)
-		}
 		return 0, false, nil
 	}
 	switch {
@@ -65,11 +72,12 @@ func (s *producerState) check(p ProducerInfo, n int32) (dupBase int64, dup bool,
 			return b.BaseOffset, true, nil
 		}
 	}
+	want := int32(0)
 	if len(e.Batches) > 0 {
-		want := seqAdd(e.Batches[len(e.Batches)-1].LastSeq, 1)
-		if p.Sequence != want {
-			return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", ErrOutOfOrderSequence, p.ID, p.Sequence, want)
-		}
+		want = seqAdd(e.Batches[len(e.Batches)-1].LastSeq, 1)
+	}
+	if p.Sequence != want {
+		return 0, false, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", ErrOutOfOrderSequence, p.ID, p.Sequence, want)
 	}
 	return 0, false, nil
 }

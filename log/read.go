@@ -99,6 +99,11 @@ func (p *partition) offsetForTime(ts int64) (offset int64, found bool, err error
 		return 0, false, err
 	}
 	defer v.release()
+	return v.offsetForTime(ts)
+}
+
+// offsetForTime finds the first record of the view at or after ts.
+func (v *view) offsetForTime(ts int64) (offset int64, found bool, err error) {
 	for i, s := range v.segs {
 		if v.maxTs[i] < ts {
 			continue
@@ -113,6 +118,40 @@ func (p *partition) offsetForTime(ts int64) (offset int64, found bool, err error
 		}
 	}
 	return v.end, false, nil
+}
+
+// offsetOfMaxTimestamp finds the first record with the partition's largest
+// timestamp. Each segment knows its largest (the last time index entry of a
+// sealed one), so it is the first record at or after that time. When that
+// record is written but not yet readable (not yet fsync'ed), it waits for it
+// and searches again: records before it are no newer, so the first at or
+// after the time is still it.
+func (p *partition) offsetOfMaxTimestamp(ctx context.Context) (offset, ts int64, found bool, err error) {
+	v, err := p.snapshot(-1)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	ts = -1
+	for _, m := range v.maxTs {
+		ts = max(ts, m)
+	}
+	next := v.next
+	if ts >= 0 {
+		offset, found, err = v.offsetForTime(ts)
+	}
+	v.release()
+	if ts < 0 || found || err != nil || next <= v.end {
+		return offset, ts, found, err
+	}
+	if _, err := p.waitDurable(ctx, next); err != nil {
+		return 0, 0, false, err
+	}
+	if v, err = p.snapshot(-1); err != nil {
+		return 0, 0, false, err
+	}
+	defer v.release()
+	offset, found, err = v.offsetForTime(ts)
+	return offset, ts, found, err
 }
 
 // offsetForTime finds the first record of a segment at or after ts whose

@@ -314,6 +314,9 @@ func rollCrashChild(dir string) {
 		}
 		var mu sync.Mutex
 		nextNum := end
+		// The producer id is new to the partition, which takes its first
+		// batch at any sequence (KIP-360): sequence 0 goes in first.
+		firstIn := make(chan struct{})
 		for a := range 2 {
 			rng := rand.New(rand.NewPCG(seed, uint64(2*g+a)))
 			go func() {
@@ -332,6 +335,9 @@ func rollCrashChild(dir string) {
 						}
 					}
 					seq := int32(first - end)
+					if seq != 0 {
+						<-firstIn
+					}
 					for {
 						base, err := l.AppendIdempotent(ctx, topic, 0, recs, ProducerInfo{ID: id, Epoch: epoch, Sequence: seq})
 						if errors.Is(err, ErrOutOfOrderSequence) {
@@ -345,6 +351,9 @@ func rollCrashChild(dir string) {
 							fail("append %s %d..%d went to offset %d", topic, first, first+int64(n)-1, base)
 						}
 						break
+					}
+					if seq == 0 {
+						close(firstIn)
 					}
 					out.Lock()
 					fmt.Printf("ack %s %d %d %d\n", topic, first, first+int64(n)-1, seq)

@@ -35,10 +35,28 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool,
 	}
 	parts := int(t.NumPartitions)
 	if len(t.ReplicaAssignment) > 0 {
+		// Kafka's rules and words (ReplicationControlManager.createTopic):
+		// an assignment gives the partitions and replicas itself.
+		if t.ReplicationFactor != -1 {
+			return fmt.Errorf("%w: A manual partition assignment was specified, but replication factor was not set to -1", kerr.InvalidRequest)
+		}
+		if t.NumPartitions != -1 {
+			return fmt.Errorf("%w: A manual partition assignment was specified, but numPartitions was not set to -1", kerr.InvalidRequest)
+		}
 		parts = len(t.ReplicaAssignment)
+		seen := make(map[int32]bool, parts)
 		for _, a := range t.ReplicaAssignment {
+			if seen[a.Partition] {
+				return fmt.Errorf("%w: Found multiple manual partition assignments for partition %d", kerr.InvalidReplicaAssignment, a.Partition)
+			}
+			seen[a.Partition] = true
 			if len(a.Replicas) != 1 || a.Replicas[0] != nodeID {
 				return fmt.Errorf("%w: replica assignment %v: this log is one node (id %d)", kerr.InvalidReplicaAssignment, a.Replicas, nodeID)
+			}
+		}
+		for p := range int32(parts) {
+			if !seen[p] {
+				return fmt.Errorf("%w: partitions should be a consecutive 0-based integer sequence", kerr.InvalidReplicaAssignment)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	tlog "github.com/tributary-io/tributary/log"
@@ -28,6 +29,61 @@ func TestCreateTopics_ReplicationFactorZeroOrBelowMinusOneIsRefused(t *testing.T
 		}
 		if _, err := ts.log.Partitions(ct.Topic); err == nil {
 			t.Errorf("create topic with replication factor %d: topic %s created", rf, ct.Topic)
+		}
+	}
+}
+
+// TestCreateTopics_AssignmentWithCountsIsRefused: as Kafka
+// (ReplicationControlManager.createTopic), a manual replica assignment
+// takes the partition count and replication factor from itself: the
+// request must leave both at -1, else it is refused with INVALID_REQUEST
+// (the replication factor is checked first), for validate_only too, and
+// nothing is created. The assignment's partitions must be 0..n-1, each once.
+func TestCreateTopics_AssignmentWithCountsIsRefused(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.raw(t)
+	for i, tc := range []struct {
+		parts        int32
+		rf           int16
+		indexes      []int32
+		validateOnly bool
+		code         int16
+		msg          string
+	}{
+		{parts: 1, rf: 1, indexes: []int32{0}, code: kerr.InvalidRequest.Code, msg: "replication factor was not set to -1"},
+		{parts: -1, rf: 1, indexes: []int32{0}, code: kerr.InvalidRequest.Code, msg: "replication factor was not set to -1"},
+		{parts: 1, rf: -1, indexes: []int32{0}, code: kerr.InvalidRequest.Code, msg: "numPartitions was not set to -1"},
+		{parts: 2, rf: -1, indexes: []int32{0, 1}, validateOnly: true, code: kerr.InvalidRequest.Code, msg: "numPartitions was not set to -1"},
+		{parts: -1, rf: -1, indexes: []int32{0, 0}, code: kerr.InvalidReplicaAssignment.Code, msg: "multiple manual partition assignments for partition 0"},
+		{parts: -1, rf: -1, indexes: []int32{0, 2}, code: kerr.InvalidReplicaAssignment.Code, msg: "consecutive 0-based"},
+		{parts: -1, rf: -1, indexes: []int32{1, 0}}, // any order
+	} {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 5000, tc.validateOnly
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = fmt.Sprintf("assigned%d", i), tc.parts, tc.rf
+		for _, p := range tc.indexes {
+			a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			a.Partition, a.Replicas = p, []int32{nodeID}
+			ct.ReplicaAssignment = append(ct.ReplicaAssignment, a)
+		}
+		req.Topics = append(req.Topics, ct)
+		rt := do[*kmsg.CreateTopicsResponse](rc, req, 7).Topics[0]
+		if rt.ErrorCode != tc.code {
+			t.Errorf("%s (partitions %d, replication factor %d, assignment %v): %v; want %v", ct.Topic, tc.parts, tc.rf, tc.indexes, kerr.ErrorForCode(rt.ErrorCode), kerr.ErrorForCode(tc.code))
+			continue
+		}
+		if tc.code != 0 {
+			if rt.ErrorMessage == nil || !strings.Contains(*rt.ErrorMessage, tc.msg) {
+				t.Errorf("%s: message %v, want one saying %q", ct.Topic, rt.ErrorMessage, tc.msg)
+			}
+			if _, err := ts.log.Partitions(ct.Topic); err == nil {
+				t.Errorf("%s: created though refused", ct.Topic)
+			}
+			continue
+		}
+		if n, err := ts.log.Partitions(ct.Topic); err != nil || n != len(tc.indexes) || rt.NumPartitions != int32(n) || rt.ReplicationFactor != 1 {
+			t.Errorf("%s: %d partitions (%v), answered %d partitions replication factor %d; want %d and 1", ct.Topic, n, err, rt.NumPartitions, rt.ReplicationFactor, len(tc.indexes))
 		}
 	}
 }

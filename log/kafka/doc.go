@@ -11,10 +11,10 @@
 //	ApiVersions            v0-4   the versions below (KIP-511 downgrade for newer asks)
 //	Metadata               v0-12  one broker; auto-creates topics when the client allows
 //	Produce                v3-11  record batches appended as sent (Log.AppendRawAsync); acks 0/1/all;
-//	                              idempotent producers (sequence checks in the log)
+//	                              idempotent producers (sequence checks in the log, KIP-360)
 //	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)
-//	ListOffsets            v1-6   earliest (-2), latest (-1), by timestamp
-//	CreateTopics           v0-7   replication factor 1 (or -1)
+//	ListOffsets            v1-7   earliest (-2), latest (-1), max timestamp (-3), by timestamp
+//	CreateTopics           v0-7   replication factor 1 (or -1); an assignment wants -1 for both
 //	DeleteTopics           v0-6   by name or topic id
 //	CreatePartitions       v0-3
 //	DescribeConfigs        v0-4   topic configs with their sources

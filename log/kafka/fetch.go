@@ -203,8 +203,9 @@ func appendRecord(dst []byte, r *kmsg.Record) []byte {
 }
 
 // listOffsets answers ListOffsets: -2 the log start, -1 the end (the high
-// watermark), a timestamp the first offset at or after it (-1 when no
-// record is that new, as Kafka answers).
+// watermark), -3 the first record with the largest timestamp (KIP-734), a
+// timestamp the first offset at or after it (-1 when no record is that new,
+// or for -3 none at all, as Kafka answers).
 func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
@@ -214,7 +215,7 @@ func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) 
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch = -1
-			off, ts, err := s.offsetFor(ctx, t.Topic, p.Partition, p.Timestamp)
+			off, ts, err := s.offsetFor(ctx, t.Topic, p.Partition, p.Timestamp, req.Version)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 			}
@@ -229,7 +230,9 @@ func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) 
 	return resp
 }
 
-func (s *Server) offsetFor(ctx context.Context, topic string, partition int32, ts int64) (int64, int64, error) {
+// offsetFor answers one partition of a ListOffsets request of version v. A
+// timestamp -3 needs v7 (Kafka's timestampMinSupportedVersion).
+func (s *Server) offsetFor(ctx context.Context, topic string, partition int32, ts int64, v int16) (int64, int64, error) {
 	start, end, err := s.log.Offsets(topic, partition)
 	if err != nil {
 		return -1, -1, err
@@ -239,6 +242,12 @@ func (s *Server) offsetFor(ctx context.Context, topic string, partition int32, t
 		return start, -1, nil
 	case ts == -1:
 		return end, -1, nil
+	case ts == -3 && v >= 7:
+		off, t, found, err := s.log.OffsetOfMaxTimestamp(ctx, topic, partition)
+		if err != nil || !found {
+			return -1, -1, err
+		}
+		return off, t.UnixMilli(), nil
 	case ts < 0:
 		return -1, -1, kerr.UnsupportedVersion
 	}

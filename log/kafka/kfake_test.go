@@ -202,6 +202,32 @@ func diffScript() []diffStep {
 			}
 			return out
 		}, nil, ""},
+		{"list offsets: max timestamp (-3)", func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) []string {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = "t"
+			for p := int32(0); p < 5; p++ {
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -3, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return []string{errName(err)}
+			}
+			var out []string
+			for _, p := range resp.Topics[0].Partitions {
+				if p.Partition == 1 && p.Offset >= 0 && p.Timestamp > 0 {
+					// Batches stamped now: which is newest depends on the clock.
+					out = append(out, fmt.Sprintf("p%d %s a record stamped now", p.Partition, codeName(p.ErrorCode)))
+					continue
+				}
+				out = append(out, fmt.Sprintf("p%d %s offset %d ts %d", p.Partition, codeName(p.ErrorCode), p.Offset, p.Timestamp))
+			}
+			return out
+		}, nil, ""},
 		{"list offsets of an unknown partition", func(ctx context.Context, cl *kgo.Client, _ *kadm.Client) []string {
 			req := kmsg.NewPtrListOffsetsRequest()
 			req.ReplicaID = -1

@@ -147,6 +147,33 @@ func TestProduce_IdempotentRetryIsNotAppendedTwice(t *testing.T) {
 	}
 }
 
+// TestProduce_IdempotentWithoutStateAtAnySequence: as Kafka 2.5+ (KIP-360),
+// a producer the partition has no state for (its batches gone with
+// retention) is accepted at the sequence it sends, and checked from there.
+func TestProduce_IdempotentWithoutStateAtAnySequence(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("idem", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	ip := do[*kmsg.InitProducerIDResponse](rc, kmsg.NewPtrInitProducerIDRequest(), 4)
+	for _, tc := range []struct {
+		seq  int32
+		code int16
+		base int64
+	}{
+		{seq: 40, base: 0}, // no state here: taken as it is
+		{seq: 40, base: 0}, // a retry
+		{seq: 42, base: 2}, // the next one
+		{seq: 45, code: kerr.OutOfOrderSequenceNumber.Code, base: -1}, // a gap
+	} {
+		resp := do[*kmsg.ProduceResponse](rc, produceReq("idem", testBatch(ip.ProducerID, ip.ProducerEpoch, tc.seq, "a", "b")), 9)
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != tc.code || p.BaseOffset != tc.base {
+			t.Fatalf("sequence %d: %v base %d, want %v base %d", tc.seq, kerr.ErrorForCode(p.ErrorCode), p.BaseOffset, kerr.ErrorForCode(tc.code), tc.base)
+		}
+	}
+}
+
 // TestProduce_SeveralBatchesForOnePartitionStoreNothing: a partition's
 // record set whose second batch is well framed but refused by the log (here
 // a bad CRC; equally a batch over max.message.bytes, a nil key on a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -227,6 +228,62 @@ func TestListOffsets_ByTime(t *testing.T) {
 	recs := consumeN(t, cons, 3)
 	if recs[0].Offset != 7 {
 		t.Fatalf("first offset %d, want 7", recs[0].Offset)
+	}
+}
+
+// TestListOffsets_MaxTimestamp: ListOffsets v7 (KIP-734) with timestamp -3
+// answers the offset and timestamp of the record with the largest
+// timestamp, the first of several; an empty partition -1 and -1, no error,
+// as Kafka. Below v7, -3 is refused per partition with UNSUPPORTED_VERSION
+// (Kafka's timestampMinSupportedVersion). ApiVersions announces v7.
+func TestListOffsets_MaxTimestamp(t *testing.T) {
+	ts := startServer(t)
+	ts.createTopic(t, "mx", 2, nil)
+	base := time.UnixMilli(1_700_000_000_000)
+	var recs []tlog.Record
+	for _, m := range []int{5, 9, 2, 9, 1} {
+		recs = append(recs, tlog.Record{Value: []byte("e"), Timestamp: base.Add(time.Duration(m) * time.Minute)})
+	}
+	if _, err := ts.log.Append(t.Context(), "mx", 0, recs); err != nil {
+		t.Fatal(err)
+	}
+	rc := ts.raw(t)
+	av := do[*kmsg.ApiVersionsResponse](rc, kmsg.NewPtrApiVersionsRequest(), 3)
+	for _, k := range av.ApiKeys {
+		if k.ApiKey == 2 && k.MaxVersion < 7 {
+			t.Fatalf("ApiVersions announces ListOffsets up to v%d, want v7", k.MaxVersion)
+		}
+	}
+	for v := int16(1); v <= 7; v++ {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "mx"
+		for _, pt := range [][2]int64{{0, -3}, {1, -3}, {0, -2}, {0, -1}} {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = int32(pt[0]), pt[1], -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp := do[*kmsg.ListOffsetsResponse](rc, req, v)
+		var got []string
+		for _, p := range resp.Topics[0].Partitions {
+			got = append(got, fmt.Sprintf("p%d %s offset %d ts %d", p.Partition, codeName(p.ErrorCode), p.Offset, p.Timestamp))
+		}
+		want := []string{
+			fmt.Sprintf("p0 %s offset 1 ts %d", codeName(0), base.Add(9*time.Minute).UnixMilli()),
+			fmt.Sprintf("p1 %s offset -1 ts -1", codeName(0)),
+			fmt.Sprintf("p0 %s offset 0 ts -1", codeName(0)),
+			fmt.Sprintf("p0 %s offset 5 ts -1", codeName(0)),
+		}
+		if v < 7 {
+			unsupported := codeName(kerr.UnsupportedVersion.Code)
+			want[0] = fmt.Sprintf("p0 %s offset -1 ts -1", unsupported)
+			want[1] = fmt.Sprintf("p1 %s offset -1 ts -1", unsupported)
+		}
+		if strings.Join(got, "; ") != strings.Join(want, "; ") {
+			t.Errorf("ListOffsets v%d:\n got %s\nwant %s", v, strings.Join(got, "; "), strings.Join(want, "; "))
+		}
 	}
 }
 

@@ -14,11 +14,12 @@ type versionRange struct{ min, max int16 }
 // as ApiVersions announces them. The maxima stop before versions that need
 // what this log does not have: topic ids in Fetch (v13+), OffsetCommit and
 // OffsetFetch (v9+, the new consumer protocol), transactions v2 in Produce
-// (v12+). Clients negotiate down to these.
+// (v12+), tiered storage in ListOffsets (v8+). Clients negotiate down to
+// these.
 var apis = map[int16]versionRange{
 	0:  {3, 11}, // Produce: record batch v2 only
 	1:  {4, 12}, // Fetch
-	2:  {1, 6},  // ListOffsets
+	2:  {1, 7},  // ListOffsets: v7 for -3, the max timestamp (KIP-734)
 	3:  {0, 12}, // Metadata
 	8:  {0, 8},  // OffsetCommit
 	9:  {0, 8},  // OffsetFetch
