@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 )
 
 // crossCheck checks what relates the entries of the files to each other:
@@ -19,8 +20,15 @@ func crossCheck(files []*file) ErrorList {
 		errs = append(errs, &Error{Pos: r.pos, Path: r.path, Message: fmt.Sprintf(format, args...), Hint: hint})
 	}
 
+	// unique reports each name refs gives twice, saying where it was
+	// first: "at 4:12", or for a source's or sink's name "by sink out at
+	// 4:12", naming the other file and its pipeline when that is another.
 	unique := func(refs func(*file) []ref, format, hint string) {
-		first := make(map[string]ref)
+		type firstRef struct {
+			ref
+			pipeline string
+		}
+		first := make(map[string]firstRef)
 		for _, f := range files {
 			for _, r := range refs(f) {
 				if r.name == "" {
@@ -33,20 +41,28 @@ func crossCheck(files []*file) ErrorList {
 					case r.pos == prev.pos:
 						add(r, hint, "%q is used twice: the same anchored entry (*alias) appears twice", r.name)
 					default:
-						add(r, hint, format, r.name, where(prev.pos, r.pos))
+						at := where(prev.pos, r.pos)
+						if prev.owner != "" {
+							of := ""
+							if prev.pos.File != r.pos.File {
+								of = " of pipeline " + prev.pipeline
+							}
+							at = "by " + ownerKind(prev.path) + " " + prev.owner + of + " " + at
+						}
+						add(r, hint, format, r.name, at)
 					}
 					continue
 				}
-				first[r.name] = r
+				first[r.name] = firstRef{r, f.p.Name}
 			}
 		}
 	}
 	unique(func(f *file) []ref { return []ref{f.name} },
 		"pipeline name %q is already used %s", "pipeline names must be unique across the files of a directory")
 	unique(func(f *file) []ref { return f.conns },
-		"name %q is already used %s", "source and sink names must be unique across all pipelines")
+		"name %q is already used %s", "a worker knows a connector by its name alone (REST: /connectors/NAME), as Kafka Connect does: rename one of them")
 	unique(func(f *file) []ref { return f.groups },
-		"consumer group %q is already used %s", "each sink needs a consumer group of its own; set group:")
+		"consumer group %q is already used %s", "two sinks in one group split its partitions, each skipping the records the other was given: give each sink a group of its own (group:)")
 	unique(func(f *file) []ref { return f.topics },
 		"topic %q is already defined %s", "define each topic once")
 
@@ -131,6 +147,14 @@ func crossCheck(files []*file) ErrorList {
 		}
 	}
 	return errs
+}
+
+// ownerKind says what holds the name at path: "source" or "sink".
+func ownerKind(path string) string {
+	if strings.HasPrefix(path, "sources") {
+		return "source"
+	}
+	return "sink"
 }
 
 // where says where p is, as seen from an error at from: line:column in the

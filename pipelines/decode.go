@@ -40,6 +40,9 @@ type ref struct {
 	path string
 	// defaulted marks a sink's group that is its name, not written.
 	defaulted bool
+	// owner names the source or sink the name belongs to (for a name that
+	// is a connector's own, owner is that name); empty for other names.
+	owner string
 }
 
 // file is one decoded pipeline file with the places of the names that are
@@ -606,7 +609,7 @@ func (d *fileDecoder) sources(n *yaml.Node, p *Pipeline) {
 		if e, ok := f["name"]; ok {
 			if name, ok := d.name(e.value, join(path, "name"), "source name"); ok {
 				s.Name = name
-				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name")})
+				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name"), owner: name})
 			}
 		} else {
 			d.errorf(item, path, "", "missing required key \"name\" in a source")
@@ -643,7 +646,7 @@ func (d *fileDecoder) sinks(n *yaml.Node, p *Pipeline) {
 		if e, ok := f["name"]; ok {
 			if name, ok := d.name(e.value, join(path, "name"), "sink name"); ok {
 				s.Name, nameNode = name, e.value
-				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name")})
+				d.f.conns = append(d.f.conns, ref{name: name, pos: d.pos(e.value), path: join(path, "name"), owner: name})
 			}
 		} else {
 			d.errorf(item, path, "", "missing required key \"name\" in a sink")
@@ -653,11 +656,11 @@ func (d *fileDecoder) sinks(n *yaml.Node, p *Pipeline) {
 		d.sinkTopics(f, item, path, &s)
 
 		s.Group = s.Name
-		group := ref{name: s.Name, pos: d.pos(nameNode), path: join(path, "name"), defaulted: true}
+		group := ref{name: s.Name, pos: d.pos(nameNode), path: join(path, "name"), defaulted: true, owner: s.Name}
 		if e, ok := f["group"]; ok {
 			if g, ok := d.str(e.value, join(path, "group")); ok && g != "" {
 				s.Group = g
-				group = ref{name: g, pos: d.pos(e.value), path: join(path, "group")}
+				group = ref{name: g, pos: d.pos(e.value), path: join(path, "group"), owner: s.Name}
 			}
 		}
 		if s.Group != "" {

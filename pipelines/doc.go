@@ -48,7 +48,7 @@
 //	    partitions: 3            # default: log.defaults.partitions
 //	    config: {cleanup.policy: compact, segment.bytes: 64MiB}
 //	sources:
-//	  - name: web-events         # required; unique among sources and sinks
+//	  - name: web-events         # required; unique among all pipelines' sources and sinks
 //	    connector: generator     # required; a source connector
 //	    topic: web.tracking      # required; may be a template: cdc.{schema}.{table}
 //	    tasks: 1                 # the most tasks; default 1
@@ -56,10 +56,10 @@
 //	    transforms:
 //	      - {type: filter, condition: "op != 'r'"}
 //	sinks:
-//	  - name: events-file        # required; unique among sources and sinks
+//	  - name: events-file        # required; unique among all pipelines' sources and sinks
 //	    connector: file          # required; a sink connector
 //	    topics: [web.tracking]   # required, or topics_regex: 'cdc\..*'
-//	    group: events-file       # consumer group; default: the sink's name
+//	    group: events-file       # consumer group, unique among sinks; default: the sink's name
 //	    tasks: 1                 # the most tasks; default 1
 //	    config: {path: ./data/out/events.jsonl}
 //	    transforms: []

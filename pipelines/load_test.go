@@ -366,10 +366,10 @@ sinks:
 			`p.yaml:3:60: sources[0].transforms[0]: a transform must be a mapping (key: value), got "unwrap"; write {type: <transform>, <setting>: <value>, ...}`,
 		}},
 		{"duplicate connector names", "version: 1\ntopics: [{name: t}]\nsources:\n  - {name: a, connector: generator, topic: t}\nsinks:\n  - {name: a, connector: stdout, topics: [t]}\n", []string{
-			`p.yaml:6:12: sinks[0].name: name "a" is already used at 4:12; source and sink names must be unique across all pipelines`,
+			`p.yaml:6:12: sinks[0].name: name "a" is already used by source a at 4:12; a worker knows a connector by its name alone (REST: /connectors/NAME), as Kafka Connect does: rename one of them`,
 		}},
 		{"duplicate groups", "version: 1\ntopics: [{name: t}]\nsinks:\n  - {name: a, connector: stdout, topics: [t]}\n  - {name: b, connector: stdout, topics: [t], group: a}\n", []string{
-			`p.yaml:5:54: sinks[1].group: consumer group "a" is already used at 4:12; each sink needs a consumer group of its own; set group:`,
+			`p.yaml:5:54: sinks[1].group: consumer group "a" is already used by sink a at 4:12; two sinks in one group split its partitions, each skipping the records the other was given: give each sink a group of its own (group:)`,
 		}},
 		{"sink reads an unknown topic", "version: 1\ntopics: [{name: web.tracking}]\nsinks:\n  - {name: k, connector: stdout, topics: [web.trackng]}\n", []string{
 			`p.yaml:4:43: sinks[0].topics[0]: topic "web.trackng" is not defined under topics and no source writes it; did you mean "web.tracking"? valid topics: web.tracking`,
@@ -442,7 +442,7 @@ sinks:
 			`p.yaml:2:33: log.backend: unknown log backend "kafkaa"; did you mean "kafka"? valid backends: embedded, kafka`,
 		}},
 		{"anchored source used twice", "version: 1\nsources:\n  - &s {name: s, connector: generator, topic: t}\n  - *s\n", []string{
-			`p.yaml:3:15: sources[1].name: "s" is used twice: the same anchored entry (*alias) appears twice; source and sink names must be unique across all pipelines`,
+			`p.yaml:3:15: sources[1].name: "s" is used twice: the same anchored entry (*alias) appears twice; a worker knows a connector by its name alone (REST: /connectors/NAME), as Kafka Connect does: rename one of them`,
 		}},
 	}
 	for _, tt := range tests {
@@ -577,11 +577,61 @@ func TestLoadDir_Conflicts(t *testing.T) {
 		`testdata/dir-conflict/b.yaml:2:7: name: pipeline name "shared" is already used in testdata/dir-conflict/a.yaml:2:7; pipeline names must be unique across the files of a directory`,
 		`testdata/dir-conflict/b.yaml:3:1: log: log settings differ from those of testdata/dir-conflict/a.yaml; the pipelines of a directory share one log: give every file the same backend, dir and kafka settings`,
 		`testdata/dir-conflict/b.yaml:6:11: topics[0].name: topic "clicks" is already defined in testdata/dir-conflict/a.yaml:4:11; define each topic once`,
-		`testdata/dir-conflict/b.yaml:8:11: sinks[0].name: name "clicks-file" is already used in testdata/dir-conflict/a.yaml:10:11; source and sink names must be unique across all pipelines`,
+		`testdata/dir-conflict/b.yaml:8:11: sinks[0].name: name "clicks-file" is already used by sink clicks-file of pipeline shared in testdata/dir-conflict/a.yaml:10:11; a worker knows a connector by its name alone (REST: /connectors/NAME), as Kafka Connect does: rename one of them`,
 		`testdata/dir-conflict/b.yaml:10:14: sinks[0].topics[0]: topic "views" is not defined under topics and no source writes it; valid topics: clicks`,
 	}
 	if err == nil {
 		t.Fatal("got no error")
+	}
+	if got := strings.Split(errorList(t, err).Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A worker knows its connectors by name alone, as Kafka Connect does (the
+// REST API's /connectors/{name}, status, offsets, pause): two pipelines of
+// a directory may not both have a connector of one name, nor two sinks one
+// consumer group (they would split its partitions, each skipping the
+// records the other was given). Each error names both places, what holds
+// the name there, and how to fix it; all come at once, with the other
+// errors of the directory.
+func TestLoadDir_ConnectorNamesAndGroupsAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", `version: 1
+name: alpha
+topics: [{name: t.a}]
+sources:
+  - {name: gen, connector: generator, topic: t.a}
+sinks:
+  - {name: out, connector: stdout, topics: [t.a]}
+`)
+	write("b.yaml", `version: 1
+name: beta
+topics: [{name: t.b}]
+sources:
+  - {name: gen, connector: generator, topic: t.b}
+  - {name: out, connector: generator, topic: t.b}
+sinks:
+  - {name: copy, connector: stdout, topics: [t.b], group: out}
+`)
+	write("c.yaml", "version: 1\nname: gamma\nbogus: 1\n")
+	_, err := LoadDir(dir, testOpts)
+	if err == nil {
+		t.Fatal("got no error")
+	}
+	a, b, c := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "c.yaml")
+	const rename = "a worker knows a connector by its name alone (REST: /connectors/NAME), as Kafka Connect does: rename one of them"
+	want := []string{
+		b + `:5:12: sources[0].name: name "gen" is already used by source gen of pipeline alpha in ` + a + `:5:12; ` + rename,
+		b + `:6:12: sources[1].name: name "out" is already used by sink out of pipeline alpha in ` + a + `:7:12; ` + rename,
+		b + `:8:59: sinks[0].group: consumer group "out" is already used by sink out of pipeline alpha in ` + a + `:7:12; ` +
+			"two sinks in one group split its partitions, each skipping the records the other was given: give each sink a group of its own (group:)",
+		c + `:3:1: bogus: unknown key "bogus" in a pipeline; valid keys: version, name, log, topics, sources, sinks, plugins`,
 	}
 	if got := strings.Split(errorList(t, err).Error(), "\n"); !reflect.DeepEqual(got, want) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,9 @@ package rest
 import (
 	"strings"
 	"testing"
+
+	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/engine"
 )
 
 // Kafka Connect refuses a PUT …/config whose "name" differs from the URL's:
@@ -95,5 +98,58 @@ func TestCreateConnector_NameTrimmed(t *testing.T) {
 	code, body := call(t, srv, "POST", "/connectors", `{"name":" a ","initial_state":"STOPPED","config":{"connector.class":"idle","topic":"t"}}`)
 	if code != 201 || !strings.Contains(body, `"name":"a"`) {
 		t.Errorf(`POST name " a ": %d %s; want 201 for connector "a"`, code, body)
+	}
+}
+
+// A worker knows its connectors by name alone, as Kafka Connect does: a
+// POST /connectors naming a connector that a pipeline file started answers
+// 409 "Connector NAME already exists", whatever its kind, and leaves the
+// pipeline's connector as it was; a sink created over REST may not join a
+// pipeline sink's group. A PUT …/config of such a name is Kafka Connect's
+// update of that connector: it stays in its pipeline (and keeps the
+// pipeline's offsets).
+func TestCreateConnector_NameOfAPipelineConnector(t *testing.T) {
+	srv, w, _ := newTestServer(t)
+	for _, spec := range []engine.ConnectorSpec{
+		{Pipeline: "alpha", Name: "gen", Kind: connect.KindSource, Connector: "idle", Topic: "t"},
+		{Pipeline: "alpha", Name: "out", Kind: connect.KindSink, Connector: "null", Topics: []string{"t"}},
+	} {
+		if err := w.Start(t.Context(), spec, engine.StateRunning); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ name, body string }{
+		{"gen", `{"name":"gen","config":{"connector.class":"idle","topic":"t2"}}`},
+		{"out", `{"name":"out","config":{"connector.class":"idle","topic":"t2"}}`},
+		{"out", `{"name":"out","initial_state":"STOPPED","config":{"connector.class":"null","topics":"t2"}}`},
+	} {
+		code, body := call(t, srv, "POST", "/connectors", tt.body)
+		if want := `{"error_code":409,"message":"Connector ` + tt.name + ` already exists"}`; code != 409 || strings.TrimSpace(body) != want {
+			t.Errorf("POST %s: %d %s; want 409 %s", tt.body, code, body, want)
+		}
+	}
+	code, body := call(t, srv, "POST", "/connectors", `{"name":"copy","config":{"connector.class":"null","topics":"t2","group":"out"}}`)
+	if code != 400 || !strings.Contains(body, `group: consumer group \"out\" is already used by sink out`) {
+		t.Errorf("POST a sink in the group of the pipeline's sink out: %d %s; want 400", code, body)
+	}
+	for name, want := range map[string]engine.ConnectorSpec{
+		"gen": {Pipeline: "alpha", Kind: connect.KindSource, Topic: "t"},
+		"out": {Pipeline: "alpha", Kind: connect.KindSink, Group: "out"},
+	} {
+		spec, err := w.Spec(name)
+		if err != nil || spec.Pipeline != want.Pipeline || spec.Kind != want.Kind || spec.Topic != want.Topic || spec.Group != want.Group {
+			t.Errorf("%s after the refused requests: %+v %v; want pipeline %s, kind %s, topic %q, group %q", name, spec, err, want.Pipeline, want.Kind, want.Topic, want.Group)
+		}
+		if st, err := w.Status(name); err != nil || st.State != engine.StateRunning {
+			t.Errorf("%s after the refused requests: %+v %v; want RUNNING", name, st, err)
+		}
+	}
+
+	code, body = call(t, srv, "PUT", "/connectors/gen/config", `{"connector.class":"idle","topic":"t2"}`)
+	if code != 200 {
+		t.Errorf("PUT /connectors/gen/config: %d %s; want 200 (an update)", code, body)
+	}
+	if spec, err := w.Spec("gen"); err != nil || spec.Pipeline != "alpha" || spec.Topic != "t2" {
+		t.Errorf("gen after the PUT: %+v %v; want pipeline alpha, topic t2", spec, err)
 	}
 }
