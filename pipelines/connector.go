@@ -1,6 +1,7 @@
 package pipelines
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -46,6 +47,23 @@ const nameHint = "use letters, digits, '.', '_' and '-', at most 249 characters"
 func checkName(key, what, v string) *Problem {
 	if !validName(v) {
 		return &Problem{Key: key, Message: fmt.Sprintf("invalid %s %q", what, v), Hint: nameHint}
+	}
+	return nil
+}
+
+// ReservedGroupPrefix starts the consumer groups the worker uses itself
+// (the kafka backend's source leases, _tributary-source.PIPELINE.NAME): a
+// sink may not read in one.
+const ReservedGroupPrefix = "_tributary"
+
+// checkGroup checks a sink's consumer group, written or its name.
+func checkGroup(g string) *Problem {
+	switch {
+	case strings.TrimSpace(g) != g:
+		return &Problem{Key: KeyGroup, Message: fmt.Sprintf("consumer group %q has surrounding spaces", g)}
+	case strings.HasPrefix(g, ReservedGroupPrefix):
+		return &Problem{Key: KeyGroup, Message: fmt.Sprintf("consumer group %q is reserved", g),
+			Hint: "groups starting with " + ReservedGroupPrefix + " are the worker's own: choose another group (group:)"}
 	}
 	return nil
 }
@@ -224,8 +242,8 @@ func CheckSink(s Sink) []Problem {
 	if s.TopicsRegex != "" {
 		add(checkTopicsRegex(s.TopicsRegex))
 	}
-	if s.Group != "" && strings.TrimSpace(s.Group) != s.Group {
-		add(&Problem{Key: KeyGroup, Message: fmt.Sprintf("consumer group %q has surrounding spaces", s.Group)})
+	if g := cmp.Or(s.Group, s.Name); g != "" { // the group defaults to the name
+		add(checkGroup(g))
 	}
 	if !slices.Contains(tolerances, string(s.Errors.Tolerance)) && s.Errors.Tolerance != "" {
 		add(&Problem{Key: KeyTolerance, Message: fmt.Sprintf("unknown error tolerance %q", s.Errors.Tolerance), Hint: choicesHint(string(s.Errors.Tolerance), "tolerances", tolerances)})

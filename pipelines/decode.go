@@ -657,13 +657,18 @@ func (d *fileDecoder) sinks(n *yaml.Node, p *Pipeline) {
 
 		s.Group = s.Name
 		group := ref{name: s.Name, pos: d.pos(nameNode), path: join(path, "name"), defaulted: true, owner: s.Name}
+		groupNode := nameNode
 		if e, ok := f["group"]; ok {
 			if g, ok := d.str(e.value, join(path, "group")); ok && g != "" {
 				s.Group = g
 				group = ref{name: g, pos: d.pos(e.value), path: join(path, "group"), owner: s.Name}
+				groupNode = e.value
 			}
 		}
 		if s.Group != "" {
+			if p := checkGroup(s.Group); p != nil {
+				d.problem(groupNode, group.path, p)
+			}
 			d.f.groups = append(d.f.groups, group)
 		}
 

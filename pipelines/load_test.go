@@ -792,3 +792,34 @@ func TestParse_KafkaTLSAndSASLErrors(t *testing.T) {
 		}
 	}
 }
+
+// Consumer groups starting with _tributary are the worker's own (the kafka
+// backend's source leases are groups _tributary-source.PIPELINE.NAME): a
+// sink in one would take part in a lease's rebalances. An explicit group
+// and a sink name that becomes the group are both refused, where written.
+func TestLoadFile_ReservedGroup(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(path, []byte(`version: 1
+name: p
+topics: [{name: t}]
+sinks:
+  - {name: a, connector: stdout, topics: [t], group: _tributary-source.p.gen}
+  - {name: _tributary.b, connector: stdout, topics: [t]}
+  - {name: c, connector: stdout, topics: [t], group: tributary-ok}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadFile(path, testOpts)
+	if err == nil {
+		t.Fatal("got no error")
+	}
+	const hint = "groups starting with _tributary are the worker's own: choose another group (group:)"
+	want := []string{
+		path + `:5:54: sinks[0].group: consumer group "_tributary-source.p.gen" is reserved; ` + hint,
+		path + `:6:12: sinks[1].name: consumer group "_tributary.b" is reserved; ` + hint,
+	}
+	if got := strings.Split(errorList(t, err).Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -24,6 +24,8 @@ func TestCreateConnector_PipelineRules(t *testing.T) {
 		{"dead-letter topic read", `{"name":"s2","config":{"connector.class":"null","topics":"in,dlq","errors.tolerance":"all","errors.deadletterqueue.topic.name":"dlq"}}`, `errors.deadletterqueue.topic.name: dead-letter topic "dlq" is also a topic the sink reads`},
 		{"group of another sink", `{"name":"s2","config":{"connector.class":"null","topics":"in","group":"g"}}`, `group: consumer group "g" is already used by sink s1`},
 		{"default group of another sink", `{"name":"s2","config":{"connector.class":"null","topics":"in","group":"s3"}}`, `group: consumer group "s3" is already used by sink s3`},
+		{"reserved group", `{"name":"s2","config":{"connector.class":"null","topics":"in","group":"_tributary-source.p.c"}}`, `group: consumer group "_tributary-source.p.c" is reserved`},
+		{"reserved default group", `{"name":"_tributary.s","config":{"connector.class":"null","topics":"in"}}`, `group: consumer group "_tributary.s" is reserved`},
 		{"name with a path", `{"name":"../x","config":{"connector.class":"null","topics":"in"}}`, `name: invalid sink name "../x"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
