@@ -18,7 +18,9 @@
 // /metrics and shows them in the task status.
 //
 // The write key is the user of HTTP Basic auth (empty password) or
-// "writeKey" in the body; a key in the header wins. A key may route its
+// "writeKey" in the body; a key in the header wins. An Authorization
+// header of another scheme (a proxy's bearer token) holds no key: the
+// body's is used, as without a header. A key may route its
 // events to its own topic (write.keys item key:topic).
 //
 // # Records

@@ -325,6 +325,9 @@ func TestAuth(t *testing.T) {
 		{"missing", fmt.Sprintf(msg, ""), nil, 401},
 		{"wrong body key", fmt.Sprintf(msg, `,"writeKey":"k3"`), nil, 401},
 		{"bearer", fmt.Sprintf(msg, ""), map[string]string{"Authorization": "Bearer k1"}, 401},
+		// A token of another scheme (a proxy's, an OAuth one) holds no
+		// write key of ours: the body's key authenticates.
+		{"bearer and body key", fmt.Sprintf(msg, `,"writeKey":"k1"`), map[string]string{"Authorization": "Bearer proxy-token"}, 200},
 		{"missing, invalid JSON", `{"userId":`, nil, 401},
 		{"routed key", fmt.Sprintf(msg, ""), map[string]string{"auth": "k2"}, 200},
 	}
@@ -340,16 +343,19 @@ func TestAuth(t *testing.T) {
 		}
 	}
 	recs := h.records()
-	if len(recs) != 4 {
-		t.Fatalf("%d records, want 4", len(recs))
+	if len(recs) != 5 {
+		t.Fatalf("%d records, want 5", len(recs))
 	}
 	for _, r := range recs {
 		if bytes.Contains(r.Value, []byte("writeKey")) || bytes.Contains(r.Value, []byte("k1")) {
 			t.Errorf("the write key is stored: %s", r.Value)
 		}
 	}
-	if recs[3].Topic != "mobile.events" || recs[0].Topic != "" {
-		t.Errorf("topics %q, %q; want \"\" and mobile.events", recs[0].Topic, recs[3].Topic)
+	if recs[4].Topic != "mobile.events" || recs[0].Topic != "" {
+		t.Errorf("topics %q, %q; want \"\" and mobile.events", recs[0].Topic, recs[4].Topic)
+	}
+	if a := h.post("/v1/track", fmt.Sprintf(msg, ""), map[string]string{"Authorization": "Bearer k1"}); !strings.Contains(a.raw, "not HTTP Basic") {
+		t.Errorf("a Bearer header without a body key: %s, want the answer to say the header is not HTTP Basic", a.raw)
 	}
 }
 

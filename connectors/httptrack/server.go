@@ -80,7 +80,7 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 	// A key in the Authorization header is checked before the body is read.
 	var key writeKey
 	var buf [96]byte
-	basicKey, hasBasic := basicUser(r, buf[:0])
+	basicKey, hasBasic, otherScheme := basicUser(r, buf[:0])
 	if hasBasic {
 		k, ok := s.set.keys[string(basicKey)] // no allocation for a map key
 		if !ok {
@@ -121,6 +121,9 @@ func (s *Source) track(w http.ResponseWriter, r *http.Request, typ string, recei
 		k, ok := s.set.keys[wk]
 		if !ok || wk == "" {
 			msg := "no write key: send it as the user of HTTP Basic auth (empty password) or as \"writeKey\" in the body"
+			if otherScheme {
+				msg = "no write key: the Authorization header is not HTTP Basic; send the key as the user of HTTP Basic auth (empty password) or as \"writeKey\" in the body"
+			}
 			if wk != "" {
 				msg = "the writeKey in the body is not valid"
 			}
@@ -518,23 +521,26 @@ func (s *Source) clientIP(r *http.Request) string {
 
 // basicUser returns the user of an HTTP Basic Authorization header, which
 // is where SDKs put the write key, decoded into buf's free capacity when
-// it fits, and whether there was a header.
-func basicUser(r *http.Request, buf []byte) ([]byte, bool) {
+// it fits, and whether there was a Basic header (a malformed one has no
+// valid key). An Authorization header of another scheme (a proxy's token,
+// an OAuth bearer token) holds no write key of ours: other reports it,
+// and the key is then looked for in the body, as without a header.
+func basicUser(r *http.Request, buf []byte) (user []byte, basic, other bool) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return nil, false
+		return nil, false, false
 	}
 	const prefix = "Basic "
 	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return nil, true // present but not Basic: no valid key
+		return nil, false, true
 	}
 	enc := strings.TrimSpace(h[len(prefix):])
 	raw, err := base64.StdEncoding.AppendDecode(buf, []byte(enc))
 	if err != nil {
-		return nil, true
+		return nil, true, false
 	}
-	user, _, _ := bytes.Cut(raw, []byte(":"))
-	return user, true
+	user, _, _ = bytes.Cut(raw, []byte(":"))
+	return user, true, false
 }
 
 // bodyPool holds request body buffers; buffers over maxPooledBody are
