@@ -141,7 +141,8 @@ type options struct {
 	targetFileSize  int64
 	pinned          map[string]pinnedColumn
 	metadata        bool
-	placeholder     string // for unchanged TOASTed values
+	placeholder     string       // for unchanged TOASTed values
+	unavailable     *unavailable // the placeholder's forms; nil when it is empty
 	prefix          string
 	metaNames       []string
 	offsetsKey      string
@@ -170,6 +171,7 @@ func parseOptions(cfg connect.Config) (*options, catalogConfig, error) {
 		prefix:   str("metadata.prefix"),
 	}
 	o.placeholder = str("unavailable.value.placeholder")
+	o.unavailable = newUnavailable(o.placeholder)
 	cc := catalogConfig{typ: str("catalog.type"), uri: str("catalog.uri"), name: str("catalog.name"), warehouse: str("warehouse"),
 		restWarehouse: str("catalog.warehouse"), credential: str("catalog.credential"), token: str("catalog.token"),
 		oauthURI: str("catalog.oauth2.server.uri"), scope: str("catalog.scope"), prefix: str("catalog.prefix")}

@@ -295,7 +295,7 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 			if exists {
 				t = w.cols[i].typ
 			}
-			if isUnavailable(fv.value, w.o.placeholder, t) {
+			if w.o.unavailable.is(fv.value, t) {
 				if !exists {
 					return w.unchangedError(fv.name, "the table has no such column yet")
 				}

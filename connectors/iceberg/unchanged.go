@@ -20,38 +20,90 @@ import (
 // large (TOASTed) value that an update left unchanged unless the table has
 // REPLICA IDENTITY FULL; Debezium, and Tributary's Postgres source, write
 // a placeholder instead (connect.UnavailableValue, the source's
-// unavailable.value.placeholder), in the column's shape: the text, its
-// bytes (base64 in JSON) for bytea and precise decimals, a one-element
-// array for arrays, {"scale":0,"value":<bytes>} for a variable-scale
-// decimal. In upsert mode the sink keeps the key's previous value for such
-// a column instead of writing the placeholder over it.
+// unavailable.value.placeholder), in a form that fits the column's type:
+// the text, its bytes (base64 in JSON) for bytea, a JSON object of it for
+// hstore, a one-element array of those for arrays, its bytes as numbers
+// for int[], bigint[] and date[], its name-based UUID in a one-element
+// array for uuid[] (see connect.UnavailableNumbers and its siblings). In
+// upsert mode the sink keeps the key's previous value for such a column
+// instead of writing the placeholder over it. (Where the type cannot hold
+// the placeholder, such as a precise decimal, the source writes null, as
+// Debezium does, and the sink cannot tell it from a real null. The forms
+// earlier versions of the source wrote for precise decimals, the bytes and
+// {"scale":0,"value":<bytes>}, are still recognised in records already in
+// the log.)
 
-// isUnavailable reports whether v is the placeholder, in any of its
-// shapes, for a column of type t (nil when the column is new).
-func isUnavailable(v any, placeholder string, t ib.Type) bool {
+// unavailable holds the forms of the placeholder, made once.
+type unavailable struct {
+	text, base64, hstore, uuid string
+	numbers                    []int64
+}
+
+func newUnavailable(placeholder string) *unavailable {
 	if placeholder == "" {
+		return nil
+	}
+	return &unavailable{text: placeholder, base64: base64.StdEncoding.EncodeToString([]byte(placeholder)),
+		hstore: connect.UnavailableHstore(placeholder), uuid: connect.UnavailableUUID(placeholder),
+		numbers: connect.UnavailableNumbers(placeholder)}
+}
+
+// is reports whether v is the placeholder, in any of its forms, for a
+// column of type t (nil when the column is new). A nil u (no placeholder
+// set) matches nothing.
+func (u *unavailable) is(v any, t ib.Type) bool {
+	if u == nil {
 		return false
 	}
 	switch x := v.(type) {
 	case string:
-		if x == placeholder {
+		if x == u.text || x == u.hstore {
 			return true
 		}
 		// Bytes without an embedded schema arrive as base64 text.
 		switch t.(type) {
 		case ib.BinaryType, ib.DecimalType:
-			return x == base64.StdEncoding.EncodeToString([]byte(placeholder))
+			return x == u.base64
 		}
 	case []byte:
-		return string(x) == placeholder
+		return string(x) == u.text
 	case []any:
-		return len(x) == 1 && isUnavailable(x[0], placeholder, nil)
+		if len(x) == 1 {
+			return x[0] == u.uuid || u.is(x[0], nil)
+		}
+		return u.isNumbers(x)
 	case connect.Row:
 		if len(x) == 2 && x[0].Name == "scale" && x[1].Name == "value" {
-			return isUnavailable(x[1].Value, placeholder, ib.PrimitiveTypes.Binary)
+			return u.is(x[1].Value, ib.PrimitiveTypes.Binary)
 		}
 	}
 	return false
+}
+
+// isNumbers reports whether x is the placeholder's bytes, one integer each.
+func (u *unavailable) isNumbers(x []any) bool {
+	if len(x) != len(u.numbers) {
+		return false
+	}
+	for i, e := range x {
+		var n int64
+		switch e := e.(type) {
+		case int64:
+			n = e
+		case int32:
+			n = int64(e)
+		case int16:
+			n = int64(e)
+		case int:
+			n = int64(e)
+		default:
+			return false
+		}
+		if n != u.numbers[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // unchangedError is the error of an update whose unchanged TOASTed value

@@ -699,7 +699,8 @@ func (st *streamer) rowChange(ctx context.Context, lsn uint64, data []byte) erro
 
 // tuple decodes a tuple of rel; unchanged TOASTed values are taken from
 // old when it has them (REPLICA IDENTITY FULL), else replaced with the
-// placeholder. The text of all the values is copied into one string, of
+// placeholder in the column's form (null, with a warning, for a type that
+// cannot hold it; see mapper.unavailable). The text of all the values is copied into one string, of
 // which the values are parts.
 func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (connect.Row, error) {
 	if len(cols) != len(rel.columns) {
@@ -727,7 +728,12 @@ func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (conn
 					continue
 				}
 			}
-			row[i].Value = st.enc.mapper.unavailable(col)
+			v, ok := st.enc.mapper.unavailable(col)
+			if !ok {
+				st.src.log.Warn("postgres: an unchanged TOASTed value, which the stream does not carry, is written as null, as Debezium does: its type cannot hold the placeholder; "+
+					"ALTER TABLE … REPLICA IDENTITY FULL makes updates carry it", "table", rel.ref.String(), "column", col.name, "type", col.typ.name)
+			}
+			row[i].Value = v
 		case pglogrepl.TupleDataTypeText:
 			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), all[off:off+len(c.data)])
 			off += len(c.data)

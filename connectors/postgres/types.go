@@ -363,24 +363,52 @@ func (m *mapper) decodeElems(t *pgType, typmod int32, elems []any) ([]any, error
 	return out, nil
 }
 
-// unavailable is the value that stands for an unchanged TOASTed value the
-// stream did not carry: the placeholder in the column's own shape.
-func (m *mapper) unavailable(c *column) any {
+// unavailable is the value that stands for an unchanged TOASTed value of
+// column c, which the stream did not carry: the placeholder in the form
+// Debezium gives it for the column's type (see connect.UnavailableValue).
+// ok is false for a type that cannot hold the placeholder (a number, a
+// boolean, a time, numeric under decimal.handling.mode precise or double,
+// and arrays of them other than int[], bigint[] and date[]): the value is
+// then null, as Debezium leaves such a field (its converter fails on the
+// placeholder and event.converting.failure.handling.mode=warn writes
+// null), and the caller says so in the log.
+func (m *mapper) unavailable(c *column) (v any, ok bool) {
 	return m.unavailableOf(c.typ, c.effTypmod())
 }
 
-func (m *mapper) unavailableOf(t *pgType, typmod int32) any {
-	switch s := m.typeSchema(t, typmod); s.Type {
-	case connect.SchemaString:
-		return m.placeholder
-	case connect.SchemaBytes:
-		return []byte(m.placeholder)
-	case connect.SchemaArray:
-		return []any{m.unavailableOf(t.elem, typmod)}
-	case connect.SchemaStruct: // a variable-scale decimal
-		return connect.Row{{Name: "scale", Value: int64(0)}, {Name: "value", Value: []byte(m.placeholder)}}
+func (m *mapper) unavailableOf(t *pgType, typmod int32) (any, bool) {
+	switch t.kind {
+	case kindHstore:
+		return connect.UnavailableHstore(m.placeholder), true
+	case kindNumeric, kindMoney:
+		if m.decimals != decimalString {
+			return nil, false
+		}
+	case kindArray:
+		switch t.elem.kind {
+		case kindInt32, kindInt64, kindDate:
+			nums := connect.UnavailableNumbers(m.placeholder)
+			out := make([]any, len(nums))
+			for i, n := range nums {
+				out[i] = n
+			}
+			return out, true
+		case kindUUID:
+			return []any{connect.UnavailableUUID(m.placeholder)}, true
+		}
+		e, ok := m.unavailableOf(t.elem, typmod)
+		if !ok {
+			return nil, false
+		}
+		return []any{e}, true
 	}
-	return nil
+	switch m.typeSchema(t, typmod).Type {
+	case connect.SchemaString:
+		return m.placeholder, true
+	case connect.SchemaBytes:
+		return []byte(m.placeholder), true
+	}
+	return nil, false
 }
 
 // hstoreJSON turns hstore's text ("a"=>"1", "b"=>NULL) into a JSON object

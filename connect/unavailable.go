@@ -1,0 +1,47 @@
+package connect
+
+import (
+	"crypto/md5"
+	"fmt"
+)
+
+// Debezium writes UnavailableValue (or the connector's
+// unavailable.value.placeholder) for an unchanged TOASTed Postgres value,
+// which logical replication does not send, in a form that fits the
+// column's type: the text for text-like types, its bytes for bytea, a
+// one-element array of those for arrays of them, and the forms below for
+// the types it treats on their own (UnchangedToastedPlaceholder). Sources
+// write them and sinks recognise them with these functions.
+
+// UnavailableNumbers is the placeholder of an int[], bigint[] or date[]
+// column: the placeholder's bytes, one number each, signed as Java's bytes
+// are.
+func UnavailableNumbers(placeholder string) []int64 {
+	out := make([]int64, len(placeholder))
+	for i := range len(placeholder) {
+		out[i] = int64(int8(placeholder[i]))
+	}
+	return out
+}
+
+// UnavailableUUID is the one element of the placeholder of a uuid[]
+// column: the name-based (version 3, MD5) UUID of the placeholder's bytes,
+// as Java's UUID.nameUUIDFromBytes makes it
+// (b68a35a7-17ad-35b3-af2a-ae46edb4545a for the default).
+func UnavailableUUID(placeholder string) string {
+	h := md5.Sum([]byte(placeholder))
+	h[6] = h[6]&0x0f | 0x30
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// UnavailableHstore is the placeholder of an hstore column written as JSON
+// (hstore.handling.mode=json): an object of one pair whose key and value
+// are the placeholder.
+func UnavailableHstore(placeholder string) string {
+	b, err := Row{{Name: placeholder, Value: placeholder}}.MarshalJSON()
+	if err != nil { // a string pair always marshals
+		panic(fmt.Sprintf("marshal the hstore placeholder: %v", err))
+	}
+	return string(b)
+}
