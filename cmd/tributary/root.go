@@ -165,8 +165,21 @@ func (a *app) lookupEnv(name string) (string, bool) {
 
 // open returns the log client: with --server (env TRIBUTARY_SERVER) a client
 // of a running worker's REST API, else the data directory, opened on first
-// use.
+// use. The data directory must hold a log (see checkDataDir): open is for
+// the commands that read a log or change what is in it; the ones that add
+// to it use openOrCreate.
 func (a *app) open() (logClient, error) {
+	if a.client == nil && a.server == "" {
+		if err := checkDataDir(a.dataDir); err != nil {
+			return nil, err
+		}
+	}
+	return a.openOrCreate()
+}
+
+// openOrCreate is open for the commands that add to a log (topics create,
+// produce): they make the log where the data directory holds none.
+func (a *app) openOrCreate() (logClient, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
