@@ -240,3 +240,18 @@ func TestVersion_FlagAndCommandAgree(t *testing.T) {
 		t.Errorf("version printed %q, --version %q; want the same line", cmd, flag)
 	}
 }
+
+// A bad log level from the environment names the variable, not the flag the
+// user never gave.
+func TestRun_LogLevelFromEnv(t *testing.T) {
+	t.Setenv(envLogLevel, "verbose")
+	err := mustFail(t, t.TempDir(), "", "topics", "list")
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Errorf("error %v is not a usage error", err)
+	}
+	wantContains(t, "error", err.Error(), envLogLevel+`="verbose"`, "debug, info, warn or error")
+
+	err = mustFail(t, t.TempDir(), "", "topics", "list", "--log-level", "loud")
+	wantContains(t, "error", err.Error(), `--log-level "loud"`)
+}

@@ -145,7 +145,11 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 func (a *app) setup(cmd *cobra.Command) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
-		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)}
+		src := "--log-level " // the flag, or the variable its default came from
+		if !changed(cmd.Flags(), "log-level") {
+			src = envLogLevel + "="
+		}
+		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("%s%q: want debug, info, warn or error", src, a.logLevel)}
 	}
 	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 	a.dataDirSet = changed(cmd.Flags(), "data-dir")
