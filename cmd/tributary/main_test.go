@@ -97,6 +97,9 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"topics", "alter", "t", "--partitions", "0"},
 		{"consume", "t", "-p", "-2"},
 		{"consume", "t", "-c", "-1"},
+		{"consume", "t", "-o", "e@1", "-o", "e@2"}, // two stops
+		{"consume", "t", "-K", ":", "-f", `%s\n`},  // -K is the default format's
+		{"consume", "t", "-K", ":", "-J"},
 		{"produce", "t", "-p", "-2"},
 		{"connectors", "snapshot", "src", "--stop", "--pause"},
 		{"connectors", "offsets", "s", "--set", `{"offsets":[]}`},
