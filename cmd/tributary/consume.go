@@ -94,7 +94,7 @@ exit (also on Ctrl-C).`,
 	f.StringVarP(&o.format, "format", "f", "", "output format (see above); default %s\\n")
 	f.BoolVarP(&o.json, "json", "J", false, "print each record as a JSON object: topic, partition, offset, tstype, ts, headers, key, payload")
 	f.StringVarP(&o.group, "group", "g", "", "read as this consumer group and commit what was printed")
-	f.StringVarP(&o.keyDelim, "key-delimiter", "K", "", "print the key, DELIM, then the value (default format only)")
+	f.StringVarP(&o.keyDelim, "key-delimiter", "K", "", "print the key, DELIM, then the value (the default format: not with -f or -J)")
 	f.BoolVarP(&o.null, "null", "Z", false, "print empty or null keys and values as NULL")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print end-of-partition notices to stderr")
 	return cmd
@@ -121,6 +121,9 @@ func parseOffsets(cmdPath string, vals []string, group string) (start offsetSpec
 			n, err := strconv.ParseInt(ms, 10, 64)
 			if err != nil {
 				return start, nil, bad(v, "not a timestamp in milliseconds")
+			}
+			if stop != nil {
+				return start, nil, bad(v, "only one stop offset (e@) may be given")
 			}
 			t := time.UnixMilli(n)
 			stop = &t
@@ -193,6 +196,13 @@ func runConsume(cmd *cobra.Command, a *app, topic string, o consumeOptions) erro
 	}
 	if o.json && o.format != "" {
 		return usageErrorf(path, "-J and -f both set the output; give one")
+	}
+	if o.keyDelim != "" && (o.json || o.format != "") {
+		flag := "-f"
+		if o.json {
+			flag = "-J"
+		}
+		return usageErrorf(path, "-K sets the key delimiter of the default format, which %s replaces; give one (with -f, write the key as %%k: -f '%%k%s%%s\\n')", flag, strings.ReplaceAll(o.keyDelim, "%", "%%"))
 	}
 	if o.count < 0 {
 		return usageErrorf(path, "-c %d: want a positive count", o.count)

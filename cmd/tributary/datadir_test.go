@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -54,4 +55,54 @@ func TestRun_DataDirFlag(t *testing.T) {
 	if ents, err := os.ReadDir(flagDir); err != nil || len(ents) == 0 {
 		t.Errorf("nothing in --data-dir %s: %v", flagDir, err)
 	}
+}
+
+// A command that only reads the log (or changes what exists in it) on a
+// data directory that holds no log fails, naming the directory and how to
+// give the right one, instead of making an empty log there and reporting
+// the topic missing: after the quickstart, whose log is in ./data/quickstart,
+// a consume without --data-dir reads ./data.
+func TestRun_DataDirWithoutLog(t *testing.T) {
+	parent := t.TempDir()
+	logDir := filepath.Join(parent, "quickstart")
+	mustRun(t, logDir, "a\n", "produce", "web.tracking", "-q")
+
+	missing := filepath.Join(parent, "typo")
+	for _, args := range [][]string{
+		{"consume", "web.tracking", "-e"},
+		{"topics", "list"},
+		{"topics", "describe"},
+		{"topics", "delete", "web.tracking"},
+		{"topics", "alter", "web.tracking", "--partitions", "3"},
+		{"groups", "list"},
+		{"groups", "describe", "--all-groups"},
+		{"groups", "reset-offsets", "--group", "g", "--all-topics", "--to-earliest"},
+		{"groups", "delete", "g"},
+	} {
+		err := mustFail(t, missing, "", args...)
+		wantContains(t, fmt.Sprintf("%q on a missing directory: error", args), err.Error(), missing, "does not exist", "--data-dir", "--server")
+		if _, err := os.Stat(missing); err == nil {
+			t.Fatalf("%q created the missing data directory %s", args, missing)
+		}
+
+		err = mustFail(t, parent, "", args...)
+		wantContains(t, fmt.Sprintf("%q on the log's parent: error", args), err.Error(), "no log", "--data-dir "+logDir)
+		if _, err := os.Stat(filepath.Join(parent, "meta.json")); err == nil {
+			t.Fatalf("%q made a log in %s, the parent of the log", args, parent)
+		}
+	}
+
+	// An empty directory is an empty log, and the commands that add to a log
+	// make it where there is none.
+	empty := t.TempDir()
+	if out, _ := mustRun(t, empty, "", "topics", "list"); out != "" {
+		t.Errorf("topics list on an empty directory = %q, want nothing", out)
+	}
+	locked := t.TempDir()
+	if err := os.WriteFile(filepath.Join(locked, ".lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, locked, "", "groups", "list")
+	mustRun(t, filepath.Join(parent, "new1"), "", "topics", "create", "t")
+	mustRun(t, filepath.Join(parent, "new2"), "x\n", "produce", "t", "-q")
 }

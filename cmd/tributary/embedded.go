@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
@@ -41,6 +44,53 @@ func maxPartitionsFromEnv() (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a positive number of partitions per topic", envMaxPartitions, v)
 	}
 	return n, nil
+}
+
+// logMetaFile is the file at the top of every data directory that holds a
+// log (its topics; see the on-disk layout in log/doc.go).
+const logMetaFile = "meta.json"
+
+// dataDirHint says how to point a command at a log.
+const dataDirHint = "give the log's directory (a pipeline's log.dir) with --data-dir DIR or " + envDataDir + ", or reach the worker that holds it with --server ADDR"
+
+// checkDataDir returns an error when dir holds no log for a command to read:
+// it does not exist, or it holds other files but no meta.json (the parent of
+// a log, say ./data after the quickstart, whose log is ./data/quickstart).
+// Opening such a directory would make an empty log there and report every
+// topic missing. An empty directory (or one with only the lock file of a
+// first open that was killed) is an empty log.
+func checkDataDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data directory %s does not exist, so it holds no log; %s", dir, dataDirHint)
+	}
+	if err != nil {
+		return nil // opening it reports what is wrong
+	}
+	var logs []string
+	others := false
+	for _, e := range ents {
+		switch e.Name() {
+		case logMetaFile:
+			return nil
+		case ".lock": // a log's first open, killed before it wrote meta.json
+			continue
+		}
+		others = true
+		if e.IsDir() {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), logMetaFile)); err == nil {
+				logs = append(logs, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	if !others {
+		return nil // an empty directory: opening it makes the empty log
+	}
+	if len(logs) > 0 {
+		return fmt.Errorf("data directory %s holds no log (no %s), but %s does: give --data-dir %s (or %s), or reach the worker that holds it with --server ADDR",
+			dir, logMetaFile, strings.Join(logs, ", "), logs[0], envDataDir)
+	}
+	return fmt.Errorf("data directory %s holds no log (no %s, but other files); %s", dir, logMetaFile, dataDirHint)
 }
 
 func openEmbedded(dir string, logger *slog.Logger) (*embeddedClient, error) {

@@ -97,6 +97,9 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"topics", "alter", "t", "--partitions", "0"},
 		{"consume", "t", "-p", "-2"},
 		{"consume", "t", "-c", "-1"},
+		{"consume", "t", "-o", "e@1", "-o", "e@2"}, // two stops
+		{"consume", "t", "-K", ":", "-f", `%s\n`},  // -K is the default format's
+		{"consume", "t", "-K", ":", "-J"},
 		{"produce", "t", "-p", "-2"},
 		{"connectors", "snapshot", "src", "--stop", "--pause"},
 		{"connectors", "offsets", "s", "--set", `{"offsets":[]}`},
@@ -239,4 +242,19 @@ func TestVersion_FlagAndCommandAgree(t *testing.T) {
 	if cmd != flag || !strings.HasPrefix(cmd, "tributary ") {
 		t.Errorf("version printed %q, --version %q; want the same line", cmd, flag)
 	}
+}
+
+// A bad log level from the environment names the variable, not the flag the
+// user never gave.
+func TestRun_LogLevelFromEnv(t *testing.T) {
+	t.Setenv(envLogLevel, "verbose")
+	err := mustFail(t, t.TempDir(), "", "topics", "list")
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Errorf("error %v is not a usage error", err)
+	}
+	wantContains(t, "error", err.Error(), envLogLevel+`="verbose"`, "debug, info, warn or error")
+
+	err = mustFail(t, t.TempDir(), "", "topics", "list", "--log-level", "loud")
+	wantContains(t, "error", err.Error(), `--log-level "loud"`)
 }

@@ -172,7 +172,16 @@ func findPlugin(cmd *cobra.Command, a *app, dirs []string, name string, discover
 		}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no plugin %q: %s hold no usable plugins", name, strings.Join(dirs, ", "))
+		var why []string
+		for _, d := range dirs {
+			if n := goSourceFiles(d); n > 0 {
+				why = append(why, fmt.Sprintf("%s holds Go source (%d .go files), no plugin executables", d, n))
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, "no usable plugins in "+strings.Join(dirs, ", "))
+		}
+		return nil, fmt.Errorf("no plugin %q: %s; give the directory of the built plugins with --plugins-dir DIR, or the file itself: tributary plugins inspect PATH", name, strings.Join(why, "; "))
 	}
 	return nil, fmt.Errorf("no plugin %q in %s (plugins there: %s)", name, strings.Join(dirs, ", "), strings.Join(names, ", "))
 }

@@ -149,6 +149,11 @@ func TestPlugins_ListSkipsSourceFiles(t *testing.T) {
 	}
 	wantContains(t, "hint", errOut, src+" holds Go source (2 .go files) and no executables", "--plugins-dir DIR")
 
+	// inspect NAME there fails saying the same, and how to point it at the
+	// plugins (as from the repository's root, where ./plugins is source).
+	err := mustFail(t, dir, "", "plugins", "inspect", "counter", "--plugins-dir", src)
+	wantContains(t, "inspect in Go source: error", err.Error(), `no plugin "counter"`, src+" holds Go source", "--plugins-dir DIR", "inspect PATH")
+
 	// A file without an extension and without the executable bit may be a
 	// plugin someone forgot to chmod: listed, with the reason.
 	writeFile(t, filepath.Join(src, "counter"), "\x7fELF")

@@ -97,7 +97,7 @@ func runProduce(cmd *cobra.Command, a *app, topic string, o produceOptions) erro
 	if err := tlog.ValidateTopicName(topic); err != nil {
 		return err
 	}
-	c, err := a.open()
+	c, err := a.openOrCreate()
 	if err != nil {
 		return err
 	}

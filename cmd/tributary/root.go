@@ -145,7 +145,11 @@ func refuseUnknownSubcommands(cmd *cobra.Command) {
 func (a *app) setup(cmd *cobra.Command) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
-		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)}
+		src := "--log-level " // the flag, or the variable its default came from
+		if !changed(cmd.Flags(), "log-level") {
+			src = envLogLevel + "="
+		}
+		return &usageError{cmd: cmd.CommandPath(), err: fmt.Errorf("%s%q: want debug, info, warn or error", src, a.logLevel)}
 	}
 	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
 	a.dataDirSet = changed(cmd.Flags(), "data-dir")
@@ -165,8 +169,21 @@ func (a *app) lookupEnv(name string) (string, bool) {
 
 // open returns the log client: with --server (env TRIBUTARY_SERVER) a client
 // of a running worker's REST API, else the data directory, opened on first
-// use.
+// use. The data directory must hold a log (see checkDataDir): open is for
+// the commands that read a log or change what is in it; the ones that add
+// to it use openOrCreate.
 func (a *app) open() (logClient, error) {
+	if a.client == nil && a.server == "" {
+		if err := checkDataDir(a.dataDir); err != nil {
+			return nil, err
+		}
+	}
+	return a.openOrCreate()
+}
+
+// openOrCreate is open for the commands that add to a log (topics create,
+// produce): they make the log where the data directory holds none.
+func (a *app) openOrCreate() (logClient, error) {
 	if a.client != nil {
 		return a.client, nil
 	}

@@ -73,6 +73,14 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	slog.SetDefault(a.logger)
 	defer slog.SetDefault(prev)
 
+	// The REST address is taken first, so that a busy one leaves no data
+	// directory (nor topics) behind, and reaches no brokers.
+	ln, err := net.Listen("tcp", restAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s for the REST API: %w (choose another with --rest-addr)", restAddr, err)
+	}
+	defer ln.Close() // until srv.Serve has it; closing it again then is harmless
+
 	var backend engine.Backend
 	var l *tlog.Log // the embedded log; nil with the kafka backend
 	switch lc.Backend {
@@ -124,10 +132,6 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 	})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", restAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s for the REST API: %w (choose another with --rest-addr)", restAddr, err)
 	}
 	api := rest.New(w, l, buildVersion(), a.logger)
 	api.SetCommit(buildCommit())

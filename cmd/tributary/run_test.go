@@ -159,3 +159,29 @@ sinks:
 		"sinks[0].tasks",
 	)
 }
+
+// run on a REST address that is taken fails before it opens the log: it
+// leaves no data directory (nor topics) behind, as a missing certificate
+// does not.
+func TestRun_BusyRESTAddrLeavesNoDataDir(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	file := filepath.Join(dir, "pipeline.yaml")
+	yaml := strings.NewReplacer("%DATA%", dataDir, "%OUT%", filepath.Join(dir, "out.jsonl")).Replace(quickstartYAML)
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, _, err = tributary(t, dataDir, "", "run", file, "--rest-addr", ln.Addr().String())
+	if err == nil {
+		t.Fatal("run on a taken REST address succeeded")
+	}
+	wantContains(t, "error", err.Error(), ln.Addr().String(), "--rest-addr")
+	if _, err := os.Stat(dataDir); err == nil {
+		t.Errorf("run made the data directory %s though it could not serve its REST API", dataDir)
+	}
+}

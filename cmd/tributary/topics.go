@@ -77,7 +77,7 @@ partition directory behind.`, tlog.DefaultMaxPartitions, envMaxPartitions),
 			if replication != 1 {
 				return usageErrorf(cmd.CommandPath(), "--replication-factor %d: this log runs on one node, so the only replication factor is 1", replication)
 			}
-			c, err := a.open()
+			c, err := a.openOrCreate()
 			if err != nil {
 				return err
 			}
