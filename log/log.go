@@ -50,6 +50,15 @@ type Options struct {
 	// CleanerInterval is how often compacted topics are checked for
 	// cleaning. Default 15 seconds.
 	CleanerInterval time.Duration
+	// ProducerIDExpiration is how long a partition keeps the state of an
+	// idempotent producer that appends nothing to it (Kafka's
+	// producer.id.expiration.ms): after that, a retry of its last batch
+	// would be appended again. Default DefaultProducerIDExpiration (1 day).
+	ProducerIDExpiration time.Duration
+	// ProducerIDExpirationCheckInterval is how often producers idle for
+	// ProducerIDExpiration are looked for (Kafka's
+	// producer.id.expiration.check.interval.ms). Default 10 minutes.
+	ProducerIDExpirationCheckInterval time.Duration
 	// Logger receives recovery, retention and compaction events. Default:
 	// slog.Default().
 	Logger *slog.Logger
@@ -124,6 +133,10 @@ type topicMeta struct {
 	Config     map[string]string `json:"config,omitempty"`
 }
 
+// DefaultProducerIDExpiration is the default of
+// Options.ProducerIDExpiration, Kafka's producer.id.expiration.ms default.
+const DefaultProducerIDExpiration = 24 * time.Hour
+
 // DefaultMaxPartitions is the default of Options.MaxPartitions. Kafka has no
 // hard limit, but advises a few thousand partitions per broker in all.
 const DefaultMaxPartitions = 1000
@@ -172,6 +185,12 @@ func Open(opts Options) (*Log, error) {
 	}
 	if opts.CleanerInterval <= 0 {
 		opts.CleanerInterval = 15 * time.Second
+	}
+	if opts.ProducerIDExpiration <= 0 {
+		opts.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
+	if opts.ProducerIDExpirationCheckInterval <= 0 {
+		opts.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -1274,13 +1293,16 @@ func (l *Log) InitProducerID() (int64, int16, error) {
 	return id, 0, nil
 }
 
-// backgroundLoop runs retention and compaction until Close.
+// backgroundLoop runs retention, compaction and the expiration of idle
+// producers until Close.
 func (l *Log) backgroundLoop(ctx context.Context) {
 	defer l.bgDone.Done()
 	retention := time.NewTicker(l.opts.RetentionCheckInterval)
 	defer retention.Stop()
 	cleaner := time.NewTicker(l.opts.CleanerInterval)
 	defer cleaner.Stop()
+	producers := time.NewTicker(l.opts.ProducerIDExpirationCheckInterval)
+	defer producers.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -1289,6 +1311,8 @@ func (l *Log) backgroundLoop(ctx context.Context) {
 			l.EnforceRetention()
 		case <-cleaner.C:
 			l.Compact(ctx)
+		case <-producers.C:
+			l.expireProducers()
 		}
 	}
 }
@@ -1307,6 +1331,18 @@ func (l *Log) EnforceRetention() {
 					l.logger.Error("retention", "partition", p.String(), "error", err)
 				}
 			}
+		}
+	}
+}
+
+// expireProducers drops, on every partition, the state of the idempotent
+// producers idle for ProducerIDExpiration (the background loop runs it
+// every ProducerIDExpirationCheckInterval).
+func (l *Log) expireProducers() {
+	now := l.now()
+	for _, t := range l.topicList() {
+		for _, p := range t.parts {
+			l.metrics.ExpiredProducers.Add(int64(p.expireProducers(now)))
 		}
 	}
 }

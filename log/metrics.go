@@ -12,6 +12,7 @@ type Metrics struct {
 	BytesAppended    atomic.Int64
 	Batches          atomic.Int64
 	DuplicateBatches atomic.Int64 // retried idempotent batches not appended again
+	ExpiredProducers atomic.Int64 // idempotent producer states dropped after producer.id.expiration.ms
 	RecordsRead      atomic.Int64
 	Fsyncs           atomic.Int64
 	FsyncNanos       atomic.Int64 // total time spent in fsync

@@ -138,16 +138,20 @@ func (p *partition) recover() error {
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	state, from := readProducerSnapshot(p.dir)
+	now := p.l.now()
+	state, from := readProducerSnapshot(p.dir, now)
 	if bases, err = p.removeRollLeftovers(entries, bases, from); err != nil {
 		return err
 	}
+	// Batches of the tail count as appended now: their append time is not
+	// stored (their timestamps are the producer's), and a producer forgotten
+	// too early loses its duplicate check, one kept too long only memory.
+	update := func(m batchMeta) { state.update(m, now) }
 	apply := func(m batchMeta) {
 		if m.BaseOffset >= from {
-			state.update(m)
+			update(m)
 		}
 	}
-	now := p.l.now()
 	for i, base := range bases {
 		tail := i == len(bases)-1
 		expectNext := base
@@ -197,12 +201,13 @@ func (p *partition) recover() error {
 		// every batch instead of trusting it.
 		state = newProducerState()
 		for _, s := range p.segments {
-			if err := s.scanMeta(state.update); err != nil {
+			if err := s.scanMeta(update); err != nil {
 				p.closeSegments()
 				return err
 			}
 		}
 	}
+	p.l.metrics.ExpiredProducers.Add(int64(state.expire(now, p.l.opts.ProducerIDExpiration)))
 	p.producers = state
 	return nil
 }
@@ -506,7 +511,7 @@ func (p *partition) write(batches [][]byte, how writeKind) (bases []int64, end i
 			if owned {
 				active.cache.Load().put(active, r.pos, r.b)
 			}
-			p.producers.update(r.meta)
+			p.producers.update(r.meta, now)
 			p.next = r.meta.LastOffset + 1
 			records += int64(r.meta.NumRecords)
 			bytes += int64(len(r.b))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Idempotent producers. Each partition remembers, per producer id, the epoch
@@ -17,6 +18,21 @@ import (
 // The state is rebuilt on open from a snapshot file written when a segment is
 // rolled and when the partition closes, plus a scan of the batches after the
 // snapshot's offset (the tail). Losing a snapshot costs only a longer scan.
+//
+// A producer's state is dropped once it has appended nothing to the
+// partition for Options.ProducerIDExpiration (Kafka's
+// producer.id.expiration.ms), by a check every
+// ProducerIDExpirationCheckInterval and on open, so that a log serving many
+// short-lived producers (each client instance takes a new id) does not keep
+// them all for ever; its next batch is then taken as that of a producer
+// without state. As in Kafka since 2.4 (KIP-360), retention or compaction
+// removing a producer's batches does not drop its state. Kafka measures the
+// idle time from the producer's last batch's timestamp; this log measures it
+// by its own clock (the time of the last append, kept in the snapshot; the
+// time of the open for batches found in the tail), so neither a producer's
+// clock nor message.timestamp.type changes how long its state is kept.
+// Kafka never expires a producer with a transaction open; this log has no
+// transactions.
 
 const producerBatchesKept = 5 // Kafka's max.in.flight for idempotence
 
@@ -30,6 +46,10 @@ type producerBatch struct {
 type producerEntry struct {
 	Epoch   int16           `json:"epoch"`
 	Batches []producerBatch `json:"batches"`
+	// LastAppend is when the partition last appended a batch of the
+	// producer, by the log's clock, in Unix ms. Snapshots written before
+	// expiration existed lack it (0): the open counts it as now.
+	LastAppend int64 `json:"last_append_ms,omitempty"`
 }
 
 type producerState struct {
@@ -82,8 +102,8 @@ func (s *producerState) check(p ProducerInfo, n int32) (dupBase int64, dup bool,
 	return 0, false, nil
 }
 
-// update records an appended batch.
-func (s *producerState) update(m batchMeta) {
+// update records a batch appended at time now.
+func (s *producerState) update(m batchMeta, now time.Time) {
 	p := m.Producer
 	if p.ID < 0 || p.Sequence < 0 {
 		return
@@ -100,6 +120,33 @@ func (s *producerState) update(m batchMeta) {
 	if len(e.Batches) > producerBatchesKept {
 		e.Batches = append(e.Batches[:0], e.Batches[len(e.Batches)-producerBatchesKept:]...)
 	}
+	e.LastAppend = now.UnixMilli()
+}
+
+// expire drops the producers that appended nothing for at least after
+// before now (Kafka's ProducerStateManager.removeExpiredProducers), and
+// returns how many. A clock set back expires nothing early.
+func (s *producerState) expire(now time.Time, after time.Duration) int {
+	n := 0
+	for id, e := range s.m {
+		if now.UnixMilli()-e.LastAppend >= after.Milliseconds() {
+			delete(s.m, id)
+			n++
+		}
+	}
+	return n
+}
+
+// expireProducers drops the state of the idempotent producers that
+// appended nothing since ProducerIDExpiration before now, and returns how
+// many. The next snapshot (at a roll or the close) is written without them.
+func (p *partition) expireProducers(now time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0
+	}
+	return p.producers.expire(now, p.l.opts.ProducerIDExpiration)
 }
 
 // seqAdd adds to a sequence number, wrapping at MaxInt32 as Kafka does.
@@ -127,8 +174,9 @@ func (s *producerState) writeSnapshot(dir string, offset int64) error {
 }
 
 // readProducerSnapshot loads a snapshot; a missing or unreadable one yields
-// an empty state from offset 0 (a full scan rebuilds it).
-func readProducerSnapshot(dir string) (*producerState, int64) {
+// an empty state from offset 0 (a full scan rebuilds it). An entry without
+// the time of its last append gets now.
+func readProducerSnapshot(dir string, now time.Time) (*producerState, int64) {
 	data, err := os.ReadFile(filepath.Join(dir, producerSnapshotFile))
 	if err != nil {
 		return newProducerState(), 0
@@ -140,6 +188,9 @@ func readProducerSnapshot(dir string) (*producerState, int64) {
 	for _, e := range snap.Producers {
 		if e == nil {
 			return newProducerState(), 0 // damaged: rebuild it all
+		}
+		if e.LastAppend == 0 {
+			e.LastAppend = now.UnixMilli()
 		}
 	}
 	return &producerState{m: snap.Producers}, snap.Offset
