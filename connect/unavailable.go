@@ -2,6 +2,7 @@ package connect
 
 import (
 	"crypto/md5"
+	"encoding/json"
 	"fmt"
 )
 
@@ -12,6 +13,34 @@ import (
 // one-element array of those for arrays of them, and the forms below for
 // the types it treats on their own (UnchangedToastedPlaceholder). Sources
 // write them and sinks recognise them with these functions.
+
+// UnavailableColumnsHeader is the header a source adds to a change event
+// whose after state lacks values that the database did not send (an
+// unchanged TOASTed value): a JSON array of the names of those columns,
+// ["vec","amount"]. It lists every such column, those that carry the
+// placeholder and those whose type cannot hold it and carry null, as
+// Debezium writes them; the value itself stays Debezium's. A sink that
+// keeps a previous state (an upsert) keeps those columns' previous values
+// instead of writing null or the placeholder over them.
+const UnavailableColumnsHeader = "__tributary.unavailable.columns"
+
+// UnavailableColumns is the UnavailableColumnsHeader naming columns.
+func UnavailableColumns(columns []string) Header {
+	b, err := json.Marshal(columns)
+	if err != nil { // strings always marshal
+		panic(fmt.Sprintf("marshal the unavailable columns: %v", err))
+	}
+	return Header{Key: UnavailableColumnsHeader, Value: b}
+}
+
+// ParseUnavailableColumns reads the value of an UnavailableColumnsHeader.
+func ParseUnavailableColumns(value []byte) ([]string, error) {
+	var cols []string
+	if err := json.Unmarshal(value, &cols); err != nil {
+		return nil, fmt.Errorf("header %s: %q is not a JSON array of column names: %w", UnavailableColumnsHeader, value, err)
+	}
+	return cols, nil
+}
 
 // UnavailableNumbers is the placeholder of an int[], bigint[] or date[]
 // column: the placeholder's bytes, one number each, signed as Java's bytes

@@ -21,3 +21,20 @@ func TestUnavailable_Forms(t *testing.T) {
 		t.Errorf("UnavailableHstore = %s, want %s", got, want)
 	}
 }
+
+// TestUnavailableColumns: the header's value is a JSON array, so names
+// with commas and quotes come back as they were.
+func TestUnavailableColumns(t *testing.T) {
+	names := []string{"vec", `a,b`, `"q"`}
+	h := UnavailableColumns(names)
+	if h.Key != UnavailableColumnsHeader || string(h.Value) != `["vec","a,b","\"q\""]` {
+		t.Errorf("header = %s: %s", h.Key, h.Value)
+	}
+	got, err := ParseUnavailableColumns(h.Value)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(names) {
+		t.Errorf("parsed %q (%v), want %q", got, err, names)
+	}
+	if _, err := ParseUnavailableColumns([]byte("vec,amount")); err == nil {
+		t.Error("a comma list parsed without error")
+	}
+}

@@ -51,7 +51,7 @@ func TestSkippedChange_IncrementalChunk(t *testing.T) {
 
 	t.Run("skipped update leaves the row", func(t *testing.T) {
 		st := newStreamer(t, "u")
-		if err := st.change(ctx, rel, connect.OpUpdate, row(2), row(2), 1); err != nil {
+		if err := st.change(ctx, rel, connect.OpUpdate, row(2), row(2), nil, 1); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := left(st), []string{keyOf(1), keyOf(2), keyOf(3)}; !slices.Equal(got, want) {
@@ -60,7 +60,7 @@ func TestSkippedChange_IncrementalChunk(t *testing.T) {
 	})
 	t.Run("skipped delete leaves the row", func(t *testing.T) {
 		st := newStreamer(t, "d")
-		if err := st.change(ctx, rel, connect.OpDelete, row(3), nil, 1); err != nil {
+		if err := st.change(ctx, rel, connect.OpDelete, row(3), nil, nil, 1); err != nil {
 			t.Fatal(err)
 		}
 		if got := len(left(st)); got != 3 {
@@ -69,7 +69,7 @@ func TestSkippedChange_IncrementalChunk(t *testing.T) {
 	})
 	t.Run("skipped truncate empties the chunk", func(t *testing.T) {
 		st := newStreamer(t, "t")
-		if err := st.change(ctx, rel, connect.OpTruncate, nil, nil, 1); err != nil {
+		if err := st.change(ctx, rel, connect.OpTruncate, nil, nil, nil, 1); err != nil {
 			t.Fatal(err)
 		}
 		if got := left(st); len(got) != 0 {
@@ -78,7 +78,7 @@ func TestSkippedChange_IncrementalChunk(t *testing.T) {
 	})
 	t.Run("key change with both halves skipped leaves both rows", func(t *testing.T) {
 		st := newStreamer(t, "c", "d")
-		if err := st.keyChange(ctx, rel, row(1), row(2), 1); err != nil {
+		if err := st.keyChange(ctx, rel, row(1), row(2), nil, 1); err != nil {
 			t.Fatal(err)
 		}
 		if got := len(left(st)); got != 3 {

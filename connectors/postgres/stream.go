@@ -623,7 +623,7 @@ func (st *streamer) handle(ctx context.Context, lsn uint64, data []byte) error {
 			if rel == nil {
 				continue
 			}
-			if err := st.change(ctx, rel, connect.OpTruncate, nil, nil, lsn); err != nil {
+			if err := st.change(ctx, rel, connect.OpTruncate, nil, nil, nil, lsn); err != nil {
 				return err
 			}
 		}
@@ -667,44 +667,46 @@ func (st *streamer) rowChange(ctx context.Context, lsn uint64, data []byte) erro
 		return err
 	}
 	var before, after connect.Row
+	var unavailable []string // columns of after whose values the stream did not carry
 	if m.oldTyp != 0 {
-		if before, err = st.tuple(rel, m.old, nil); err != nil {
+		if before, _, err = st.tuple(rel, m.old, nil); err != nil {
 			return err
 		}
 	}
 	switch m.typ {
 	case 'I':
-		if after, err = st.tuple(rel, m.new, nil); err != nil {
+		if after, unavailable, err = st.tuple(rel, m.new, nil); err != nil {
 			return err
 		}
 		if rel.signal {
 			st.signalRow(after)
 			return nil
 		}
-		return st.change(ctx, rel, connect.OpCreate, nil, after, lsn)
+		return st.change(ctx, rel, connect.OpCreate, nil, after, unavailable, lsn)
 	case 'U':
-		if after, err = st.tuple(rel, m.new, before); err != nil {
+		if after, unavailable, err = st.tuple(rel, m.new, before); err != nil {
 			return err
 		}
 		if before != nil && !rowKeyEqual(rel, before, after) {
-			return st.keyChange(ctx, rel, before, after, lsn)
+			return st.keyChange(ctx, rel, before, after, unavailable, lsn)
 		}
 		if m.oldTyp == 'K' {
 			before = nil // only the old key came: before is null, as under REPLICA IDENTITY DEFAULT
 		}
-		return st.change(ctx, rel, connect.OpUpdate, before, after, lsn)
+		return st.change(ctx, rel, connect.OpUpdate, before, after, unavailable, lsn)
 	}
-	return st.change(ctx, rel, connect.OpDelete, before, nil, lsn)
+	return st.change(ctx, rel, connect.OpDelete, before, nil, nil, lsn)
 }
 
 // tuple decodes a tuple of rel; unchanged TOASTed values are taken from
 // old when it has them (REPLICA IDENTITY FULL), else replaced with the
 // placeholder in the column's form (null, with a warning, for a type that
-// cannot hold it; see mapper.unavailable). The text of all the values is copied into one string, of
-// which the values are parts.
-func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (connect.Row, error) {
+// cannot hold it; see mapper.unavailable), and the names of those columns
+// are returned in unavailable. The text of all the values is copied into
+// one string, of which the values are parts.
+func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (row connect.Row, unavailable []string, err error) {
 	if len(cols) != len(rel.columns) {
-		return nil, fmt.Errorf("table %s: a tuple has %d columns, the relation %d", rel.ref, len(cols), len(rel.columns))
+		return nil, nil, fmt.Errorf("table %s: a tuple has %d columns, the relation %d", rel.ref, len(cols), len(rel.columns))
 	}
 	text := st.textBuf[:0]
 	for _, c := range cols {
@@ -714,7 +716,7 @@ func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (conn
 	}
 	all := string(text)
 	st.textBuf = text[:0]
-	row := make(connect.Row, len(rel.columns))
+	row = make(connect.Row, len(rel.columns))
 	off := 0
 	for i, c := range cols {
 		col := &rel.columns[i]
@@ -734,6 +736,7 @@ func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (conn
 					"ALTER TABLE … REPLICA IDENTITY FULL makes updates carry it", "table", rel.ref.String(), "column", col.name, "type", col.typ.name)
 			}
 			row[i].Value = v
+			unavailable = append(unavailable, col.name)
 		case pglogrepl.TupleDataTypeText:
 			v, err := st.enc.mapper.decode(col.typ, col.effTypmod(), all[off:off+len(c.data)])
 			off += len(c.data)
@@ -743,10 +746,10 @@ func (st *streamer) tuple(rel *relation, cols []tupleCol, old connect.Row) (conn
 			}
 			row[i].Value = v
 		default:
-			return nil, fmt.Errorf("table %s, column %s: tuple data of kind %q", rel.ref, col.name, c.kind)
+			return nil, nil, fmt.Errorf("table %s, column %s: tuple data of kind %q", rel.ref, col.name, c.kind)
 		}
 	}
-	return row, nil
+	return row, unavailable, nil
 }
 
 // rowKeyEqual reports whether two rows of rel have the same key.
@@ -792,7 +795,9 @@ func (st *streamer) event(rel *relation, op connect.Op, before, after connect.Ro
 }
 
 // change emits one change event (and the tombstone after a delete).
-func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, before, after connect.Row, lsn uint64) error {
+// unavailable names the columns of after whose values the stream did not
+// carry; they go into the record's connect.UnavailableColumnsHeader.
+func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, before, after connect.Row, unavailable []string, lsn uint64) error {
 	if rel.signal {
 		return nil // only inserts into the signal table mean something
 	}
@@ -814,6 +819,9 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 	if err != nil {
 		return err
 	}
+	if len(unavailable) > 0 {
+		rec.Headers = append(rec.Headers, connect.UnavailableColumns(unavailable))
+	}
 	st.pending = append(st.pending, rec)
 	if op == connect.OpDelete && st.src.set.tombstones && rec.Key != nil {
 		st.pending = append(st.pending, connect.Tombstone(rec))
@@ -823,8 +831,9 @@ func (st *streamer) change(ctx context.Context, rel *relation, op connect.Op, be
 
 // keyChange emits an update that changed the key as Debezium does: a
 // delete of the old key (header __debezium.newkey), its tombstone, and a
-// create of the new key (header __debezium.oldkey).
-func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after connect.Row, lsn uint64) error {
+// create of the new key (header __debezium.oldkey, and
+// connect.UnavailableColumnsHeader when unavailable names columns).
+func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after connect.Row, unavailable []string, lsn uint64) error {
 	if rel.signal {
 		return nil
 	}
@@ -879,6 +888,9 @@ func (st *streamer) keyChange(ctx context.Context, rel *relation, before, after 
 	}
 	if !skipCre {
 		cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
+		if len(unavailable) > 0 {
+			cre.Headers = append(cre.Headers, connect.UnavailableColumns(unavailable))
+		}
 		st.pending = append(st.pending, cre)
 	}
 	return st.maybeFlush(ctx)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/connect"
 )
 
 // toastCol is a column of the unchanged-TOAST tests: its type, the SQL of
@@ -33,7 +35,8 @@ const (
 // DEFAULT and once, as tt_full, under FULL; inserts a row into each and
 // updates only its column k. It returns the JSON of each field of the
 // update's after block (tt) and the log of the source; under FULL the
-// update must carry the inserted values.
+// update must carry the inserted values. Under DEFAULT the update must
+// name all cols in connect.UnavailableColumnsHeader.
 func toastTest(t *testing.T, settings map[string]string, cols []toastCol) (map[string]string, string) {
 	t.Helper()
 	setup := []string{"CREATE EXTENSION hstore"}
@@ -72,6 +75,24 @@ func toastTest(t *testing.T, settings map[string]string, cols []toastCol) (map[s
 	recs := readRecords(t, s, 4, 30*time.Second)
 	if len(recs) != 4 {
 		t.Fatalf("got %d records, want 4", len(recs))
+	}
+	// The update under DEFAULT names every column it lacks the value of
+	// in a header, placeholder and null alike; no other record has one.
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.name)
+	}
+	for i, r := range recs {
+		h, ok := r.Header(connect.UnavailableColumnsHeader)
+		if i != 1 {
+			if ok {
+				t.Errorf("record %d has header %s: %s", i, connect.UnavailableColumnsHeader, h)
+			}
+			continue
+		}
+		if got, want := string(h), string(connect.UnavailableColumns(names).Value); got != want {
+			t.Errorf("the update's header %s = %s, want %s", connect.UnavailableColumnsHeader, got, want)
+		}
 	}
 	inserted, updated := afterFields(t, recs[2].Value), afterFields(t, recs[3].Value)
 	for _, c := range cols {
