@@ -38,7 +38,8 @@
 // makes the commit delete every data file of the table (in a snapshot
 // committed with the one that adds the later rows). A value that is the
 // placeholder for an unchanged TOASTed value (unavailable.value.placeholder,
-// in any of the forms Debezium gives it) keeps the key's previous value: from the buffer, else read from the table
+// in any of the forms Debezium gives it), or of a column the record's
+// connect.UnavailableColumnsHeader names, keeps the key's previous value: from the buffer, else read from the table
 // by a scan filtered on the key (unchanged.go); without one the record is
 // bad. Values Iceberg cannot hold (timestamp infinities, numeric NaN) are
 // written as null in optional columns, with one warning per column.

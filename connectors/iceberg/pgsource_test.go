@@ -118,3 +118,94 @@ INSERT INTO docs VALUES (29, 'S', repeat('x', 9000), decode(repeat('ab', 9000), 
 		t.Errorf("after the truncate:\n got %s\nwant %s", got, want)
 	}
 }
+
+// An update that leaves unchanged a TOASTed column whose type cannot hold
+// the unavailable-value placeholder (a real[] embedding, a numeric under
+// decimal.handling.mode=precise) carries null for it, as Debezium writes
+// it; the source names such columns in a header, and the sink keeps their
+// values instead of writing null over them.
+func TestSink_Upsert_FromPostgresSource_UnavailableNulls(t *testing.T) {
+	pg := pgtest.Start(t, pgtest.Logical...)
+	pg.CreateDB(t, "shop")
+	ctx := t.Context()
+	db, err := pgx.Connect(ctx, pg.DSN("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	exec := func(q string) {
+		t.Helper()
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// toast_tuple_target 128, EXTERNAL storage and a PLAIN pad that
+	// stays inline: once the embedding makes a row large, the numeric
+	// goes out of line too.
+	const amount = "1.2345678901234567890123456789012345678"
+	exec(`CREATE TABLE emb (id int PRIMARY KEY, t text, vec real[], amount numeric(38,37), pad text DEFAULT repeat('p', 120)) WITH (toast_tuple_target = 128);
+ALTER TABLE emb ALTER vec SET STORAGE EXTERNAL, ALTER amount SET STORAGE EXTERNAL, ALTER pad SET STORAGE PLAIN;
+INSERT INTO emb SELECT 1, 'a', array_agg(i / 1000.0)::real[], ` + amount + ` FROM generate_series(1, 1536) i;`)
+
+	src := postgres.Connector().NewSource()
+	cfg := connect.Config{Pipeline: "p", Connector: "shop", Spec: postgres.Connector().Spec, Values: map[string]string{
+		"dsn": pg.DSN("shop"), "tables": "public.emb", "schemas": "true", "heartbeat.interval": "0",
+		"slot": "iceberg_test", "topic.prefix": "shop", "decimal.handling.mode": "precise"}}
+	if err := src.Open(ctx, cfg); err != nil {
+		t.Fatalf("open the source: %v", err)
+	}
+	t.Cleanup(func() { src.Close(context.Background()) })
+
+	e := newEnv(t, map[string]string{"mode": "upsert", "metadata.columns": "false"})
+	s := e.open(t)
+	offset := int64(0)
+	deliver := func(n int) []connect.Record {
+		t.Helper()
+		recs := cdctest.ReadUntil(t, src, 60*time.Second, func(r []connect.Record) bool { return len(r) >= n })
+		for i := range recs {
+			recs[i].Partition, recs[i].Offset = 0, offset
+			offset++
+		}
+		write(t, s, recs...)
+		flush(t, s)
+		return recs
+	}
+	rows := func() string {
+		var out []string
+		for _, r := range e.rows(t, "public.emb", "id") {
+			vec, _ := r["vec"].(string)
+			out = append(out, fmt.Sprintf("%v:%v:vec=%d:amount=%v", r["id"], r["t"], strings.Count(vec, ",")+1, r["amount"]))
+		}
+		return strings.Join(out, " ")
+	}
+	deliver(1) // the snapshot's row
+	before := rows()
+	if want := "1:a:vec=1536:amount=" + amount; before != want {
+		t.Fatalf("after the snapshot:\n got %s\nwant %s", before, want)
+	}
+
+	// A new task (nothing buffered): the values come from the table.
+	s = e.open(t)
+	exec(`UPDATE emb SET t = 'b' WHERE id = 1`)
+	// Within one batch: from the buffered row.
+	exec(`INSERT INTO emb SELECT 2, 'c', array_agg(i / 1000.0)::real[], ` + amount + ` FROM generate_series(1, 1536) i`)
+	exec(`UPDATE emb SET t = 'd' WHERE id = 2`)
+	recs := deliver(3)
+	// The updates do carry null for both columns, else this tests
+	// nothing, and name them in the header.
+	var nulls int
+	for _, r := range recs {
+		if strings.Contains(string(r.Value), `"op":"u"`) {
+			nulls += strings.Count(string(r.Value), `"vec":null`) + strings.Count(string(r.Value), `"amount":null`)
+			if h, _ := r.Header(connect.UnavailableColumnsHeader); string(h) != `["vec","amount"]` {
+				t.Errorf("an update's header %s = %q, want [\"vec\",\"amount\"]", connect.UnavailableColumnsHeader, h)
+			}
+		}
+	}
+	if nulls != 4 {
+		t.Fatalf("the updates carry %d nulls for vec and amount, want 4", nulls)
+	}
+	if got, want := rows(), "1:b:vec=1536:amount="+amount+" 2:d:vec=1536:amount="+amount; got != want {
+		t.Errorf("after the updates:\n got %s\nwant %s", got, want)
+	}
+}

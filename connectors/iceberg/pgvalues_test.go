@@ -180,6 +180,42 @@ func TestSink_Upsert_UnchangedTOAST_PlainJSON(t *testing.T) {
 	}
 }
 
+// A null named in the source's header connect.UnavailableColumnsHeader
+// (a column whose type cannot hold the placeholder) keeps the previous
+// value, as a placeholder does; names may hold commas; a null not named
+// stays a null; the header is read only in upsert mode and for live rows;
+// a header that is not a JSON array fails the record.
+func TestSink_Upsert_UnavailableColumnsHeader(t *testing.T) {
+	withHeader := func(r connect.Record, cols ...string) connect.Record {
+		r.Headers = append(r.Headers, connect.UnavailableColumns(cols))
+		return r
+	}
+	e := newEnv(t, map[string]string{"mode": "upsert", "key.columns": "id", "metadata.columns": "false"})
+	s := e.open(t)
+	write(t, s, rec("crm.notes", 0, 0, `{"id":1,"n":1,"vec":"[0.5,1.5]","a,b":2.5,"c":3}`),
+		rec("crm.notes", 0, 1, `{"id":2,"n":1,"vec":"[2.5]","a,b":1.5,"c":4}`))
+	flush(t, s)
+	s = e.open(t) // from the table
+	write(t, s, withHeader(rec("crm.notes", 0, 2, `{"id":1,"n":2,"vec":null,"a,b":null,"c":null}`), "vec", "a,b"))
+	// From the buffered row, the header's placeholder too.
+	write(t, s, withHeader(rec("crm.notes", 0, 3, `{"id":1,"n":3,"vec":"`+connect.UnavailableValue+`","a,b":null,"c":null}`), "vec", "a,b"))
+	flush(t, s)
+	if got, want := js(e.rows(t, "crm.notes", "id")), `[{"a,b":2.5,"c":null,"id":1,"n":3,"vec":"[0.5,1.5]"},{"a,b":1.5,"c":4,"id":2,"n":1,"vec":"[2.5]"}]`; got != want {
+		t.Errorf("rows:\n got %s\nwant %s", got, want)
+	}
+
+	err := s.Write(t.Context(), []connect.Record{withHeader(rec("crm.notes", 0, 4, `{"id":9,"n":1,"vec":null}`), "vec")})
+	var bad *connect.BadRecordError
+	if !errors.As(err, &bad) || bad.Index != 0 || !strings.Contains(err.Error(), connect.UnavailableColumnsHeader) {
+		t.Errorf("a listed column of a key without a row: %v, want a bad record naming the header", err)
+	}
+	r := rec("crm.notes", 0, 5, `{"id":2,"n":2,"vec":null}`)
+	r.Headers = []connect.Header{{Key: connect.UnavailableColumnsHeader, Value: []byte("vec")}}
+	if err := s.Write(t.Context(), []connect.Record{r}); !errors.As(err, &bad) || !strings.Contains(err.Error(), "JSON array") {
+		t.Errorf("a malformed header: %v, want a bad record", err)
+	}
+}
+
 // timestamptz 'infinity' and numeric 'NaN' have no Iceberg value: an
 // optional column gets null, with one warning per table and column naming
 // the value; a required one fails the record (a bad record: never

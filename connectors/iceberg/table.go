@@ -284,10 +284,17 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 	var changes []change
 	row := make([]any, len(w.cols), len(w.cols)+4)
 	staged := map[string]int{} // new columns of this record → position in row
-	// Columns whose unchanged TOASTed value the update did not carry:
-	// they keep the key's previous value.
+	// Columns whose unchanged TOASTed value the update did not carry
+	// (the placeholder, or named in the source's header): they keep the
+	// key's previous value.
 	var unchanged []int
 	liveRow := !(ev.op == connect.OpDelete || ev.tombstone)
+	var listed []string
+	if h, ok := r.Header(connect.UnavailableColumnsHeader); ok && upsert && liveRow {
+		if listed, err = connect.ParseUnavailableColumns(h); err != nil {
+			return connect.BadRecord(err)
+		}
+	}
 	for _, fv := range values {
 		i, exists := w.index[fv.name]
 		if upsert && liveRow {
@@ -295,7 +302,7 @@ func (w *tableWriter) add(ctx context.Context, r *connect.Record, ev *event) err
 			if exists {
 				t = w.cols[i].typ
 			}
-			if w.o.unavailable.is(fv.value, t) {
+			if slices.Contains(listed, fv.name) || w.o.unavailable.is(fv.value, t) {
 				if !exists {
 					return w.unchangedError(fv.name, "the table has no such column yet")
 				}

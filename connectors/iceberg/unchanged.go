@@ -26,12 +26,15 @@ import (
 // for int[], bigint[] and date[], its name-based UUID in a one-element
 // array for uuid[] (see connect.UnavailableNumbers and its siblings). In
 // upsert mode the sink keeps the key's previous value for such a column
-// instead of writing the placeholder over it. (Where the type cannot hold
-// the placeholder, such as a precise decimal, the source writes null, as
-// Debezium does, and the sink cannot tell it from a real null. The forms
+// instead of writing the placeholder over it. Where the type cannot hold
+// the placeholder, such as a precise decimal or a real[], the source
+// writes null, as Debezium does; it names every column whose value it did
+// not have in the header connect.UnavailableColumnsHeader, and the sink
+// keeps the previous value of those too. Without the header (Debezium's
+// own records) such a null cannot be told from a real one. The forms
 // earlier versions of the source wrote for precise decimals, the bytes and
 // {"scale":0,"value":<bytes>}, are still recognised in records already in
-// the log.)
+// the log.
 
 // unavailable holds the forms of the placeholder, made once.
 type unavailable struct {
@@ -109,10 +112,11 @@ func (u *unavailable) isNumbers(x []any) bool {
 // unchangedError is the error of an update whose unchanged TOASTed value
 // the sink cannot take from an earlier row of its key.
 func (w *tableWriter) unchangedError(col, why string) error {
-	return connect.BadRecord(fmt.Errorf("column %s.%s: the update carries %q, the placeholder for an unchanged TOASTed value that Postgres did not send, "+
-		"and the sink cannot keep the previous value (%s); it does not write the placeholder over the real value. "+
+	return connect.BadRecord(fmt.Errorf("column %s.%s: the update lacks the column's unchanged TOASTed value, which Postgres did not send "+
+		"(it carries the placeholder %q, or a null that header %s says stands for it), "+
+		"and the sink cannot keep the previous value (%s); it does not write the placeholder or null over the real value. "+
 		"Fix: ALTER TABLE … REPLICA IDENTITY FULL on the source table, so that updates carry every value",
-		w.name, col, w.o.placeholder, why))
+		w.name, col, w.o.placeholder, connect.UnavailableColumnsHeader, why))
 }
 
 // keepUnchanged fills the row's columns at positions cols, whose values
