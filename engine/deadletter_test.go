@@ -127,7 +127,9 @@ func runRouteToDeadLetters(t *testing.T, tr routeTransform, vals []string, want 
 	}
 	recs := make([]tlog.Record, len(vals))
 	for i, v := range vals {
-		recs[i] = tlog.Record{Value: []byte(v)}
+		// A source's header must reach the dead letter (a replay of
+		// it needs the unavailable columns as much as the first write).
+		recs[i] = tlog.Record{Value: []byte(v), Headers: []tlog.Header{{Key: connect.UnavailableColumnsHeader, Value: []byte(`["vec"]`)}}}
 	}
 	if _, err := h.log.Append(ctx, "cdc.public.orders", 0, recs); err != nil {
 		t.Fatal(err)
@@ -177,6 +179,9 @@ func TestWorker_DeadLetterAfterSinkTransformIsTheRecordAsRead(t *testing.T) {
 	}
 	if got := hdr["__connect.errors.stage"]; got != "TASK_PUT" {
 		t.Errorf("__connect.errors.stage = %q, want TASK_PUT", got)
+	}
+	if got := hdr[connect.UnavailableColumnsHeader]; got != `["vec"]` {
+		t.Errorf("%s = %q, want the header as read, [\"vec\"]", connect.UnavailableColumnsHeader, got)
 	}
 	if recs[0].Key != nil || string(recs[0].Value) != `"poison"` {
 		t.Errorf("dead letter key %q value %q, want the record as read: no key, value \"poison\"", recs[0].Key, recs[0].Value)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"slices"
 	"strings"
 
 	"github.com/tributary-io/tributary/connect"
@@ -58,13 +59,23 @@ func newRenameFields(cfg connect.Config) (Transform, error) {
 	return t, nil
 }
 
-// Apply implements Transform.
+// Apply implements Transform. A rename of a column of the row state (x of
+// an unwrapped row, after.x of a change event) is made in the record's
+// connect.UnavailableColumnsHeader too, so that the header keeps naming
+// the fields whose values the source did not have.
 func (t renameFields) Apply(r connect.Record) ([]connect.Record, error) {
 	row, ok, err := readObject("rename_fields", t[0].from.text, r.Value)
 	if err != nil || !ok {
 		return passOrFail(r, err)
 	}
+	var unavailable []string
+	if h, ok := r.Header(connect.UnavailableColumnsHeader); ok {
+		unavailable, _ = connect.ParseUnavailableColumns(h) // a malformed header is the sink's to report
+	}
+	_, envelope := changeEvent(row, nil)
+	renamed := false
 	for _, rn := range t {
+		done := false
 		row, _ = inObject(row, rn.from.parent(), false, func(obj connect.Row) (connect.Row, error) {
 			old := rn.from.last()
 			if obj.Index(old) < 0 || old == rn.to {
@@ -72,8 +83,31 @@ func (t renameFields) Apply(r connect.Record) ([]connect.Record, error) {
 			}
 			obj.Delete(rn.to)
 			obj[obj.Index(old)].Name = rn.to
+			done = true
 			return obj, nil
 		})
+		parent := rn.from.parent()
+		column := envelope && len(parent) == 1 && parent[0] == "after" || !envelope && len(parent) == 0
+		if done && column && (slices.Contains(unavailable, rn.to) || slices.Contains(unavailable, rn.from.last())) {
+			// The field called rn.to is replaced, and so is its listing.
+			unavailable = slices.DeleteFunc(unavailable, func(c string) bool { return c == rn.to })
+			for i, c := range unavailable {
+				if c == rn.from.last() {
+					unavailable[i] = rn.to
+				}
+			}
+			renamed = true
+		}
+	}
+	if renamed {
+		hs := slices.Clone(r.Headers)
+		for i := len(hs) - 1; i >= 0; i-- {
+			if hs[i].Key == connect.UnavailableColumnsHeader {
+				hs[i] = connect.UnavailableColumns(unavailable)
+				break
+			}
+		}
+		r.Headers = hs
 	}
 	return withValue("rename_fields", r, row)
 }

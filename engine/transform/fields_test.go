@@ -157,3 +157,64 @@ func TestKeyFromFields_Apply(t *testing.T) {
 		{"same last name", map[string]string{"fields": "a.id,b.id"}, `would both be "id"`},
 	})
 }
+
+// rename_fields renames a column of the row state (after.x of a change
+// event, x of an unwrapped row) in the unavailable-columns header too; a
+// field the rename replaces leaves the header, other renames and records
+// without the header are left as they are.
+func TestRenameFields_UnavailableColumnsHeader(t *testing.T) {
+	listing := func(v string, cols ...string) connect.Record {
+		r := rec(v)
+		if cols != nil {
+			r.Headers = append(r.Headers, connect.UnavailableColumns(cols))
+		}
+		return r
+	}
+	env := `{"before":null,"after":{"id":1,"mail":null,"vec":null},"op":"u"}`
+	row := `{"id":1,"mail":null,"email":"x","vec":null}`
+	runApply(t, "rename_fields", []applyCase{
+		{"after of an event", map[string]string{"renames": "after.vec:embedding"}, listing(env, "vec", "mail"),
+			[]connect.Record{listing(`{"before":null,"after":{"id":1,"mail":null,"embedding":null},"op":"u"}`, "embedding", "mail")}, ""},
+		{"unwrapped row", map[string]string{"renames": "vec:embedding"}, listing(row, "vec"),
+			[]connect.Record{listing(`{"id":1,"mail":null,"email":"x","embedding":null}`, "embedding")}, ""},
+		{"replaced field leaves", map[string]string{"renames": "id:email"}, listing(row, "email", "vec"),
+			[]connect.Record{listing(`{"email":1,"mail":null,"vec":null}`, "vec")}, ""},
+		{"root of an event is no column", map[string]string{"renames": "op:vec"}, listing(env, "vec"),
+			[]connect.Record{listing(`{"before":null,"after":{"id":1,"mail":null,"vec":null},"vec":"u"}`, "vec")}, ""},
+		{"unlisted", map[string]string{"renames": "id:key"}, listing(row, "vec"),
+			[]connect.Record{listing(`{"key":1,"mail":null,"email":"x","vec":null}`, "vec")}, ""},
+		{"no header", map[string]string{"renames": "vec:embedding"}, listing(row),
+			[]connect.Record{listing(`{"id":1,"mail":null,"email":"x","embedding":null}`)}, ""},
+	})
+}
+
+// The header survives the chain a CDC pipeline runs before an Iceberg
+// sink: unwrap, route, rename_fields (which renames it along), and
+// drop_fields.
+func TestUnavailableColumnsHeader_Chain(t *testing.T) {
+	in := rec(`{"before":null,"after":{"id":1,"t":"b","vec":null,"amount":null},"source":{"schema":"public","table":"emb"},"op":"u","ts_ms":1}`)
+	in.Headers = append(in.Headers, connect.UnavailableColumns([]string{"vec", "amount"}))
+	recs := []connect.Record{in}
+	for _, step := range []struct {
+		typ string
+		cfg map[string]string
+	}{
+		{"unwrap", map[string]string{"add.fields": "op"}},
+		{"route", map[string]string{"regex": "(.*)", "replacement": "lake.$1"}},
+		{"rename_fields", map[string]string{"renames": "vec:embedding"}},
+		{"drop_fields", map[string]string{"fields": "t"}},
+	} {
+		got, err := mustNew(t, step.typ, step.cfg).Apply(recs[0])
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v, %d records", step.typ, err, len(got))
+		}
+		recs = got
+	}
+	out := recs[0]
+	if h, _ := out.Header(connect.UnavailableColumnsHeader); string(h) != `["embedding","amount"]` {
+		t.Errorf("header after the chain = %s, want [\"embedding\",\"amount\"]", h)
+	}
+	if out.Topic != "lake.orders" || string(out.Value) != `{"id":1,"embedding":null,"amount":null,"__op":"u"}` {
+		t.Errorf("record after the chain: %s %s", out.Topic, out.Value)
+	}
+}
