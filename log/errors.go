@@ -28,6 +28,8 @@ var (
 	ErrDataDirLocked        = errors.New("data directory is locked by another process")
 	ErrUnsupportedBatch     = errors.New("unsupported record batch")
 	ErrCompactedTopicNilKey = errors.New("compacted topics need a key on every record")
+	// ErrInvalidReset: a ResetSpec without a valid mode or scope.
+	ErrInvalidReset = errors.New("invalid offset reset")
 )
 
 // TopicNotOpenedError reports a topic of the data directory that Open left
