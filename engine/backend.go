@@ -66,6 +66,18 @@ type TopicInfo struct {
 type ConsumerSpec struct {
 	Group  string
 	Topics []string
+	// TopicsRegex, when set, subscribes by pattern instead of Topics, as a
+	// Kafka consumer's pattern subscription does: the consumer reads every
+	// topic whose whole name matches this Go regular expression, except
+	// internal topics (names starting with "_") and ExcludeTopics. It runs
+	// with nothing assigned while no topic matches, and reads topics
+	// created later from their start (or the group's committed offsets)
+	// once it sees them: within a second on the embedded backend, on the
+	// next metadata refresh (at most 5 s) on the kafka backend.
+	TopicsRegex string
+	// ExcludeTopics are topics a TopicsRegex consumer never reads, even
+	// when they match (a sink's own dead-letter topic).
+	ExcludeTopics []string
 	// ClientID names the consumer to a Kafka cluster, as Kafka Connect
 	// names a sink task's consumer: connector-consumer-<connector>-<task>.
 	// A backend may leave it out (the embedded log's groups show the same

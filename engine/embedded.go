@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -302,16 +305,31 @@ func (e *Embedded) EndOffsets(ctx context.Context, topic string) ([]PartitionBou
 
 // Consumer implements Backend. Each partition gets a fetcher goroutine that
 // long-polls the log and hands batches to Poll through a bounded channel.
-// Partitions added to a topic later (CreatePartitions) get theirs when a
-// watcher sees them, within partitionCheckInterval, and are read from the
-// group's committed offset or from their start, as a new partition is by
-// a Kafka consumer (auto.offset.reset=earliest).
+// Partitions added to a topic later (CreatePartitions), and with
+// TopicsRegex topics created later that match, get theirs when a watcher
+// sees them, within partitionCheckInterval, and are read from the group's
+// committed offset or from their start, as a new partition is by a Kafka
+// consumer (auto.offset.reset=earliest).
 func (e *Embedded) Consumer(ctx context.Context, spec ConsumerSpec) (Consumer, error) {
-	group, topics := spec.Group, spec.Topics
+	group := spec.Group
+	c := &embeddedConsumer{e: e, group: group, topics: spec.Topics, batches: make(chan []tlog.Record, fetchedBatches), started: map[string]int{}}
+	if spec.TopicsRegex != "" {
+		re, err := regexp.Compile("^(?:" + spec.TopicsRegex + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: topics regex: %w", group, err)
+		}
+		exclude := spec.ExcludeTopics
+		c.match = func(topic string) bool {
+			return re.MatchString(topic) && !strings.HasPrefix(topic, "_") && !slices.Contains(exclude, topic)
+		}
+	}
 	fctx, cancel := context.WithCancel(context.Background())
-	c := &embeddedConsumer{e: e, group: group, batches: make(chan []tlog.Record, fetchedBatches), cancel: cancel, started: map[string]int{}}
-	for _, topic := range topics {
+	c.cancel = cancel
+	for _, topic := range c.subscribed() {
 		n, err := e.log.Partitions(topic)
+		if c.match != nil && errors.Is(err, tlog.ErrUnknownTopic) {
+			continue // deleted since it was listed
+		}
 		if err == nil {
 			err = c.startFetchers(fctx, topic, n)
 		}
@@ -322,13 +340,28 @@ func (e *Embedded) Consumer(ctx context.Context, spec ConsumerSpec) (Consumer, e
 		}
 	}
 	c.wg.Add(1)
-	go c.watchPartitions(fctx, topics)
+	go c.watchPartitions(fctx)
 	return c, nil
 }
 
 // partitionCheckInterval is how often a consumer looks for partitions
-// added to its topics.
+// added to its topics, and for new topics its regex matches.
 var partitionCheckInterval = time.Second // a var for tests
+
+// subscribed returns the topics the consumer reads: its list, or the
+// topics that exist now and its regex matches.
+func (c *embeddedConsumer) subscribed() []string {
+	if c.match == nil {
+		return c.topics
+	}
+	var out []string
+	for _, t := range c.e.log.ListTopics() {
+		if c.match(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // startFetchers starts the fetchers of a topic's partitions below n that
 // have none yet.
@@ -349,9 +382,9 @@ func (c *embeddedConsumer) startFetchers(ctx context.Context, topic string, n in
 	return nil
 }
 
-// watchPartitions starts fetchers for partitions added to the topics,
-// until ctx ends.
-func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string) {
+// watchPartitions starts fetchers for partitions added to the topics, and
+// for the topics created that the regex matches, until ctx ends.
+func (c *embeddedConsumer) watchPartitions(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(partitionCheckInterval)
 	defer t.Stop()
@@ -361,12 +394,16 @@ func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string)
 			return
 		case <-t.C:
 		}
-		for _, topic := range topics {
+		for _, topic := range c.subscribed() {
 			n, err := c.e.log.Partitions(topic)
 			if err != nil || n <= c.started[topic] {
 				continue // gone (deleted), or nothing new
 			}
-			c.e.logger.Info("consumer reads partitions added to its topic", "group", c.group, "topic", topic, "from", c.started[topic], "partitions", n)
+			if c.started[topic] == 0 {
+				c.e.logger.Info("consumer reads a new topic its regex matches", "group", c.group, "topic", topic, "partitions", n)
+			} else {
+				c.e.logger.Info("consumer reads partitions added to its topic", "group", c.group, "topic", topic, "from", c.started[topic], "partitions", n)
+			}
 			if err := c.startFetchers(ctx, topic, n); err != nil {
 				c.errMu.Lock()
 				c.err = fmt.Errorf("start fetching new partitions of %s: %w", topic, err)
@@ -377,8 +414,12 @@ func (c *embeddedConsumer) watchPartitions(ctx context.Context, topics []string)
 }
 
 type embeddedConsumer struct {
-	e     *Embedded
-	group string
+	e      *Embedded
+	group  string
+	topics []string // the topics of a list subscription
+	// match selects the topics of a regex subscription (ConsumerSpec.TopicsRegex);
+	// nil for a list.
+	match func(topic string) bool
 	// batches are the fetched records, as the log returned them: Poll
 	// turns them into connect.Records straight into the slice it returns
 	// (one conversion and one copy per record, however many it merges).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
@@ -15,11 +14,11 @@ import (
 // runSink runs a sink task until soft ends (clean stop) or it fails:
 // poll the group → transform → Write (retries, dead letters) → commit.
 func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain) error {
-	topics, err := r.sinkTopics(hard)
+	cspec, err := r.sinkConsumerSpec()
 	if err != nil {
 		return err
 	}
-	for _, t := range topics {
+	for _, t := range cspec.Topics {
 		if err := r.w.opts.Backend.EnsureTopic(hard, t, 0, nil); err != nil {
 			return fmt.Errorf("sink %s: topic %s: %w", r.spec.Name, t, err)
 		}
@@ -43,9 +42,7 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 			r.logger.Warn("close sink", "error", err)
 		}
 	}()
-	consumer, err := r.w.opts.Backend.Consumer(hard, ConsumerSpec{
-		Group: r.spec.Group, Topics: topics, ClientID: fmt.Sprintf("connector-consumer-%s-0", r.spec.Name),
-	})
+	consumer, err := r.w.opts.Backend.Consumer(hard, cspec)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
 	}
@@ -346,39 +343,30 @@ func (r *runner) commitSinkOffsets(ctx context.Context, consumer Consumer, commi
 	}
 }
 
-// sinkTopics returns the topics a sink reads: its list, or the existing
-// topics its regex matches as a whole (internal topics and the sink's own
-// dead-letter topic excluded: reading it would feed each failure back
-// into the sink without end).
-func (r *runner) sinkTopics(ctx context.Context) ([]string, error) {
+// sinkConsumerSpec returns how a sink task consumes: its list of topics,
+// or its regex, as a pattern subscription that also reads the topics
+// created later (a route transform's), and runs with nothing assigned
+// while no topic matches, as Kafka Connect's topics.regex does. Internal
+// topics and the sink's own dead-letter topic are never read by a regex:
+// reading the latter would feed each failure back into the sink without
+// end.
+func (r *runner) sinkConsumerSpec() (ConsumerSpec, error) {
+	spec := ConsumerSpec{Group: r.spec.Group, Topics: r.spec.Topics, ClientID: fmt.Sprintf("connector-consumer-%s-0", r.spec.Name)}
 	if r.spec.TopicsRegex == "" {
-		return r.spec.Topics, nil
+		return spec, nil
 	}
 	re, err := regexp.Compile("^(?:" + r.spec.TopicsRegex + ")$")
 	if err != nil {
-		return nil, connect.Permanent(fmt.Errorf("sink %s: topics regex: %w", r.spec.Name, err))
+		return spec, connect.Permanent(fmt.Errorf("sink %s: topics regex: %w", r.spec.Name, err))
 	}
-	all, err := r.w.opts.Backend.ListTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, t := range all {
-		if !re.MatchString(t) || strings.HasPrefix(t, "_") {
-			continue
+	spec.Topics, spec.TopicsRegex = nil, r.spec.TopicsRegex
+	if dlq := r.spec.Errors.DeadLetterTopic; dlq != "" {
+		spec.ExcludeTopics = []string{dlq}
+		if re.MatchString(dlq) && !r.dlqSkipped.Swap(true) {
+			r.logger.Warn("topics regex matches the sink's own dead-letter topic; not reading it", "topics_regex", r.spec.TopicsRegex, "dead_letter_topic", dlq)
 		}
-		if t == r.spec.Errors.DeadLetterTopic {
-			if !r.dlqSkipped.Swap(true) {
-				r.logger.Warn("topics regex matches the sink's own dead-letter topic; not reading it", "topics_regex", r.spec.TopicsRegex, "dead_letter_topic", t)
-			}
-			continue
-		}
-		out = append(out, t)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("sink %s: no topic matches %q yet", r.spec.Name, r.spec.TopicsRegex)
-	}
-	return out, nil
+	return spec, nil
 }
 
 // nextOffsets returns, per partition, the offset after the last record, in

@@ -28,7 +28,31 @@ var (
 	ErrDataDirLocked        = errors.New("data directory is locked by another process")
 	ErrUnsupportedBatch     = errors.New("unsupported record batch")
 	ErrCompactedTopicNilKey = errors.New("compacted topics need a key on every record")
+	// ErrInvalidReset: a ResetSpec without a valid mode or scope.
+	ErrInvalidReset = errors.New("invalid offset reset")
 )
+
+// TopicNotOpenedError reports a topic of the data directory that Open left
+// closed because it has more partitions than Options.MaxPartitions (it was
+// created under a higher limit): it can be neither read nor written, only
+// deleted, until the log is opened with a limit of at least Partitions.
+// It matches ErrUnknownTopic, so that callers that skip or report unknown
+// topics (a Kafka client gets UNKNOWN_TOPIC_OR_PARTITION) go on working,
+// with a message that says why.
+type TopicNotOpenedError struct {
+	Topic      string
+	Partitions int // the topic's partition count
+	Limit      int // Options.MaxPartitions of this Open
+}
+
+func (e *TopicNotOpenedError) Error() string {
+	return fmt.Sprintf("topic %s exists but was not opened: it has %d partitions, more than the limit of %d per topic; "+
+		"open the data directory with a limit of at least %d (TRIBUTARY_MAX_PARTITIONS=%d for the tributary command and `tributary run`), or delete the topic (tributary topics delete %s)",
+		e.Topic, e.Partitions, e.Limit, e.Partitions, e.Partitions, e.Topic)
+}
+
+// Is makes a TopicNotOpenedError match ErrUnknownTopic.
+func (e *TopicNotOpenedError) Is(target error) bool { return target == ErrUnknownTopic }
 
 // CorruptionError reports a batch whose bytes do not check out: a bad CRC, a
 // length that runs past the file, or a batch that does not decode. It names

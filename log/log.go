@@ -271,7 +271,7 @@ func (l *Log) load() error {
 	for _, n := range names {
 		tm := l.meta.Topics[n]
 		if tm.Partitions > l.opts.MaxPartitions {
-			l.logger.Error("topic not opened: it has more partitions than the limit; delete it (tributary topics delete NAME) or raise the limit",
+			l.logger.Error("topic not opened: it has more partitions than the limit; raise the limit (TRIBUTARY_MAX_PARTITIONS for the tributary command) or delete it (tributary topics delete NAME)",
 				"topic", n, "partitions", tm.Partitions, "limit", l.opts.MaxPartitions)
 			l.unopened[n] = tm
 			continue
@@ -733,7 +733,7 @@ func (l *Log) checkCreatePartitionsLocked(name string, total int) (*topic, error
 	}
 	t, ok := l.topics[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		return nil, l.unknownTopicLocked(name)
 	}
 	have := len(t.parts)
 	if IsInternalTopic(name) {
@@ -765,7 +765,7 @@ func (l *Log) AlterTopicConfig(name string, set map[string]string, remove []stri
 	defer l.mu.Unlock()
 	t, ok := l.topics[name]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		return l.unknownTopicLocked(name)
 	}
 	next := map[string]string{}
 	for k, v := range t.overrides {
@@ -800,16 +800,27 @@ func (l *Log) topic(name string) (*topic, error) {
 	}
 	t, ok := l.topics[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		return nil, l.unknownTopicLocked(name)
 	}
 	return t, nil
+}
+
+// unknownTopicLocked is the error for a name that is not an open topic: a
+// TopicNotOpenedError for a topic Open left closed, else ErrUnknownTopic.
+// The caller holds l.mu.
+func (l *Log) unknownTopicLocked(name string) error {
+	if tm, ok := l.unopened[name]; ok {
+		return &TopicNotOpenedError{Topic: name, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions}
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 }
 
 // topicForWrite returns a topic, creating it with the defaults when
 // auto-creation is on.
 func (l *Log) topicForWrite(name string) (*topic, error) {
 	t, err := l.topic(name)
-	if err == nil || !errors.Is(err, ErrUnknownTopic) || l.opts.DisableAutoCreate {
+	var notOpened *TopicNotOpenedError
+	if err == nil || !errors.Is(err, ErrUnknownTopic) || errors.As(err, &notOpened) || l.opts.DisableAutoCreate {
 		return t, err
 	}
 	if err := ValidateTopicName(name); err != nil {

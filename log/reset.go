@@ -5,6 +5,7 @@ package log
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -48,6 +49,43 @@ func (m ResetMode) String() string {
 		return "to-current"
 	}
 	return fmt.Sprintf("ResetMode(%d)", int(m))
+}
+
+// resetModes are the modes, in the order the Kafka tool lists them.
+var resetModes = []ResetMode{ResetToEarliest, ResetToLatest, ResetToOffset, ResetToDatetime, ResetByDuration, ResetShiftBy, ResetToCurrent}
+
+// resetModesHelp lists the modes by name with the ResetSpec field each uses.
+const resetModesHelp = "to-earliest, to-latest, to-offset (with Offset), to-datetime (with Time), by-duration (with Duration), shift-by (with Shift) or to-current"
+
+// ParseResetMode returns the mode of a name as String returns it
+// ("to-earliest", the Kafka tool's option without its dashes).
+func ParseResetMode(name string) (ResetMode, error) {
+	for _, m := range resetModes {
+		if m.String() == name {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown mode %q; give one of %s", ErrInvalidReset, name, resetModesHelp)
+}
+
+// UnmarshalJSON reads a mode by name ("to-earliest", see ParseResetMode) or
+// by number (the constants' values, as a ResetMode marshals).
+func (m *ResetMode) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		mode, err := ParseResetMode(name)
+		if err != nil {
+			return err
+		}
+		*m = mode
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("%w: mode %s: want a name, one of %s", ErrInvalidReset, b, resetModesHelp)
+	}
+	*m = ResetMode(n)
+	return nil
 }
 
 // TopicScope selects partitions of one topic: all of them when Partitions is
@@ -180,20 +218,22 @@ func (s ResetSpec) validate() error {
 	case ResetToEarliest, ResetToLatest, ResetToOffset, ResetShiftBy, ResetToCurrent:
 	case ResetToDatetime:
 		if s.Time.IsZero() {
-			return errors.New("to-datetime needs a time, e.g. 2026-01-01T00:00:00.000")
+			return fmt.Errorf("%w: to-datetime needs a time, e.g. 2026-01-01T00:00:00.000", ErrInvalidReset)
 		}
 	case ResetByDuration:
 		if s.Duration < 0 {
-			return fmt.Errorf("by-duration %s is negative; give how far back from now, e.g. P1DT2H", s.Duration)
+			return fmt.Errorf("%w: by-duration %s is negative; give how far back from now, e.g. P1DT2H", ErrInvalidReset, s.Duration)
 		}
+	case 0:
+		return fmt.Errorf("%w: no mode; give one of %s", ErrInvalidReset, resetModesHelp)
 	default:
-		return fmt.Errorf("unknown reset mode %d", int(s.Mode))
+		return fmt.Errorf("%w: unknown mode %d; give one of %s", ErrInvalidReset, int(s.Mode), resetModesHelp)
 	}
 	switch {
 	case s.AllTopics && len(s.Topics) > 0:
-		return errors.New("give either all topics or a list of topics, not both")
+		return fmt.Errorf("%w: give either all topics or a list of topics, not both", ErrInvalidReset)
 	case !s.AllTopics && len(s.Topics) == 0:
-		return errors.New("no topics: give all topics or a list of topics")
+		return fmt.Errorf("%w: no topics: give all topics or a list of topics", ErrInvalidReset)
 	}
 	return nil
 }

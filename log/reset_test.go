@@ -231,7 +231,7 @@ func TestReset_Scope(t *testing.T) {
 		{"unknown partition", "g", ResetSpec{Mode: ResetToEarliest, Topics: []TopicScope{{Topic: "t", Partitions: []int32{7}}}}, ErrUnknownPartition, ""},
 		{"both scopes", "g", ResetSpec{Mode: ResetToEarliest, AllTopics: true, Topics: []TopicScope{{Topic: "t"}}}, nil, "not both"},
 		{"no scope", "g", ResetSpec{Mode: ResetToEarliest}, nil, "no topics"},
-		{"no mode", "g", ResetSpec{AllTopics: true}, nil, "unknown reset mode"},
+		{"no mode", "g", ResetSpec{AllTopics: true}, ErrInvalidReset, "no mode; give one of to-earliest, to-latest"},
 		{"datetime without time", "g", ResetSpec{Mode: ResetToDatetime, AllTopics: true}, nil, "2026-01-01T00:00:00.000"},
 		{"negative duration", "g", ResetSpec{Mode: ResetByDuration, Duration: -time.Hour, AllTopics: true}, nil, "P1DT2H"},
 		{"shift without commit", "g", ResetSpec{Mode: ResetShiftBy, Shift: 1, Topics: []TopicScope{{Topic: "fresh"}}}, nil, "no committed offset"},

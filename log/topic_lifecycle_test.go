@@ -460,3 +460,47 @@ func TestDeleteTopic_PassInFlightSparesTheTopicMadeAgain(t *testing.T) {
 		t.Fatalf("the new topic after reopening: %v, %d records", err, len(res.Records))
 	}
 }
+
+// TestOpen_TopicOverPartitionLimit_LookupsSayWhy: a topic created under a
+// higher limit than the one the log is opened with again is not opened,
+// and every lookup of it says so, with the limit and how to raise it,
+// instead of calling it unknown (it still matches ErrUnknownTopic, so a
+// Kafka client gets UNKNOWN_TOPIC_OR_PARTITION).
+func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 5 })
+	if err := l.CreateTopic("big", 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 3 })
+	defer l.Close()
+	check := func(what string, err error) {
+		t.Helper()
+		var no *TopicNotOpenedError
+		if !errors.As(err, &no) || no.Topic != "big" || no.Partitions != 4 || no.Limit != 3 {
+			t.Errorf("%s = %v, want a TopicNotOpenedError{big, 4, 3}", what, err)
+			return
+		}
+		if !errors.Is(err, ErrUnknownTopic) {
+			t.Errorf("%s = %v, want it to match ErrUnknownTopic", what, err)
+		}
+		for _, s := range []string{"big", "not opened", "4 partitions", "limit of 3", "TRIBUTARY_MAX_PARTITIONS"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s = %q, want it to say %q", what, err, s)
+			}
+		}
+	}
+	_, err := l.DescribeTopic("big")
+	check("DescribeTopic", err)
+	_, err = l.Partitions("big")
+	check("Partitions", err)
+	check("CreatePartitions", l.CreatePartitions("big", 5))
+	check("CheckCreatePartitions", l.CheckCreatePartitions("big", 5))
+	check("AlterTopicConfig", l.AlterTopicConfig("big", map[string]string{ConfigRetentionMs: "1000"}, nil))
+	check("Produce", l.Produce(t.Context(), "big", []Record{{Value: []byte("v")}}))
+	_, err = l.Append(t.Context(), "big", 0, []Record{{Value: []byte("v")}})
+	check("Append", err)
+}

@@ -39,9 +39,12 @@ func (e *hintError) Unwrap() error { return e.err }
 
 // withHint adds the fix to the errors users meet most often.
 func withHint(err error, topic string) error {
+	var notOpened *tlog.TopicNotOpenedError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &notOpened):
+		return err // it exists: its message says why it is not open
 	case errors.Is(err, tlog.ErrUnknownTopic):
 		return &hintError{msg: fmt.Sprintf("topic %s does not exist; list topics with `tributary topics list`", topic), err: err}
 	case errors.Is(err, tlog.ErrTopicExists):

@@ -42,7 +42,10 @@ func newGroupsCmd(a *app) *cobra.Command {
 
 // groupHint explains the group errors users meet.
 func groupHint(err error, group string) error {
+	var notOpened *tlog.TopicNotOpenedError
 	switch {
+	case errors.As(err, &notOpened):
+		return err // the topic exists: its message says why it is not open
 	case errors.Is(err, tlog.ErrUnknownGroup):
 		return &hintError{msg: fmt.Sprintf("consumer group %s does not exist (it has no committed offsets); list groups with `tributary groups list`", group), err: err}
 	case errors.Is(err, tlog.ErrUnknownTopic):

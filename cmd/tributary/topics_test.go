@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
 )
@@ -157,4 +159,47 @@ func TestTopics_CreatePartitionLimit(t *testing.T) {
 	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "many")
 	err = mustFail(t, dir, "", "topics", "list")
 	wantContains(t, "bad env", err.Error(), `TRIBUTARY_MAX_PARTITIONS="many"`)
+}
+
+// TestTopics_OverPartitionLimitNotOpened: a topic created under a higher
+// $TRIBUTARY_MAX_PARTITIONS is not opened under a lower one, and the
+// commands that look it up (in process and through --server) say so and
+// how to raise the limit, instead of saying that it does not exist.
+func TestTopics_OverPartitionLimitNotOpened(t *testing.T) {
+	dir := t.TempDir()
+	data, out := filepath.Join(dir, "data"), filepath.Join(dir, "out", "events.jsonl")
+	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "5")
+	mustRun(t, data, "", "topics", "create", "big", "--partitions", "5")
+	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "4")
+	want := []string{"topic big exists but was not opened", "5 partitions", "limit of 4", "TRIBUTARY_MAX_PARTITIONS=5"}
+	for _, args := range [][]string{{"topics", "describe", "big"}, {"topics", "alter", "big", "--partitions", "6"}} {
+		err := mustFail(t, data, "", args...)
+		wantContains(t, strings.Join(args, " "), err.Error(), want...)
+	}
+
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", out).Replace(quickstartYAML))
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var runErr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never answered\n%s", runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	err := mustFail(t, data, "", "topics", "describe", "big", "--server", addr)
+	wantContains(t, "describe --server", err.Error(), want...)
 }

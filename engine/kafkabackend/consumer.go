@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -20,15 +21,38 @@ const maxPollRecords = 4096
 // fetchMaxWait is how long a sink's fetch waits at the end of the log.
 const fetchMaxWait = 500 * time.Millisecond
 
+// regexMetadataMaxAge is how often a consumer with a topics regex
+// refreshes its metadata, and so the longest a topic created since waits
+// to be read (kgo's and Kafka's metadata.max.age.ms default is 5
+// minutes; kgo's metadata.min.age is 5 s).
+const regexMetadataMaxAge = 5 * time.Second
+
 // Consumer implements engine.Backend: a kgo group member. It starts at the
 // group's committed offsets (the earliest offset where there is none),
-// never commits on its own, and leaves the group on Close.
+// never commits on its own, and leaves the group on Close. With
+// spec.TopicsRegex it subscribes by pattern (kgo.ConsumeRegex), as a Kafka
+// consumer does: nothing assigned while no topic matches, and the topics
+// created later read from the next metadata refresh on.
 func (b *Backend) Consumer(ctx context.Context, spec engine.ConsumerSpec) (engine.Consumer, error) {
-	group, topics := spec.Group, spec.Topics
+	group := spec.Group
 	c := &consumer{b: b, group: group, owned: map[string]map[int32]bool{}}
-	opts := append(b.base[:len(b.base):len(b.base)],
+	subscribe := []kgo.Opt{kgo.ConsumeTopics(spec.Topics...)}
+	if spec.TopicsRegex != "" {
+		// kgo matches anywhere in the name: anchor both the pattern and
+		// the exclusions, which are internal topics (also those that
+		// are not Kafka's internal ones) and the names given.
+		exclude := []string{"^_"}
+		for _, t := range spec.ExcludeTopics {
+			exclude = append(exclude, "^"+regexp.QuoteMeta(t)+"$")
+		}
+		subscribe = []kgo.Opt{
+			kgo.ConsumeRegex(), kgo.ConsumeTopics("^(?:" + spec.TopicsRegex + ")$"), kgo.ConsumeExcludeTopics(exclude...),
+			kgo.MetadataMaxAge(regexMetadataMaxAge),
+		}
+	}
+	opts := append(b.base[:len(b.base):len(b.base)], subscribe...)
+	opts = append(opts,
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// The Java consumer's fetch.max.wait.ms (kgo waits 5 s): a fetch

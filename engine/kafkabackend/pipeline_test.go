@@ -1086,3 +1086,35 @@ func TestPipeline_SinkCarriesOnAfterALostGroupSession(t *testing.T) {
 		return false
 	})
 }
+
+// TestPipeline_TopicsRegexReadsTopicsCreatedLater: a sink whose topics
+// regex matches no topic yet runs with nothing assigned (as Kafka Connect's
+// topics.regex sink does), then reads the matching topics created after it
+// started, on every backend; internal topics, topics the regex does not
+// match and the sink's own dead-letter topic stay unread.
+func TestPipeline_TopicsRegexReadsTopicsCreatedLater(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st *suiteTarget) {
+		wt := newWorker(t, st.newBackend(t), "w1")
+		ctx := t.Context()
+		produceValues(t, wt.b, "events.dlq", "dead")
+		if err := wt.w.Start(ctx, engine.ConnectorSpec{Name: "dst", Kind: connect.KindSink, Connector: "mem", TopicsRegex: `events\..*`,
+			Errors: engine.ErrorPolicy{DeadLetterTopic: "events.dlq"}}, ""); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the sink task RUNNING while no topic matches", 10*time.Second, func() bool {
+			s, err := wt.w.Status("dst")
+			return err == nil && len(s.Tasks) == 1 && s.Tasks[0].State == engine.StateRunning
+		})
+		produceValues(t, wt.b, "other", "unmatched")
+		produceValues(t, wt.b, "events.a", "a1", "a2")
+		produceValues(t, wt.b, "events.b", "b1")
+		waitFor(t, "the records of events.a and events.b", 20*time.Second, func() bool { return len(values(wt.received())) >= 3 })
+		if got := values(wt.received()); len(got) != 3 || got["a1"] != 1 || got["a2"] != 1 || got["b1"] != 1 {
+			t.Fatalf("sink received %v, want a1, a2 and b1", got)
+		}
+		s, _ := wt.w.Status("dst")
+		if s.Tasks[0].State != engine.StateRunning || s.Tasks[0].Trace != "" {
+			t.Fatalf("status = %+v, want the task RUNNING without a trace", s)
+		}
+	})
+}

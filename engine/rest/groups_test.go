@@ -121,3 +121,42 @@ func TestREST_Groups_ListenerMembers(t *testing.T) {
 		t.Errorf("commit with a member = %d %s, want 409", code, body)
 	}
 }
+
+// TestREST_Groups_ResetBodyErrors: a reset body without a mode, with a mode
+// that does not exist or with fields outside "spec" answers 400 naming the
+// fields expected and the modes by their kafka-consumer-groups.sh names,
+// which the body may use.
+func TestREST_Groups_ResetBodyErrors(t *testing.T) {
+	srv, _, _, l := newTestServerLog(t)
+	if err := l.CreateTopic("t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	shape := []string{`"spec"`, `"Mode"`, "to-earliest", "to-latest", "to-offset", "to-datetime", "by-duration", "shift-by", "to-current", `"AllTopics"`, `"Topics"`, `"execute"`}
+	for _, c := range []struct {
+		name, body string
+		also       []string
+	}{
+		{"empty", `{}`, []string{"no mode"}},
+		{"fields outside spec", `{"mode":"to-earliest","topics":[{"topic":"t"}]}`, []string{`unknown field "mode"`}},
+		{"unknown mode", `{"spec":{"Mode":"to-earlist","AllTopics":true}}`, []string{`"to-earlist"`}},
+		{"unknown mode number", `{"spec":{"Mode":99,"AllTopics":true}}`, []string{"99"}},
+	} {
+		code, body := call(t, srv, "POST", "/groups/g9/reset", c.body)
+		if code != 400 {
+			t.Errorf("%s: reset = %d %s, want 400", c.name, code, body)
+			continue
+		}
+		for _, s := range append(shape, c.also...) {
+			if !strings.Contains(body, strings.ReplaceAll(s, `"`, `\"`)) {
+				t.Errorf("%s: reset = %s, want it to mention %s", c.name, body, s)
+			}
+		}
+		if strings.Contains(body, "mode 0") {
+			t.Errorf("%s: reset = %s names the internal mode 0", c.name, body)
+		}
+	}
+	code, body := call(t, srv, "POST", "/groups/g9/reset", `{"spec":{"Mode":"to-latest","Topics":[{"Topic":"t"}]}}`)
+	if code != 200 || !strings.Contains(body, `"NewOffset":0`) {
+		t.Errorf("reset with the mode by name = %d %s, want 200 and a plan", code, body)
+	}
+}

@@ -1345,13 +1345,23 @@ type ResetJSON struct {
 	Execute bool             `json:"execute"`
 }
 
+// resetBodyHelp describes the body of POST /groups/{g}/reset for the
+// answers to one that is wrong.
+const resetBodyHelp = `the body is {"spec":{"Mode":"to-earliest|to-latest|to-offset|to-datetime|by-duration|shift-by|to-current",` +
+	`"Offset":N,"Time":"2026-01-01T00:00:00Z","Duration":NANOSECONDS,"Shift":±N,"AllTopics":true or "Topics":[{"Topic":"t","Partitions":[0,1]}]},"execute":false}` +
+	` (the modes of kafka-consumer-groups.sh --reset-offsets: Offset goes with to-offset, Time with to-datetime, Duration with by-duration, Shift with shift-by;` +
+	` "execute":true applies the plan, else it is a dry run)`
+
 func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
 	var req ResetJSON
-	if err := decodeBody(r, &req); err != nil {
-		s.fail(w, err)
+	// Strict: a mode outside "spec" would otherwise read as no mode.
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, fmt.Errorf("%w: request body: %v; %s", engine.ErrBadRequest, err, resetBodyHelp))
 		return
 	}
 	group := r.PathValue("group")
@@ -1359,6 +1369,9 @@ func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) {
 	if plan == nil {
 		var err error
 		if plan, err = s.log.Groups().PlanReset(group, req.Spec); err != nil {
+			if errors.Is(err, tlog.ErrInvalidReset) {
+				err = fmt.Errorf("%w; %s", err, resetBodyHelp)
+			}
 			s.fail(w, fmt.Errorf("%w: %v", engine.ErrBadRequest, err))
 			return
 		}

@@ -19,3 +19,12 @@ func TestErrorCode_RollFailureIsRetriable(t *testing.T) {
 		t.Fatalf("errorCode(%v) = %d (%v); want the retriable KAFKA_STORAGE_ERROR", err, code, ke)
 	}
 }
+
+// TestErrorCode_TopicNotOpened: a topic the log left closed (more
+// partitions than its limit) is UNKNOWN_TOPIC_OR_PARTITION to clients.
+func TestErrorCode_TopicNotOpened(t *testing.T) {
+	err := fmt.Errorf("produce: %w", &tlog.TopicNotOpenedError{Topic: "big", Partitions: 1001, Limit: 1000})
+	if code := errorCode(err); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("errorCode(%v) = %d, want UNKNOWN_TOPIC_OR_PARTITION", err, code)
+	}
+}
