@@ -32,7 +32,7 @@ var logCounters = []struct {
 	{"tributary_log_segments_cleaned_total", "Segments rewritten by compaction (cleanup.policy=compact).", func(m *tlog.Metrics) float64 { return float64(m.SegmentsCleaned.Load()) }},
 	{"tributary_log_tail_truncations_total", "Torn segment tails truncated on open.", func(m *tlog.Metrics) float64 { return float64(m.TailTruncations.Load()) }},
 	{"tributary_log_truncated_bytes_total", "Bytes cut off torn segment tails on open.", func(m *tlog.Metrics) float64 { return float64(m.TruncatedBytes.Load()) }},
-	{"tributary_log_corrupt_batches_total", "Damaged record batches (bad CRC or framing) found on open; the partition is cut before the first one.", func(m *tlog.Metrics) float64 { return float64(m.CorruptBatches.Load()) }},
+	{"tributary_log_corrupt_batches_total", "Damaged record batches (bad CRC or framing) found in sealed segments on open; reads that reach one fail (see the log for the segment).", func(m *tlog.Metrics) float64 { return float64(m.CorruptBatches.Load()) }},
 	{"tributary_log_expired_producers_total", "Idempotent producer states dropped after producer.id.expiration.ms without an append from the producer; a retry of such a producer's last batch would be appended again.", func(m *tlog.Metrics) float64 { return float64(m.ExpiredProducers.Load()) }},
 }
 
