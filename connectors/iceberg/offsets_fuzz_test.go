@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
@@ -50,9 +51,8 @@ func FuzzCommittedOffsets(f *testing.F) {
 			if json.Unmarshal([]byte(sum), &m) == nil {
 				for topic, parts := range m {
 					for p, off := range parts {
-						var n int32
-						if _, err := fmt.Sscan(p, &n); err == nil && fmt.Sprint(n) == p {
-							held[tp{topic, n}] = append(held[tp{topic, n}], off)
+						if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+							held[tp{topic, int32(n)}] = append(held[tp{topic, int32(n)}], off)
 						}
 					}
 				}
