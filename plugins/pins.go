@@ -1,8 +1,6 @@
 package plugins
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -42,9 +40,11 @@ func readLockFile(dir string) (map[string]*pin, error) {
 		return nil, fmt.Errorf("read plugin lock file: %w", err)
 	}
 	pins := make(map[string]*pin)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	// Split the whole file rather than scan it: a bufio.Scanner stops at a
+	// line past its token limit, which would drop the pins after it.
+	for i, line := range strings.Split(string(b), "\n") {
+		n := i + 1
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

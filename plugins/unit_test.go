@@ -223,3 +223,22 @@ func TestPermissionErrorsSayHowToFix(t *testing.T) {
 		t.Errorf("start error %q calls a program the user may not run a program the machine cannot run", err)
 	}
 }
+
+// TestReadLockFile_LongLine: a line longer than bufio.Scanner's 64 KiB
+// token stopped the scan there, and the pins after it were dropped in
+// silence, so a pinned plugin ran unchecked. The file is refused instead.
+func TestReadLockFile_LongLine(t *testing.T) {
+	dir := t.TempDir()
+	sum := strings.Repeat("0f", 32)
+	data := sum + "  a\n# " + strings.Repeat("x", 70<<10) + "\n" + sum + "  counter\n"
+	if err := os.WriteFile(filepath.Join(dir, LockFile), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pins, err := readLockFile(dir)
+	if err == nil && pins["counter"] == nil {
+		t.Fatalf("the pin after a long line was dropped: pins %v", pins)
+	}
+	if err != nil && !strings.Contains(err.Error(), LockFile) {
+		t.Fatalf("error %q does not name the lock file", err)
+	}
+}

@@ -325,6 +325,12 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		req.Name = req.Config[keyName]
 	}
 	req.Name = strings.TrimSpace(req.Name)
+	if req.Name == "." || req.Name == ".." {
+		// No URL reaches it: /connectors/. and /connectors/.. are cleaned
+		// to other paths.
+		s.fail(w, fmt.Errorf("%w: connector name %q cannot be used in a URL (/connectors/%s is another path); give another name", engine.ErrBadRequest, req.Name, req.Name))
+		return
+	}
 	if err := checkConfigName(req.Name, req.Config, `the request's "name"`); err != nil {
 		s.fail(w, err)
 		return

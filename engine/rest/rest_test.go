@@ -62,7 +62,7 @@ func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 }
 
 // newTestServerLog is newTestServer that also returns the embedded log.
-func newTestServerLog(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog, *tlog.Log) {
+func newTestServerLog(t testing.TB) (*httptest.Server, *engine.Worker, *bytesLog, *tlog.Log) {
 	t.Helper()
 	logs := &bytesLog{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))

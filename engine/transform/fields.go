@@ -157,6 +157,9 @@ func newDropFields(cfg connect.Config) (Transform, error) {
 		if t.drop, err = parsePaths("fields", items); err != nil {
 			return nil, err
 		}
+		if len(t.drop) == 0 {
+			return nil, fieldError("fields", "give at least one field to remove")
+		}
 		t.first = t.drop[0].text
 		return t, nil
 	}
@@ -167,6 +170,9 @@ func newDropFields(cfg connect.Config) (Transform, error) {
 	paths, err := parsePaths("keep", items)
 	if err != nil {
 		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fieldError("keep", "give at least one field to keep")
 	}
 	t.keep = &keepNode{}
 	for _, p := range paths {
