@@ -189,9 +189,15 @@ func (w *tableWriter) setKey(names []string) {
 // unless a transform changed it, and otherwise an entry no record
 // matches: its records are written again (at least once), never skipped
 // for another topic's offset.
+//
+// A snapshot seen before ends the walk: metadata whose parents form a cycle
+// (a broken or hand-edited table; iceberg-go accepts it) would otherwise
+// loop forever.
 func committedOffsets(meta table.Metadata, key string) map[tp]int64 {
 	out := map[tp]int64{}
-	for snap := meta.CurrentSnapshot(); snap != nil; {
+	seen := map[int64]bool{}
+	for snap := meta.CurrentSnapshot(); snap != nil && !seen[snap.SnapshotID]; {
+		seen[snap.SnapshotID] = true
 		if snap.Summary != nil {
 			if v, ok := snap.Summary.Properties[key]; ok {
 				var m map[string]map[string]int64
