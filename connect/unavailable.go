@@ -16,8 +16,9 @@ import (
 
 // UnavailableColumnsHeader is the header a source adds to a change event
 // whose after state lacks values that the database did not send (an
-// unchanged TOASTed value): a JSON array of the names of those columns,
-// ["vec","amount"]. It lists every such column, those that carry the
+// unchanged TOASTed Postgres value; a BLOB or TEXT value a MySQL
+// binlog_row_image=NOBLOB row image left out): a JSON array of the names
+// of those columns, ["vec","amount"]. It lists every such column, those that carry the
 // placeholder and those whose type cannot hold it and carry null, as
 // Debezium writes them; the value itself stays Debezium's. A sink that
 // keeps a previous state (an upsert) keeps those columns' previous values

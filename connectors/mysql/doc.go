@@ -8,7 +8,9 @@
 // # Setup
 //
 // Open checks what binlog capture needs and stops with an error that says
-// what to change: log_bin on, binlog_format=ROW, binlog_row_image=FULL, a
+// what to change: log_bin on, binlog_format=ROW, binlog_row_image=FULL (or
+// NOBLOB, whose left-out BLOB and TEXT values become placeholders:
+// noblob.go), a
 // user with REPLICATION SLAVE and REPLICATION CLIENT, and, for a stored
 // position, binlog files (or GTIDs) the server has not purged. Without a
 // stored position it waits, up to xa.start.wait, until no XA transaction

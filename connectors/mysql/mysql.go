@@ -81,6 +81,8 @@ func spec() connect.Spec {
 			Description: "How DECIMAL values are written: string (\"12.34\", exact; our default), precise (Kafka Connect Decimal, base64 of the unscaled value), double (may lose precision)."},
 		{Name: "tombstones.on.delete", Type: connect.TypeBool, Default: "true",
 			Description: "Follow each delete event with a tombstone (same key, null value), so compaction removes the row."},
+		{Name: "unavailable.value.placeholder", Type: connect.TypeString, Default: connect.UnavailableValue,
+			Description: "What a BLOB or TEXT value that a binlog_row_image=NOBLOB row image leaves out (unchanged, or in a before image) is replaced with: the text, or its bytes for a binary column."},
 		{Name: "skipped.operations", Type: connect.TypeList, Default: cdc.SkippedOpsDefault, Enum: skippedOpsChoices,
 			Description: cdc.SkippedOpsHelp + " A TRUNCATE TABLE of a captured table is a t event (null key, no before or after)."},
 		{Name: "schemas", Type: connect.TypeBool, Default: "false",
@@ -137,6 +139,7 @@ type settings struct {
 	deadTimeout   time.Duration // connection.dead.timeout
 	decimals      decimalMode
 	tombstones    bool
+	placeholder   string         // unavailable.value.placeholder
 	skipped       cdc.SkippedOps // skipped.operations
 	schemas       bool
 	txMetadata    bool
@@ -214,6 +217,8 @@ func parseSettings(cfg connect.Config) (settings, error) {
 	add(err)
 	s.decimals = decimalMode(dm)
 	s.tombstones, err = cfg.Bool("tombstones.on.delete")
+	add(err)
+	s.placeholder, err = cfg.String("unavailable.value.placeholder")
 	add(err)
 	if ops, err := cfg.List("skipped.operations"); err != nil {
 		add(err)

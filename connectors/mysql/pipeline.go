@@ -64,9 +64,13 @@ type change struct {
 	slab   *slab                // the slab c belongs to; nil for none
 }
 
-// parsedRow is a change's row images as go-mysql's parser decodes them;
-// nil when absent.
-type parsedRow struct{ before, after []any }
+// parsedRow is a change's row images as go-mysql's parser decodes them,
+// nil when absent, with the column bitmaps of their rows event (nil for
+// all columns): a column an image leaves out is nil in it.
+type parsedRow struct {
+	before, after               []any
+	presentBefore, presentAfter []byte
+}
 
 // op returns the Debezium op of a rows event's changes.
 func (k rowsKind) op() connect.Op {
@@ -252,15 +256,6 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 			a.after = st.rawRow(a.after, c.t, c.spec, c.rawAfter)
 			after = a.after
 		}
-		if c.kind == rowsUpdate {
-			// A partial after image (binlog_row_image other than FULL)
-			// may lack the key, which did not change then.
-			for _, k := range c.t.def.Key {
-				if k < len(c.spec.cols) && !bitSet(c.rawAfter.present, k) {
-					after[k].Value = before[k].Value
-				}
-			}
-		}
 	} else {
 		if c.parsed.before != nil {
 			a.before = st.row(a.before, c.t, c.parsed.before)
@@ -270,6 +265,21 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 			a.after = st.row(a.after, c.t, c.parsed.after)
 			after = a.after
 		}
+	}
+	// Columns a NOBLOB image left out (noblob.go; the streamer let no
+	// other column be left out): the placeholder, and the header naming
+	// those of the after image.
+	presentBefore, presentAfter := c.rawBefore.present, c.rawAfter.present
+	if c.spec == nil {
+		presentBefore, presentAfter = c.parsed.presentBefore, c.parsed.presentAfter
+	}
+	m := st.enc.mapper
+	if before != nil {
+		m.fillLeftOut(c.t, before, presentBefore, nil)
+	}
+	var unavailable []string
+	if after != nil {
+		unavailable = m.fillLeftOut(c.t, after, presentAfter, nil)
 	}
 	tombstones := st.src.set.tombstones
 	if c.keyChange {
@@ -291,6 +301,9 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 		}
 		del.Headers = append(del.Headers, connect.Header{Key: "__debezium.newkey", Value: cre.Key})
 		cre.Headers = append(cre.Headers, connect.Header{Key: "__debezium.oldkey", Value: del.Key})
+		if len(unavailable) > 0 {
+			cre.Headers = append(cre.Headers, connect.UnavailableColumns(unavailable))
+		}
 		n := len(out)
 		if !skipDel {
 			out = append(out, del)
@@ -309,6 +322,9 @@ func (st *streamer) encodeChange(a *scratch, out []connect.Record, c *change) ([
 	rec, err := st.encodeEvent(a, c, c.kind.op(), before, after, c.tx)
 	if err != nil {
 		return nil, err
+	}
+	if len(unavailable) > 0 {
+		rec.Headers = append(rec.Headers, connect.UnavailableColumns(unavailable))
 	}
 	if c.kind == rowsDelete && tombstones && rec.Key != nil {
 		out = append(out, rec)

@@ -204,7 +204,9 @@ func (st *streamer) rawRows(ctx context.Context, ev *replication.BinlogEvent) er
 		return fmt.Errorf("table %s: rows of %d columns, the table has %d", t.def.ref(), len(m.spec.cols), len(t.def.Columns))
 	}
 	if !allColumns(e.present, e.cols) || (e.kind == rowsUpdate && !allColumns(e.present2, e.cols)) {
-		return partialImageError(t, coords{st.file, h.LogPos}, st.txGTID)
+		if i := st.enc.mapper.leftOutColumn(t, m.spec.types, e.present, e.present2); i >= 0 {
+			return partialImageError(t, i, coords{st.file, h.LogPos}, st.txGTID)
+		}
 	}
 	imgs, err := m.spec.images(st.imgs[:0], &e)
 	st.imgs = imgs[:0]

@@ -233,7 +233,8 @@ type colSpec struct {
 // event. It is never changed once made, so encoder goroutines read it
 // freely.
 type rowSpec struct {
-	cols []colSpec
+	cols  []colSpec
+	types []byte // the table map's column types
 	// fallback: a column the connector does not decode (MySQL's binary
 	// JSON, a type unknown to it); go-mysql's parser decodes the table's
 	// rows events.
@@ -242,7 +243,7 @@ type rowSpec struct {
 
 // newRowSpec makes the spec of the columns of a table map.
 func newRowSpec(types []byte, meta []uint16) *rowSpec {
-	s := &rowSpec{cols: make([]colSpec, len(types))}
+	s := &rowSpec{cols: make([]colSpec, len(types)), types: types}
 	for i, tp := range types {
 		var m uint16
 		if i < len(meta) {

@@ -125,8 +125,8 @@ func checkServer(ctx context.Context, db *sql.DB) (*server, error) {
 	if v := strings.ToUpper(vars["binlog_format"]); v != "ROW" {
 		return nil, connect.Permanent(fmt.Errorf("binlog_format is %s, but change capture needs ROW; run SET GLOBAL binlog_format = 'ROW'; (new sessions only) and set binlog_format=ROW %s", v, restart))
 	}
-	if v := strings.ToUpper(vars["binlog_row_image"]); v != "FULL" {
-		return nil, connect.Permanent(fmt.Errorf("binlog_row_image is %s, but change capture needs FULL (whole rows before and after each change); run SET GLOBAL binlog_row_image = 'FULL'; and set binlog_row_image=FULL %s", v, restart))
+	if v := strings.ToUpper(vars["binlog_row_image"]); v != "FULL" && v != "NOBLOB" {
+		return nil, connect.Permanent(fmt.Errorf("binlog_row_image is %s, but change capture needs FULL (whole rows before and after each change; NOBLOB, which leaves out only unchanged BLOB and TEXT values, works too); run SET GLOBAL binlog_row_image = 'FULL'; and set binlog_row_image=FULL %s", v, restart))
 	}
 	if v := strings.ToUpper(vars["binlog_row_value_options"]); strings.Contains(v, "PARTIAL_JSON") {
 		return nil, connect.Permanent(fmt.Errorf("binlog_row_value_options is %s: partial JSON updates cannot be turned into whole rows; run SET GLOBAL binlog_row_value_options = '';", v))

@@ -458,7 +458,7 @@ func (s *Source) run(ctx context.Context) {
 }
 
 func (s *Source) runErr(ctx context.Context) error {
-	m := &mapper{decimals: s.set.decimals}
+	m := &mapper{decimals: s.set.decimals, placeholder: s.set.placeholder}
 	enc := &encoder{set: &s.set, codec: connect.DebeziumJSON{Schemas: s.set.schemas}, mapper: m}
 	if s.plan.snapshot {
 		if err := s.snapshot(ctx, enc); err != nil {

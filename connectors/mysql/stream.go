@@ -1093,14 +1093,17 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	if t == nil {
 		return nil
 	}
-	n := int(e.ColumnCount)
-	partial := e.ColumnBitmap1 != nil && !allColumns(e.ColumnBitmap1, n) ||
-		e.Type() == replication.EnumRowsEventTypeUpdate && e.ColumnBitmap2 != nil && !allColumns(e.ColumnBitmap2, n)
-	for _, skipped := range e.SkippedColumns {
-		partial = partial || len(skipped) > 0
+	if int(e.ColumnCount) != len(e.Table.ColumnType) {
+		return fmt.Errorf("rows event of %s at %s:%d: %d columns, the table map %d", t.def.ref(), st.file, h.LogPos, e.ColumnCount, len(e.Table.ColumnType))
 	}
-	if partial {
-		return partialImageError(t, coords{st.file, h.LogPos}, st.txGTID)
+	// The columns of the images (of the before images of an update),
+	// and of the after images of an update; nil for all.
+	bm1, bm2 := e.ColumnBitmap1, e.ColumnBitmap2
+	if e.Type() != replication.EnumRowsEventTypeUpdate {
+		bm2 = nil
+	}
+	if i := st.enc.mapper.leftOutColumn(t, e.Table.ColumnType, bm1, bm2); i >= 0 {
+		return partialImageError(t, i, coords{st.file, h.LogPos}, st.txGTID)
 	}
 	if !st.inTx {
 		st.begin(h)
@@ -1150,14 +1153,17 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	}
 	for i := 0; i+step-1 < len(e.Rows); i += step {
 		var before, after []any
+		p := &parsedRow{}
 		switch kind {
 		case rowsInsert:
-			after = e.Rows[i]
+			after, p.presentAfter = e.Rows[i], bm1
 		case rowsDelete:
-			before = e.Rows[i]
+			before, p.presentBefore = e.Rows[i], bm1
 		case rowsUpdate:
 			before, after = e.Rows[i], e.Rows[i+1]
+			p.presentBefore, p.presentAfter = bm1, bm2
 		}
+		p.before, p.after = before, after
 		if err := check(before); err != nil {
 			return err
 		}
@@ -1179,7 +1185,7 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 			}
 		}
 		si.row = i / step
-		st.queue(&change{t: t, kind: kind, keyChange: keyChange, parsed: &parsedRow{before: before, after: after}, si: si, now: now})
+		st.queue(&change{t: t, kind: kind, keyChange: keyChange, parsed: p, si: si, now: now})
 	}
 	if len(st.pending) > st.src.set.batchSize {
 		return st.flush(ctx, false)
@@ -1187,20 +1193,25 @@ func (st *streamer) rows(ctx context.Context, e *replication.RowsEvent, h *repli
 	return nil
 }
 
-// partialImageError is the error for a rows event of t that carries only
-// some columns: binlog_row_image MINIMAL or NOBLOB, which a session may
-// set for itself even when the server's is FULL. The columns it leaves
-// out would come out as null, which they are not.
-func partialImageError(t *table, at coords, gtid string) error {
+// partialImageError is the error for a rows event of t whose images leave
+// out column i, which binlog_row_image=NOBLOB never leaves out (noblob.go):
+// MINIMAL (or MariaDB's FULL_NODUP), which a session may set for itself
+// even when the server's is FULL. The column's value would come out as
+// null (or a placeholder), which it is not.
+func partialImageError(t *table, i int, at coords, gtid string) error {
 	where := at.String()
 	if gtid != "" {
 		where += " (GTID " + gtid + ")"
 	}
-	return connect.Permanent(fmt.Errorf("rows event of %s at %s carries only some of the table's columns: the session that wrote it had binlog_row_image MINIMAL or NOBLOB, "+
-		"and the connector would emit the other columns as null; change capture (as Debezium) needs binlog_row_image=FULL in every session: "+
+	col := fmt.Sprintf("column %d", i+1)
+	if i < len(t.def.Columns) {
+		col = fmt.Sprintf("column %s", t.def.Columns[i].Name)
+	}
+	return connect.Permanent(fmt.Errorf("rows event of %s at %s leaves out %s: the session that wrote it had binlog_row_image MINIMAL (or FULL_NODUP), "+
+		"and the connector would emit the column as null; change capture (as Debezium) needs binlog_row_image=FULL (or NOBLOB, which leaves out only BLOB and TEXT columns) in every session: "+
 		"find the application or script that runs SET binlog_row_image (or sets it in its connection options) and have it keep FULL, and keep SET GLOBAL binlog_row_image = 'FULL'; "+
 		"this event stays in the binlog, so then start over with a new snapshot (delete the stored offsets) or, if its changes do not matter, from a position after it",
-		t.def.ref(), where))
+		t.def.ref(), where, col))
 }
 
 // row maps one row image of t (of as many values as t has columns: rows

@@ -33,7 +33,8 @@ import (
 
 // mapper maps column values.
 type mapper struct {
-	decimals decimalMode
+	decimals    decimalMode
+	placeholder string // unavailable.value.placeholder
 }
 
 // Debezium's logical names the MySQL connector uses beyond those connect
