@@ -38,6 +38,9 @@
 //	    <base>.timeindex             sparse time index
 //	    producer.snapshot            idempotent producer state at an offset (JSON)
 //	    cleaner-offset-checkpoint    how far compaction has cleaned
+//	    log-start-offset-checkpoint  the log start offset DeleteRecords set
+//	                                 (logstart.go; version, offset; atomic
+//	                                 rewrite before DeleteRecords returns)
 //
 // A .log file is a sequence of Kafka record batches, magic 2, byte for byte
 // as Kafka stores them, encoded and decoded with franz-go's kmsg:

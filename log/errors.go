@@ -30,6 +30,9 @@ var (
 	ErrCompactedTopicNilKey = errors.New("compacted topics need a key on every record")
 	// ErrInvalidReset: a ResetSpec without a valid mode or scope.
 	ErrInvalidReset = errors.New("invalid offset reset")
+	// ErrPolicyViolation: the topic's cleanup.policy forbids the operation
+	// (DeleteRecords on a topic whose policy lacks delete, as Kafka).
+	ErrPolicyViolation = errors.New("policy violation")
 )
 
 // TopicNotOpenedError reports a topic of the data directory that Open left

@@ -47,6 +47,11 @@ type partition struct {
 	removeMu sync.Mutex
 	moved    bool // guarded by removeMu: the directory was moved away
 
+	// startMu serializes DeleteRecords calls of this partition, each of
+	// which writes the log start offset checkpoint without holding mu
+	// (logstart.go). It guards no field; it is taken before removeMu and mu.
+	startMu sync.Mutex
+
 	// wmu makes one write call at a time the partition's writer: it plans
 	// under mu, writes the file without mu, then publishes under mu. Taken
 	// before mu. Close takes it too, so no write is in flight when the
@@ -192,10 +197,13 @@ func (p *partition) recover() error {
 			return err
 		}
 	}
-	p.logStart = p.segments[0].base
 	active := p.segments[len(p.segments)-1]
 	p.next = active.next
 	p.durable, p.visible = p.next, p.next
+	if err := p.recoverLogStart(); err != nil {
+		p.closeSegments()
+		return err
+	}
 	if from > p.next {
 		// The snapshot is ahead of the log (its tail was lost): rebuild from
 		// every batch instead of trusting it.

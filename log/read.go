@@ -225,18 +225,20 @@ func (p *partition) bounds() (start, end int64) {
 	return p.logStart, p.visible
 }
 
-// enforceRetention deletes whole segments, oldest first, while they are past
+// enforceRetention deletes whole segments, oldest first, while they lie
+// wholly below the log start offset (DeleteRecords moved it; whatever the
+// cleanup.policy, as Kafka) or, when the policy has delete, are past
 // retention.ms or the partition is over retention.bytes. The active segment
 // goes only when every record in it is past retention.ms: it is rolled
 // first (rollExpiredActive). It returns how many segments went.
 func (p *partition) enforceRetention(now time.Time) (int, error) {
 	cfg := p.cfg()
-	if !cfg.Delete {
-		return 0, nil
+	var rollErr error
+	if cfg.Delete {
+		// A failed roll (out of descriptors, say) does not hold back the
+		// deletion of expired sealed segments, which frees descriptors.
+		rollErr = p.rollExpiredActive(now, cfg)
 	}
-	// A failed roll (out of descriptors, say) does not hold back the
-	// deletion of expired sealed segments, which frees descriptors.
-	rollErr := p.rollExpiredActive(now, cfg)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -255,9 +257,10 @@ func (p *partition) enforceRetention(now time.Time) (int, error) {
 			// watermark, they wait until a reader could have seen them.
 			break
 		}
+		below := p.segments[n+1].base <= p.logStart
 		expired := cfg.RetentionMs >= 0 && s.maxTs >= 0 && now.UnixMilli()-s.maxTs > cfg.RetentionMs
 		oversize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
-		if !expired && !oversize {
+		if !below && (!cfg.Delete || (!expired && !oversize)) {
 			break
 		}
 		total -= s.size

@@ -146,6 +146,10 @@ func (c *embeddedClient) Partitions(_ context.Context, topic string, create bool
 	return c.l.Partitions(topic)
 }
 
+func (c *embeddedClient) DeleteRecords(_ context.Context, name string, partition int32, offset int64) (int64, error) {
+	return c.l.DeleteRecords(name, partition, offset)
+}
+
 func (c *embeddedClient) Append(ctx context.Context, topic string, partition int32, recs []tlog.Record) (int64, error) {
 	return c.l.Append(ctx, topic, partition, recs)
 }

@@ -193,6 +193,18 @@ func (c *restClient) AlterTopicConfig(ctx context.Context, name string, set map[
 	return c.do(ctx, "PATCH", "/topics/"+url.PathEscape(name), rest.AlterTopicJSON{Config: set, DeleteConfig: remove}, nil)
 }
 
+func (c *restClient) DeleteRecords(ctx context.Context, name string, partition int32, offset int64) (int64, error) {
+	var out rest.DeleteRecordsJSON
+	err := c.do(ctx, "POST", fmt.Sprintf("/topics/%s/partitions/%d/delete-records", url.PathEscape(name), partition), rest.DeleteRecordsJSON{Offset: offset}, &out)
+	if err == nil && out.LowWatermark == nil {
+		return 0, fmt.Errorf("POST /topics/%s/partitions/%d/delete-records: the worker at %s answered no low watermark; upgrade the worker to this version of tributary, or run without --server", name, partition, c.base)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return *out.LowWatermark, nil
+}
+
 func (c *restClient) Partitions(ctx context.Context, topic string, create bool) (int, error) {
 	d, err := c.DescribeTopic(ctx, topic)
 	if errors.Is(err, tlog.ErrUnknownTopic) && create {

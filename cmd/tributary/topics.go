@@ -23,18 +23,21 @@ type topicAdmin interface {
 	// CreatePartitions grows a topic to total partitions; it never shrinks.
 	CreatePartitions(ctx context.Context, name string, total int) error
 	AlterTopicConfig(ctx context.Context, name string, set map[string]string, remove []string) error
+	// DeleteRecords moves a partition's log start offset up to offset (-1:
+	// the high watermark) and returns it after the move.
+	DeleteRecords(ctx context.Context, name string, partition int32, offset int64) (int64, error)
 }
 
 func newTopicsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topics",
-		Short: "Create, list, describe, alter and delete topics",
+		Short: "Create, list, describe, alter and delete topics, and delete records",
 		Long: `Manage the log's topics, as kafka-topics.sh does.
 
 Topic configs use Kafka's names and defaults:
 ` + configHelp(),
 	}
-	cmd.AddCommand(newTopicsCreateCmd(a), newTopicsListCmd(a), newTopicsDescribeCmd(a), newTopicsDeleteCmd(a), newTopicsAlterCmd(a))
+	cmd.AddCommand(newTopicsCreateCmd(a), newTopicsListCmd(a), newTopicsDescribeCmd(a), newTopicsDeleteCmd(a), newTopicsAlterCmd(a), newTopicsDeleteRecordsCmd(a))
 	return cmd
 }
 
@@ -267,6 +270,55 @@ applies again.`,
 	f.IntVar(&partitions, "partitions", 0, "new, larger partition count")
 	f.StringArrayVar(&configs, "config", nil, "set a config override name=value (repeatable)")
 	f.StringArrayVar(&deletes, "delete-config", nil, "remove a config override (repeatable)")
+	return cmd
+}
+
+func newTopicsDeleteRecordsCmd(a *app) *cobra.Command {
+	var (
+		partition int32
+		offset    int64
+	)
+	cmd := &cobra.Command{
+		Use:   "delete-records NAME --partition P --offset N",
+		Short: "Delete a partition's records below an offset",
+		Long: `Delete the records of a partition below --offset, as kafka-delete-records.sh
+does: the partition's log start offset moves up to it (-1: the end, every
+record), durably before the command returns. Reads below it fail at once
+(consumers from the beginning start there); retention removes the segments
+lying wholly below it on its next pass. An offset past the end is an error;
+one at or below the log start changes nothing. Internal topics and topics
+whose cleanup.policy lacks delete are refused, as Kafka refuses them.
+Prints the partition and its new log start offset (low_watermark).`,
+		Example: `  tributary topics delete-records web.tracking --partition 0 --offset 1200
+  tributary topics delete-records web.tracking --partition 2 --offset -1`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			f := cmd.Flags()
+			if !changed(f, "partition") || !changed(f, "offset") {
+				return usageErrorf(cmd.CommandPath(), "give --partition P and --offset N (-1 for the end of the partition)")
+			}
+			if partition < 0 {
+				return usageErrorf(cmd.CommandPath(), "--partition %d: partitions are numbered from 0 (see `tributary topics describe %s`)", partition, name)
+			}
+			if offset < -1 {
+				return usageErrorf(cmd.CommandPath(), "--offset %d: give an offset, or -1 for the end of the partition", offset)
+			}
+			c, err := a.open()
+			if err != nil {
+				return err
+			}
+			low, err := c.DeleteRecords(cmd.Context(), name, partition, offset)
+			if err != nil {
+				return withHint(err, name)
+			}
+			fmt.Fprintf(a.stdout, "partition: %s-%d\tlow_watermark: %d\n", name, partition, low)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int32Var(&partition, "partition", 0, "the partition")
+	f.Int64Var(&offset, "offset", 0, "delete the records below this offset (-1: all of them)")
 	return cmd
 }
 

@@ -144,6 +144,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /topics/{topic}/records", s.produceRecords)
 	m.HandleFunc("PATCH /topics/{topic}", s.alterTopic)
 	m.HandleFunc("GET /topics/{topic}/partitions/{p}/offsets", s.partitionOffsets)
+	m.HandleFunc("POST /topics/{topic}/partitions/{p}/delete-records", s.deleteRecords)
 	m.HandleFunc("GET /groups", s.listGroups)
 	m.HandleFunc("GET /groups/{group}", s.describeGroup)
 	m.HandleFunc("DELETE /groups/{group}", s.deleteGroup)
@@ -185,7 +186,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, engine.ErrConflict), errors.Is(err, tlog.ErrTopicExists), errors.Is(err, tlog.ErrGroupNotEmpty):
 		code = http.StatusConflict
 	case errors.Is(err, engine.ErrBadRequest), errors.Is(err, tlog.ErrInvalidConfig), errors.Is(err, tlog.ErrInvalidTopicName), errors.Is(err, tlog.ErrInternalTopic),
-		errors.Is(err, tlog.ErrInvalidPartitions), errors.Is(err, tlog.ErrOffsetOutOfRange):
+		errors.Is(err, tlog.ErrInvalidPartitions), errors.Is(err, tlog.ErrOffsetOutOfRange), errors.Is(err, tlog.ErrPolicyViolation):
 		code = http.StatusBadRequest
 	}
 	for _, prefix := range []string{engine.ErrNotFound.Error() + ": ", engine.ErrConflict.Error() + ": ", engine.ErrBadRequest.Error() + ": "} {
@@ -1279,6 +1280,36 @@ func (s *Server) partitionOffsets(w http.ResponseWriter, r *http.Request) {
 		out.Offset, out.Found = &off, found
 	}
 	writeJSON(w, 200, out)
+}
+
+// DeleteRecordsJSON asks to delete a partition's records below Offset (-1:
+// the high watermark), as kafka-delete-records.sh; the answer carries the
+// partition's log start offset after it.
+type DeleteRecordsJSON struct {
+	Offset       int64  `json:"offset"`
+	LowWatermark *int64 `json:"low_watermark,omitempty"`
+}
+
+func (s *Server) deleteRecords(w http.ResponseWriter, r *http.Request) {
+	if !s.needLog(w) {
+		return
+	}
+	p, err := pathPartition(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var req DeleteRecordsJSON
+	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	low, err := s.log.DeleteRecords(r.PathValue("topic"), p, req.Offset)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, DeleteRecordsJSON{Offset: req.Offset, LowWatermark: &low})
 }
 
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) {

@@ -158,6 +158,35 @@ func (s *Server) topicByID(id [16]byte) (string, error) {
 	return "", kerr.UnknownTopicID
 }
 
+// deleteRecords answers DeleteRecords (KIP-107): each partition's log
+// start offset moves up to the offset asked for (-1: the high watermark),
+// durably before the answer, which carries the new low watermark (this log
+// is one replica: its log start offset). As Kafka (KafkaApis,
+// ReplicaManager.deleteRecordsOnLocalLog, Partition.deleteRecordsOnLeader):
+// an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION, an internal
+// topic INVALID_TOPIC_EXCEPTION, a topic whose cleanup.policy lacks delete
+// POLICY_VIOLATION, an offset past the high watermark (or negative other
+// than -1) OFFSET_OUT_OF_RANGE; a failed partition answers low watermark -1.
+func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecordsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewDeleteRecordsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			rp.Partition = p.Partition
+			low, err := s.log.DeleteRecords(t.Topic, p.Partition, p.Offset)
+			if err != nil {
+				rp.ErrorCode, low = errorCode(err), -1
+			}
+			rp.LowWatermark = low
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 // createPartitions answers CreatePartitions: Count is the new total.
 func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)

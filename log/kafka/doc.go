@@ -16,6 +16,7 @@
 //	ListOffsets            v1-7   earliest (-2), latest (-1), max timestamp (-3), by timestamp
 //	CreateTopics           v0-7   replication factor 1 (or -1); an assignment wants -1 for both
 //	DeleteTopics           v0-6   by name or topic id
+//	DeleteRecords          v0-2   moves the log start offset (Log.DeleteRecords); -1 = high watermark
 //	CreatePartitions       v0-3
 //	DescribeConfigs        v0-4   topic configs with their sources
 //	AlterConfigs           v0-2   topic configs

@@ -26,6 +26,8 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, tlog.ErrInvalidPartitions):
 		return kerr.InvalidPartitions.Code
+	case errors.Is(err, tlog.ErrPolicyViolation):
+		return kerr.PolicyViolation.Code
 	case errors.Is(err, tlog.ErrInvalidConfig):
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, tlog.ErrOffsetOutOfRange):

@@ -644,6 +644,8 @@ func (cc *conn) dispatch(ctx context.Context, h requestHeader, req kmsg.Request)
 		return s.createTopics(r), nil
 	case *kmsg.DeleteTopicsRequest:
 		return s.deleteTopics(r), nil
+	case *kmsg.DeleteRecordsRequest:
+		return s.deleteRecords(r), nil
 	case *kmsg.InitProducerIDRequest:
 		return s.initProducerID(r), nil
 	case *kmsg.DescribeConfigsRequest:

@@ -34,6 +34,7 @@ var apis = map[int16]versionRange{
 	18: {0, 4},  // ApiVersions
 	19: {0, 7},  // CreateTopics
 	20: {0, 6},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords
 	22: {0, 4},  // InitProducerId
 	32: {0, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs

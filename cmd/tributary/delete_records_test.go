@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tlog "github.com/tributary-io/tributary/log"
+)
+
+// TestTopics_DeleteRecords deletes records with the embedded log and through
+// a running worker (--server): the log start offset moves, describe shows
+// it, consume -o beginning starts there, and the refusals are Kafka's.
+func TestTopics_DeleteRecords(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	mustRun(t, data, "", "topics", "create", "ev", "--partitions", "2")
+	mustRun(t, data, "", "topics", "create", "kv", "--config", "cleanup.policy=compact")
+	mustRun(t, data, "a\nb\nc\nd\ne\nf\n", "produce", "ev", "-p", "0", "-q")
+
+	out, _ := mustRun(t, data, "", "topics", "delete-records", "ev", "--partition", "0", "--offset", "2")
+	if want := "partition: ev-0\tlow_watermark: 2\n"; out != want {
+		t.Errorf("delete-records = %q, want %q", out, want)
+	}
+	out, _ = mustRun(t, data, "", "topics", "describe", "ev")
+	wantContains(t, "describe", out, "\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: 2\tLogEndOffset: 6\n")
+	if out, _ := mustRun(t, data, "", "consume", "ev", "-p", "0", "-e", "-q"); out != "c\nd\ne\nf\n" {
+		t.Errorf("consume -o beginning after delete-records = %q, want c..f", out)
+	}
+	if err := mustFail(t, data, "", "topics", "delete-records", "ev", "--partition", "0", "--offset", "7"); !errors.Is(err, tlog.ErrOffsetOutOfRange) {
+		t.Errorf("delete-records past the end: %v, want ErrOffsetOutOfRange", err)
+	}
+	if err := mustFail(t, data, "", "topics", "delete-records", "kv", "--partition", "0", "--offset", "-1"); !errors.Is(err, tlog.ErrPolicyViolation) {
+		t.Errorf("delete-records of a compacted topic: %v, want ErrPolicyViolation", err)
+	}
+	err := mustFail(t, data, "", "topics", "delete-records", "ev", "--offset", "1")
+	wantContains(t, "no --partition", err.Error(), "--partition P and --offset N")
+
+	// Through a running worker's REST API.
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", filepath.Join(dir, "out", "events.jsonl")).Replace(quickstartYAML))
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var runErr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never answered\n%s", runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ = mustRun(t, data, "", "topics", "delete-records", "ev", "--partition", "0", "--offset", "-1", "--server", addr)
+	if want := "partition: ev-0\tlow_watermark: 6\n"; out != want {
+		t.Errorf("delete-records --server = %q, want %q", out, want)
+	}
+	out, _ = mustRun(t, data, "", "topics", "describe", "ev", "--server", addr)
+	wantContains(t, "describe --server", out, "\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: 6\tLogEndOffset: 6\n")
+	if err := mustFail(t, data, "", "topics", "delete-records", "ev", "--partition", "0", "--offset", "9", "--server", addr); !errors.Is(err, tlog.ErrOffsetOutOfRange) {
+		t.Errorf("delete-records --server past the end: %v, want ErrOffsetOutOfRange", err)
+	}
+	if err := mustFail(t, data, "", "topics", "delete-records", "nope", "--partition", "0", "--offset", "1", "--server", addr); !errors.Is(err, tlog.ErrUnknownTopic) {
+		t.Errorf("delete-records --server of an unknown topic: %v, want ErrUnknownTopic", err)
+	}
+}
