@@ -109,13 +109,14 @@ func (u *unavailable) isNumbers(x []any) bool {
 	return true
 }
 
-// unchangedError is the error of an update whose unchanged TOASTed value
+// unchangedError is the error of a change whose unlogged value (unchanged TOAST, NOBLOB)
 // the sink cannot take from an earlier row of its key.
 func (w *tableWriter) unchangedError(col, why string) error {
-	return connect.BadRecord(fmt.Errorf("column %s.%s: the update lacks the column's unchanged TOASTed value, which Postgres did not send "+
+	return connect.BadRecord(fmt.Errorf("column %s.%s: the change lacks the column's value, which the database did not log "+
+		"(Postgres: an unchanged TOASTed value; MySQL/MariaDB under binlog_row_image=NOBLOB: a BLOB/TEXT value) "+
 		"(it carries the placeholder %q, or a null that header %s says stands for it), "+
 		"and the sink cannot keep the previous value (%s); it does not write the placeholder or null over the real value. "+
-		"Fix: ALTER TABLE … REPLICA IDENTITY FULL on the source table, so that updates carry every value",
+		"Fix: ALTER TABLE … REPLICA IDENTITY FULL on a Postgres source table, binlog_row_image=FULL on a MySQL/MariaDB server, so that changes carry every value",
 		w.name, col, w.o.placeholder, connect.UnavailableColumnsHeader, why))
 }
 
