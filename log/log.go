@@ -626,7 +626,8 @@ type TopicDescription struct {
 	Config    map[string]string
 }
 
-// ListTopics returns topic names, sorted.
+// ListTopics returns the names of the open topics, sorted: those that can
+// be read and written. NotOpenedTopics lists the others.
 func (l *Log) ListTopics() []string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -636,6 +637,20 @@ func (l *Log) ListTopics() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// NotOpenedTopics returns the topics of the data directory that Open left
+// closed because they have more partitions than Options.MaxPartitions,
+// sorted by name: each says why, as its lookups do (see TopicNotOpenedError).
+func (l *Log) NotOpenedTopics() []TopicNotOpenedError {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]TopicNotOpenedError, 0, len(l.unopened))
+	for n, tm := range l.unopened {
+		out = append(out, TopicNotOpenedError{Topic: n, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
+	return out
 }
 
 // TopicID returns the id of a topic (see TopicDescription.ID) without the

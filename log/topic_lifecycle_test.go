@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -503,4 +504,36 @@ func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 	check("Produce", l.Produce(t.Context(), "big", []Record{{Value: []byte("v")}}))
 	_, err = l.Append(t.Context(), "big", 0, []Record{{Value: []byte("v")}})
 	check("Append", err)
+}
+
+// TestOpen_TopicOverPartitionLimit_Listed: ListTopics lists the open topics
+// only (what can be read and written); NotOpenedTopics lists the topics Open
+// left closed, with their partition count and the limit, until one is
+// deleted.
+func TestOpen_TopicOverPartitionLimit_Listed(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 5 })
+	for name, parts := range map[string]int{"big": 4, "small": 2, "zbig": 5} {
+		if err := l.CreateTopic(name, parts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 3 })
+	defer l.Close()
+	if got := l.ListTopics(); !slices.Equal(got, []string{"small"}) {
+		t.Errorf("ListTopics = %q, want [small]", got)
+	}
+	want := []TopicNotOpenedError{{Topic: "big", Partitions: 4, Limit: 3}, {Topic: "zbig", Partitions: 5, Limit: 3}}
+	if got := l.NotOpenedTopics(); !slices.Equal(got, want) {
+		t.Errorf("NotOpenedTopics = %+v, want %+v", got, want)
+	}
+	if err := l.DeleteTopic("big"); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.NotOpenedTopics(); !slices.Equal(got, want[1:]) {
+		t.Errorf("NotOpenedTopics after deleting big = %+v, want %+v", got, want[1:])
+	}
 }

@@ -117,6 +117,10 @@ func (c *embeddedClient) ListTopics(context.Context) ([]string, error) {
 	return c.l.ListTopics(), nil
 }
 
+func (c *embeddedClient) NotOpenedTopics(context.Context) ([]tlog.TopicNotOpenedError, error) {
+	return c.l.NotOpenedTopics(), nil
+}
+
 func (c *embeddedClient) DescribeTopic(_ context.Context, name string) (tlog.TopicDescription, error) {
 	return c.l.DescribeTopic(name)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,6 +168,28 @@ func (c *restClient) CreateTopic(ctx context.Context, name string, partitions in
 func (c *restClient) ListTopics(ctx context.Context) ([]string, error) {
 	var out []string
 	return out, c.do(ctx, "GET", "/topics", nil, &out)
+}
+
+func (c *restClient) NotOpenedTopics(ctx context.Context) ([]tlog.TopicNotOpenedError, error) {
+	var raw json.RawMessage
+	if err := c.do(ctx, "GET", "/topics?expand=status", nil, &raw); err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+		return nil, nil // a worker older than ?expand=status lists open topics only
+	}
+	var all map[string]rest.TopicListEntry
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, fmt.Errorf("GET /topics?expand=status: %w", err)
+	}
+	var out []tlog.TopicNotOpenedError
+	for n, e := range all {
+		if e.Status.State == rest.TopicNotOpened {
+			out = append(out, tlog.TopicNotOpenedError{Topic: n, Partitions: e.Status.Partitions, Limit: e.Status.Limit})
+		}
+	}
+	slices.SortFunc(out, func(a, b tlog.TopicNotOpenedError) int { return strings.Compare(a.Topic, b.Topic) })
+	return out, nil
 }
 
 func (c *restClient) DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,8 +18,11 @@ import (
 // topicAdmin manages topics (kafka-topics.sh).
 type topicAdmin interface {
 	CreateTopic(ctx context.Context, name string, partitions int, config map[string]string) error
-	// ListTopics returns topic names, sorted.
+	// ListTopics returns the names of the open topics, sorted.
 	ListTopics(ctx context.Context) ([]string, error)
+	// NotOpenedTopics returns the topics the log left closed at open (more
+	// partitions than its limit), sorted by name; ListTopics leaves them out.
+	NotOpenedTopics(ctx context.Context) ([]tlog.TopicNotOpenedError, error)
 	DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error)
 	DeleteTopic(ctx context.Context, name string) error
 	// CreatePartitions grows a topic to total partitions; it never shrinks.
@@ -108,7 +113,11 @@ func newTopicsListCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List topic names, one per line",
-		Args:  noArgs,
+		Long: `List topic names, one per line. A topic with more partitions than the limit
+of the process that opened the data directory ($TRIBUTARY_MAX_PARTITIONS) is
+not opened; its line says so after a TAB:
+  big	(not opened: 1001 partitions, more than the limit of 1000; see tributary topics describe big)`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.open()
 			if err != nil {
@@ -118,11 +127,22 @@ func newTopicsListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list topics: %w", err)
 			}
+			notOpened, err := c.NotOpenedTopics(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+			lines := map[string]string{}
 			for _, n := range names {
+				lines[n] = n
+			}
+			for _, no := range notOpened {
+				lines[no.Topic] = fmt.Sprintf("%s\t(not opened: %d partitions, more than the limit of %d; see tributary topics describe %s)", no.Topic, no.Partitions, no.Limit, no.Topic)
+			}
+			for _, n := range slices.Sorted(maps.Keys(lines)) {
 				if excludeInternal && isInternalTopic(n) {
 					continue
 				}
-				fmt.Fprintln(a.stdout, n)
+				fmt.Fprintln(a.stdout, lines[n])
 			}
 			return nil
 		},

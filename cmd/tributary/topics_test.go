@@ -176,6 +176,13 @@ func TestTopics_OverPartitionLimitNotOpened(t *testing.T) {
 		err := mustFail(t, data, "", args...)
 		wantContains(t, strings.Join(args, " "), err.Error(), want...)
 	}
+	// topics list shows it, marked, in its place among the names.
+	const listed = "big\t(not opened: 5 partitions, more than the limit of 4; see tributary topics describe big)\n"
+	mustRun(t, data, "", "topics", "create", "a")
+	mustRun(t, data, "", "topics", "create", "c")
+	if got, _ := mustRun(t, data, "", "topics", "list"); got != "a\n"+listed+"c\n" {
+		t.Errorf("topics list = %q, want a, big (not opened), c", got)
+	}
 
 	file := filepath.Join(dir, "pipeline.yaml")
 	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", out).Replace(quickstartYAML))
@@ -202,4 +209,6 @@ func TestTopics_OverPartitionLimitNotOpened(t *testing.T) {
 	}
 	err := mustFail(t, data, "", "topics", "describe", "big", "--server", addr)
 	wantContains(t, "describe --server", err.Error(), want...)
+	got, _ := mustRun(t, data, "", "topics", "list", "--server", addr)
+	wantContains(t, "list --server", got, "a\n"+listed+"c\n")
 }

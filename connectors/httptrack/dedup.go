@@ -72,6 +72,15 @@ func (d *dedupSet) lookup(h msgHash, now int64) (seen, bool) {
 	return s, true
 }
 
+// futureSkew is how far apart in time the ids are assumed to be added in
+// the order they arrive (requests received at once may be enqueued in
+// another order). An id dated more than futureSkew after the time of an id
+// added later was dated in the future (the clock was ahead, and was set
+// right since): eviction dates it futureSkew after that later time, so it
+// expires a window after the clock's return, not a window after its date,
+// yet never before a window after it truly arrived.
+const futureSkew = time.Minute
+
 // add remembers h, then evicts what is too old or too many.
 func (d *dedupSet) add(h msgHash, s seen) {
 	d.put(h, s)
@@ -84,10 +93,23 @@ func (d *dedupSet) put(h msgHash, s seen) {
 	d.order = append(d.order, orderRef{h: h, at: s.at})
 }
 
+// evict forgets what is too many, oldest added first, and what arrived a
+// window or more before now, the time of the latest add. An id at the head
+// of the order dated after now+futureSkew is dated again (see futureSkew).
 func (d *dedupSet) evict(now int64) {
 	for d.head < len(d.order) {
 		r := d.order[d.head]
-		if len(d.ids) <= d.max && now-r.at < d.window {
+		over := len(d.ids) > d.max
+		if !over && r.at > now+futureSkew.Milliseconds() {
+			if s, ok := d.ids[r.h]; ok && s.at == r.at {
+				s.at = now + futureSkew.Milliseconds()
+				d.ids[r.h] = s
+				d.order = append(d.order, orderRef{h: r.h, at: s.at})
+			}
+			d.head++
+			continue
+		}
+		if !over && now-r.at < d.window {
 			break
 		}
 		if s, ok := d.ids[r.h]; ok && s.at == r.at {
@@ -116,7 +138,8 @@ func (d *dedupSet) len() int { return len(d.ids) }
 // are in the file. On Open, the entries of requests after the stored
 // position (their clients got no 200 and will retry; their records may or
 // may not be in the log, and keeping the ids could lose the retried events)
-// and those older than the window are dropped, and the file is rewritten
+// and those older than the window are dropped (an entry dated after now,
+// from a clock that was ahead, is dated now), and the file is rewritten
 // atomically (tmp, fsync, rename, fsync dir). A torn tail, from a crash in
 // the middle of a write, ends the file there; so does a corrupt entry,
 // which is logged as corruption, and the ids after it are forgotten (they
@@ -216,7 +239,10 @@ func (r recovery) String() string {
 
 // loadJournal reads the journal at path into d, keeping the entries with a
 // seq up to maxSeq that are within the window at now, then rewrites the
-// file with just those and opens it for appending. A missing file is an
+// file with just those and opens it for appending. An entry dated after
+// now (written while the clock was ahead) is dated now: nothing arrived
+// later than now, so its id is remembered for at least its window, and it
+// expires a window from now instead of a window after its date. A missing file is an
 // empty journal. A torn tail (a crash in the middle of a write) or a
 // corrupt entry ends the file there; the recovery says what was dropped.
 func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, recovery, error) {
@@ -258,6 +284,7 @@ func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, 
 		}
 		p := data[off+8 : off+8+n]
 		e := entry{seq: binary.BigEndian.Uint64(p), at: int64(binary.BigEndian.Uint64(p[8:])), ids: p[16:]}
+		e.at = min(e.at, now)
 		if e.seq <= maxSeq && now-e.at < d.window {
 			keep = append(keep, e)
 		}
@@ -274,13 +301,16 @@ func loadJournal(path string, d *dedupSet, maxSeq uint64, now int64) (*journal, 
 			if _, dup := d.ids[h]; dup {
 				continue
 			}
-			d.add(h, seen{seq: e.seq, at: e.at})
+			// Evicted once all are in: the entries need not be in the
+			// order of their dates (the clock may have been set back).
+			d.put(h, seen{seq: e.seq, at: e.at})
 			hashes = append(hashes, h)
 		}
 		if len(hashes) > 0 {
 			buf = appendJournalEntry(buf, e.seq, e.at, hashes)
 		}
 	}
+	d.evict(now)
 	if err := writeFileAtomic(path, buf); err != nil {
 		return nil, rec, err
 	}

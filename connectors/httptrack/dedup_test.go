@@ -251,6 +251,106 @@ func TestJournal_Compact(t *testing.T) {
 	}
 }
 
+// TestJournal_FutureEntriesAge: entries dated after now (written while the
+// clock was ahead) are loaded as arriving now: they still catch duplicates
+// for a whole window from now, then expire, and a later load drops them,
+// instead of being kept until their date.
+func TestJournal_FutureEntriesAge(t *testing.T) {
+	const n, k = 3, 2
+	window := time.Hour.Milliseconds()
+	now := time.Now().UnixMilli()
+	path := filepath.Join(t.TempDir(), "httptrack.dedup")
+	writeTestJournal(t, path, n, k, now+365*24*window) // a year ahead
+	d := newDedupSet(time.Hour, 1000)
+	j, _, err := loadJournal(path, d, 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := has(t, d, n, k, now+window-1); got != "1,2,3" {
+		t.Errorf("a window less 1 ms after loading the set holds %q, want 1,2,3", got)
+	}
+	if got := has(t, d, n, k, now+window); got != "" {
+		t.Errorf("a window after loading the set holds %q, want none", got)
+	}
+	d2 := newDedupSet(time.Hour, 1000)
+	j2, _, err := loadJournal(path, d2, 100, now+window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j2.close(); err != nil {
+		t.Fatal(err)
+	}
+	if d2.len() != 0 {
+		t.Errorf("loaded a window later, the set holds %d ids, want 0", d2.len())
+	}
+}
+
+// TestJournal_FutureEntryBeforeOlder: an entry dated ahead followed by one
+// written after the clock was set back keeps its whole window from the load:
+// loading the older entry does not age the one before it.
+func TestJournal_FutureEntryBeforeOlder(t *testing.T) {
+	window := time.Hour.Milliseconds()
+	now := time.Now().UnixMilli()
+	path := filepath.Join(t.TempDir(), "httptrack.dedup")
+	j, _, err := loadJournal(path, newDedupSet(time.Hour, 1000), 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, back := hashID("key", "ahead"), hashID("key", "back")
+	b := appendJournalEntry(nil, 1, now+24*window, []msgHash{ahead})
+	b = appendJournalEntry(b, 2, now-window/2, []msgHash{back})
+	if err := j.write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDedupSet(time.Hour, 1000)
+	if j, _, err = loadJournal(path, d, 100, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.lookup(ahead, now+window-1); !ok {
+		t.Errorf("the entry dated ahead is forgotten within a window of the load")
+	}
+	if _, ok := d.lookup(back, now+window/2-1); !ok {
+		t.Errorf("the entry written after the clock was set back is forgotten within its window")
+	}
+}
+
+// TestDedupSet_FutureEntryAges: an id added while the clock was ahead ages
+// from when the clock is back (at most futureSkew later), rather than from
+// its date; an id added out of order by less than futureSkew keeps its
+// whole window.
+func TestDedupSet_FutureEntryAges(t *testing.T) {
+	window := time.Hour.Milliseconds()
+	skew := futureSkew.Milliseconds()
+	d := newDedupSet(time.Hour, 1000)
+	const now = 1_000_000_000
+	ahead, late := hashID("k", "ahead"), hashID("k", "late")
+	d.add(ahead, seen{seq: 1, at: now + 365*24*window}) // the clock a year ahead
+	d.add(late, seen{seq: 2, at: now})                  // set right again
+	if _, ok := d.lookup(ahead, now+skew+window-1); !ok {
+		t.Errorf("the id added ahead is forgotten within a window of the clock's return")
+	}
+	d.add(hashID("k", "x"), seen{seq: 3, at: now + skew + window})
+	if _, ok := d.lookup(ahead, now+skew+window); ok || d.len() != 1 {
+		t.Errorf("a window after the clock's return the id added ahead is still held (%d ids, want 1)", d.len())
+	}
+
+	d = newDedupSet(time.Hour, 1000)
+	d.add(late, seen{seq: 1, at: now + skew})
+	d.add(ahead, seen{seq: 2, at: now}) // received before, added after
+	if _, ok := d.lookup(late, now+skew+window-1); !ok {
+		t.Errorf("an id added out of order by %d ms is forgotten before its window ends", skew)
+	}
+}
+
 // TestDedupSet_Model checks the dedup set against a dumb model (a map of
 // arrival times, evicting the oldest live id, first added first, while over
 // max) with random adds, repeats and expiries.

@@ -862,11 +862,49 @@ func (s *Server) needLog(w http.ResponseWriter) bool {
 	return true
 }
 
+// Topic states in GET /topics?expand=status.
+const (
+	TopicOpen = "OPEN"
+	// TopicNotOpened: the topic has more partitions than the worker's
+	// limit, so the log left it closed at open (see tlog.TopicNotOpenedError).
+	TopicNotOpened = "NOT_OPENED"
+)
+
+// TopicStatusJSON is a topic's status in GET /topics?expand=status.
+type TopicStatusJSON struct {
+	State string `json:"state"`
+	// Partitions, Limit and Message are set for a topic not opened: its
+	// partition count, the worker's limit, and what its lookups answer.
+	Partitions int    `json:"partitions,omitempty"`
+	Limit      int    `json:"limit,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// TopicListEntry is a topic in GET /topics?expand=status, shaped as Kafka
+// Connect's GET /connectors?expand=status.
+type TopicListEntry struct {
+	Status TopicStatusJSON `json:"status"`
+}
+
+// listTopics answers the names of the open topics, or with ?expand=status
+// every topic of the log by name with its status, the topics the log left
+// closed at open (over the partition limit) included.
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
-	writeJSON(w, 200, s.log.ListTopics())
+	if !slices.Contains(r.URL.Query()["expand"], "status") {
+		writeJSON(w, 200, s.log.ListTopics())
+		return
+	}
+	out := map[string]TopicListEntry{}
+	for _, n := range s.log.ListTopics() {
+		out[n] = TopicListEntry{Status: TopicStatusJSON{State: TopicOpen}}
+	}
+	for _, no := range s.log.NotOpenedTopics() {
+		out[no.Topic] = TopicListEntry{Status: TopicStatusJSON{State: TopicNotOpened, Partitions: no.Partitions, Limit: no.Limit, Message: no.Error()}}
+	}
+	writeJSON(w, 200, out)
 }
 
 // TopicRequest creates a topic.

@@ -288,4 +288,10 @@ func TestREST_TopicsAndRecords(t *testing.T) {
 	if code, _ := call(t, srv, "GET", "/topics/nope", ""); code != 404 {
 		t.Fatalf("unknown topic = %d", code)
 	}
+	if code, body := call(t, srv, "GET", "/topics", ""); code != 200 || strings.TrimSpace(body) != `["_tributary.offsets","web"]` {
+		t.Fatalf("list topics = %d %s", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/topics?expand=status", ""); code != 200 || strings.TrimSpace(body) != `{"_tributary.offsets":{"status":{"state":"OPEN"}},"web":{"status":{"state":"OPEN"}}}` {
+		t.Fatalf("list topics with status = %d %s", code, body)
+	}
 }
