@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
 )
@@ -42,27 +40,7 @@ func TestTopics_DeleteRecords(t *testing.T) {
 	// Through a running worker's REST API.
 	file := filepath.Join(dir, "pipeline.yaml")
 	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", filepath.Join(dir, "out", "events.jsonl")).Replace(quickstartYAML))
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	var runErr syncBuffer
-	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker never answered\n%s", runErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr, _ := startWorker(t, data, file)
 	out, _ = mustRun(t, data, "", "topics", "delete-records", "ev", "--partition", "0", "--offset", "-1", "--server", addr)
 	if want := "partition: ev-0\tlow_watermark: 6\n"; out != want {
 		t.Errorf("delete-records --server = %q, want %q", out, want)

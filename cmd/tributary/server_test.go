@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -138,32 +139,7 @@ func TestServer_ProduceConsumeKeepBinaryBytes(t *testing.T) {
 	const line = "k\xff:caf\xe9 \x00\x80\xfe"
 	// Stored byte for byte without --server, before the worker starts.
 	mustRun(t, data, line+"\n", "produce", "exact", "-K", ":", "-q")
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	var runErr syncBuffer
-	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
-	}()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	defer stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker never answered\n%s", runErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr, stop := startWorker(t, data, file)
 	got, _ := mustRun(t, data, "", "consume", "exact", "-e", "-q", "-f", "%k:%s\n", "--server", addr)
 	if got != line+"\n" {
 		t.Errorf("consume --server of a record stored exactly printed %q, want %q", got, line+"\n")
@@ -178,4 +154,37 @@ func TestServer_ProduceConsumeKeepBinaryBytes(t *testing.T) {
 	if got != line+"\n" {
 		t.Errorf("the log holds %q, want %q (as produced with --server)", got, line+"\n")
 	}
+}
+
+// startWorker runs `tributary run file` (its log in data) with the REST
+// API on a free address until the test ends or stop is called, and returns
+// once the worker answers the log commands' --server requests.
+func startWorker(t *testing.T, data, file string) (addr string, stop func()) {
+	t.Helper()
+	addr = freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var runErr syncBuffer
+	go func() {
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never answered\n%s", runErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return addr, stop
 }

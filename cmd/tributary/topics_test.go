@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	tlog "github.com/tributary-io/tributary/log"
 )
@@ -186,27 +184,7 @@ func TestTopics_OverPartitionLimitNotOpened(t *testing.T) {
 
 	file := filepath.Join(dir, "pipeline.yaml")
 	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", out).Replace(quickstartYAML))
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	var runErr syncBuffer
-	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, err := tributary(t, data, "", "topics", "list", "--server", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker never answered\n%s", runErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr, _ := startWorker(t, data, file)
 	err := mustFail(t, data, "", "topics", "describe", "big", "--server", addr)
 	wantContains(t, "describe --server", err.Error(), want...)
 	got, _ := mustRun(t, data, "", "topics", "list", "--server", addr)
