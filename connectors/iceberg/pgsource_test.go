@@ -21,20 +21,8 @@ import (
 // unchanged keeps their values, timestamptz infinity and numeric NaN
 // become null, and a truncate empties the mirror.
 func TestSink_Upsert_FromPostgresSource(t *testing.T) {
-	pg := pgtest.Start(t, pgtest.Logical...)
-	pg.CreateDB(t, "shop")
+	pg, exec := startShop(t)
 	ctx := t.Context()
-	db, err := pgx.Connect(ctx, pg.DSN("shop"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	exec := func(q string) {
-		t.Helper()
-		if _, err := db.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	// EXTERNAL storage: large values go out of line uncompressed, so
 	// repeated text is TOASTed too.
 	exec(`CREATE TABLE docs (id int PRIMARY KEY, t text, big text, blob bytea, ts timestamptz, amount numeric(10,2));
@@ -125,20 +113,8 @@ INSERT INTO docs VALUES (29, 'S', repeat('x', 9000), decode(repeat('ab', 9000), 
 // it; the source names such columns in a header, and the sink keeps their
 // values instead of writing null over them.
 func TestSink_Upsert_FromPostgresSource_UnavailableNulls(t *testing.T) {
-	pg := pgtest.Start(t, pgtest.Logical...)
-	pg.CreateDB(t, "shop")
+	pg, exec := startShop(t)
 	ctx := t.Context()
-	db, err := pgx.Connect(ctx, pg.DSN("shop"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	exec := func(q string) {
-		t.Helper()
-		if _, err := db.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	// toast_tuple_target 128, EXTERNAL storage and a PLAIN pad that
 	// stays inline: once the embedding makes a row large, the numeric
 	// goes out of line too.
@@ -207,5 +183,26 @@ INSERT INTO emb SELECT 1, 'a', array_agg(i / 1000.0)::real[], ` + amount + ` FRO
 	}
 	if got, want := rows(), "1:b:vec=1536:amount="+amount+" 2:d:vec=1536:amount="+amount; got != want {
 		t.Errorf("after the updates:\n got %s\nwant %s", got, want)
+	}
+}
+
+// startShop starts a throwaway Postgres with logical replication and a
+// database shop, and returns it with a function that runs a statement
+// there (failing the test on an error).
+func startShop(t *testing.T) (*pgtest.Server, func(q string)) {
+	t.Helper()
+	pg := pgtest.Start(t, pgtest.Logical...)
+	pg.CreateDB(t, "shop")
+	ctx := t.Context()
+	db, err := pgx.Connect(ctx, pg.DSN("shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	return pg, func(q string) {
+		t.Helper()
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
