@@ -28,8 +28,8 @@
 // Every valid message becomes one record: the key is userId, else
 // anonymousId, so that one user's events keep their order on one
 // partition; the value is the message as JSON, enriched as Segment does
-// (messageId generated when missing, receivedAt, context.ip from the peer
-// or the trusted proxy header when the client sent none, and timestamp =
+// (messageId generated when missing or empty, receivedAt, context.ip from
+// the peer or the trusted proxy header when the client sent none, and timestamp =
 // receivedAt - (sentAt - originalTimestamp), the client's own timestamp
 // kept as originalTimestamp); the record timestamp is that corrected
 // timestamp. The writeKey is never stored.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,13 @@ func TestMain(m *testing.M) {
 func runTests(m *testing.M) int {
 	if os.Getenv(E2EChildEnv) != "" {
 		return m.Run() // a worker process of the end-to-end test: it needs no server of its own
+	}
+	// go test -fuzz's worker runs the fuzz target only. A server started
+	// here would inherit the worker's fuzzing pipes, outlive a worker that
+	// is killed and hang the coordinator, which waits for them to close.
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		serverErr = errors.New("a fuzzing worker process starts no server")
+		return m.Run()
 	}
 	root, err := os.MkdirTemp("", "tributary-pgtest-")
 	if err != nil {
