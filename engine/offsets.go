@@ -26,12 +26,22 @@ const OffsetsTopic = "_tributary.offsets"
 // worker), and each has a position of its own. For a connect.TailRecoverer the record
 // also carries, in the optional header tailHeader, the log offsets the task
 // had reached with that position.
+//
+// A source created anew over REST under a name whose position is stored
+// takes the pipeline of the newest record of that name, a reset included
+// (Newest, Worker.ResumedPipeline): so a source deleted and created again
+// with the same name resumes, as in Kafka Connect, whose offsets are keyed
+// by the connector's name alone, and one whose offsets were reset starts
+// over.
 type OffsetStore struct {
 	backend Backend
 
 	mu    sync.Mutex
 	pos   map[targetID]connect.Position  // by pipeline and connector
 	tails map[targetID][]PartitionOffset // by pipeline and connector; only with a position
+	// newest holds, by connector name, the pipeline of the newest record
+	// of that name read or stored: a position or a reset.
+	newest map[string]string
 }
 
 type offsetKeyPartition struct {
@@ -128,12 +138,13 @@ func readOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	if err := ensureOffsetsTopic(ctx, b); err != nil {
 		return nil, err
 	}
-	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}}
+	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}, newest: map[string]string{}}
 	err := b.ReadAll(ctx, OffsetsTopic, func(r connect.Record) error {
 		id, ok := decodeOffsetKey(r.Key)
 		if !ok {
 			return nil // not ours
 		}
+		s.newest[id.connector] = id.pipeline
 		delete(s.tails, id)
 		if r.Value == nil {
 			delete(s.pos, id)
@@ -168,6 +179,17 @@ func (s *OffsetStore) Get(pipeline, connector string) connect.Position {
 	return s.pos[targetID{pipeline, connector}]
 }
 
+// Newest returns the pipeline of the newest record the offsets topic holds
+// for a source connector of that name, under any pipeline: the pipeline of
+// the source of that name that stored a position or had it reset last. ok
+// is false when the topic holds none of that name.
+func (s *OffsetStore) Newest(connector string) (pipeline string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pipeline, ok = s.newest[connector]
+	return pipeline, ok
+}
+
 // Tail returns the log offsets stored with the position of the source
 // connector of a pipeline (see connect.TailRecoverer); nil when none were.
 func (s *OffsetStore) Tail(pipeline, connector string) []PartitionOffset {
@@ -194,6 +216,7 @@ func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector strin
 	id := targetID{pipeline, connector}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.newest[connector] = pipeline
 	delete(s.tails, id)
 	if pos == nil {
 		delete(s.pos, id)
@@ -249,6 +272,9 @@ func (s *OffsetStore) Reload(ctx context.Context, pipeline, connector string) er
 		s.tails[id] = tail
 	} else {
 		delete(s.tails, id)
+	}
+	if p, ok := fresh.newest[connector]; ok {
+		s.newest[connector] = p
 	}
 	return nil
 }

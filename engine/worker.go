@@ -169,6 +169,51 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	return nil
 }
 
+// RESTPipeline is the pipeline of the connectors created over the REST
+// API that take up no earlier connector's offsets (see ResumedPipeline).
+const RESTPipeline = "rest"
+
+// ResumedPipeline returns the pipeline that a source connector created
+// anew under name (over the REST API) is keyed by, in the offsets topic
+// and wherever else a connector's pipeline and name key its state (its
+// lease, its target state, a connector's own files): the pipeline of the
+// newest record of that name in OffsetsTopic. So, as in Kafka Connect,
+// whose offsets are keyed by the connector's name, a source deleted and
+// created again with the same name resumes from the position it stored,
+// whether a pipeline file or the REST API created it first, and starts
+// over when its offsets were reset (DELETE …/offsets) before. It is
+// RESTPipeline when the topic holds nothing of that name, or when the
+// source of that pipeline and name runs in another worker (one holds its
+// lease), so that two live connectors never share a position.
+func (w *Worker) ResumedPipeline(ctx context.Context, name string) (string, error) {
+	store := w.offsets
+	leaser, shared := w.opts.Backend.(SourceLeaser)
+	if shared {
+		// Another worker may have stored positions this one has not seen.
+		fresh, err := readOffsetStore(ctx, w.opts.Backend)
+		if err != nil {
+			return "", fmt.Errorf("find the stored offsets of source %s: %w", name, err)
+		}
+		store = fresh
+	}
+	pipeline, ok := store.Newest(name)
+	if !ok || pipeline == RESTPipeline {
+		return RESTPipeline, nil
+	}
+	if shared {
+		members, err := leaser.LeaseMembers(ctx, pipeline, name)
+		if err != nil {
+			return "", fmt.Errorf("find out whether source %s of pipeline %s runs in another worker: %w", name, pipeline, err)
+		}
+		if len(members) > 0 {
+			w.logger.Warn("source created with the name of a source that runs in another worker: it starts without that one's offsets, under pipeline "+RESTPipeline+"; delete that one there first to take them up",
+				"connector", name, "pipeline", pipeline, "workers", strings.Join(members, ", "))
+			return RESTPipeline, nil
+		}
+	}
+	return pipeline, nil
+}
+
 // add registers a connector's runner and starts it in state initial, or
 // in the target state TargetsTopic holds for it when initial is RUNNING.
 // publish reports whether initial, PAUSED or STOPPED, differs from that
