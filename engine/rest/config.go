@@ -196,7 +196,7 @@ func (s *Server) readConfig(name string, cfg map[string]string, warn bool) (engi
 	if class == "" {
 		return engine.ConnectorSpec{}, connect.Connector{}, nil, fmt.Errorf("%w: Connector config %v contains no connector type", engine.ErrBadRequest, keys(cfg))
 	}
-	spec := engine.ConnectorSpec{Pipeline: "rest", Name: name, Connector: class, Config: map[string]string{}}
+	spec := engine.ConnectorSpec{Pipeline: engine.RESTPipeline, Name: name, Connector: class, Config: map[string]string{}}
 	conn, err := s.worker.Registry().Lookup(connect.KindSource, class)
 	if err == nil {
 		spec.Kind = connect.KindSource

@@ -341,6 +341,10 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if spec, err = s.resumeOffsets(r.Context(), spec); err != nil {
+		s.fail(w, err)
+		return
+	}
 	if err := s.worker.Start(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
 		s.fail(w, err)
 		return
@@ -348,6 +352,22 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 	info, _ := s.connectorConfig(req.Name)
 	w.Header().Set("Location", "/connectors/"+req.Name)
 	writeJSON(w, http.StatusCreated, toInfo(info))
+}
+
+// resumeOffsets keys a source created anew over REST as the source of
+// that name that stored offsets last (engine.Worker.ResumedPipeline), so
+// that it resumes from them as in Kafka Connect: one created by a pipeline
+// file, deleted, and created again over REST included.
+func (s *Server) resumeOffsets(ctx context.Context, spec engine.ConnectorSpec) (engine.ConnectorSpec, error) {
+	if spec.Kind != connect.KindSource {
+		return spec, nil // a sink's group is its name (or its group key) already
+	}
+	p, err := s.worker.ResumedPipeline(ctx, spec.Name)
+	if err != nil {
+		return spec, err
+	}
+	spec.Pipeline = p
+	return spec, nil
 }
 
 func decodeBody(r *http.Request, v any) error {
@@ -413,6 +433,9 @@ func (s *Server) putConfig(w http.ResponseWriter, r *http.Request) {
 	if old, err := s.worker.Spec(name); err == nil {
 		spec.Pipeline, spec.Secrets = old.Pipeline, old.Secrets
 		keepTransformSecrets(old.Transforms, spec.Transforms)
+	} else if spec, err = s.resumeOffsets(r.Context(), spec); err != nil {
+		s.fail(w, err)
+		return
 	}
 	created, err := s.worker.Replace(r.Context(), spec)
 	if err != nil {
