@@ -40,12 +40,13 @@ var (
 // created under a higher limit): it can be neither read nor written, only
 // deleted, until the log is opened with a limit of at least Partitions.
 // It matches ErrUnknownTopic, so that callers that skip or report unknown
-// topics (a Kafka client gets UNKNOWN_TOPIC_OR_PARTITION) go on working,
-// with a message that says why.
+// topics go on working, with a message that says why; the Kafka listener
+// tells it apart (a client sees a topic whose partitions have no leader).
 type TopicNotOpenedError struct {
 	Topic      string
-	Partitions int // the topic's partition count
-	Limit      int // Options.MaxPartitions of this Open
+	ID         string // the topic's id (see TopicDescription.ID)
+	Partitions int    // the topic's partition count
+	Limit      int    // Options.MaxPartitions of this Open
 }
 
 func (e *TopicNotOpenedError) Error() string {

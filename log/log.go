@@ -352,17 +352,50 @@ func (l *Log) Groups() *Groups { return l.groups }
 // CreateTopic creates a topic with partitions partitions and config
 // overrides. Unknown config names and bad values are refused.
 func (l *Log) CreateTopic(name string, partitions int, config map[string]string) error {
-	if name == OffsetsTopic {
-		// Made by the first offset commit, compacted, with the partition
-		// count the groups rely on: one made otherwise (a client's
-		// CreateTopics, an auto-create) would lose commits to retention.
-		return fmt.Errorf("%w: %s is the log's own topic of committed offsets; it is created by the first commit of a consumer group", ErrInternalTopic, name)
+	if err := refuseOffsetsTopic(name); err != nil {
+		return err
 	}
 	return l.createTopic(name, partitions, config)
 }
 
+// CheckCreateTopic runs the checks of CreateTopic without creating the
+// topic (Kafka's CreateTopics with validate_only): a name taken by an open
+// topic or by one Open left closed, too many partitions, bad configs.
+func (l *Log) CheckCreateTopic(name string, partitions int, config map[string]string) error {
+	if err := refuseOffsetsTopic(name); err != nil {
+		return err
+	}
+	if err := validateNewTopic(name, partitions, config); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.checkCreateTopicLocked(name, partitions)
+}
+
+// refuseOffsetsTopic refuses to create the committed offsets topic: it is
+// made by the first offset commit, compacted, with the partition count the
+// groups rely on; one made otherwise (a client's CreateTopics, an
+// auto-create) would lose commits to retention.
+func refuseOffsetsTopic(name string) error {
+	if name == OffsetsTopic {
+		return fmt.Errorf("%w: %s is the log's own topic of committed offsets; it is created by the first commit of a consumer group", ErrInternalTopic, name)
+	}
+	return nil
+}
+
 // createTopic is CreateTopic without the refusal of the log's own topic.
 func (l *Log) createTopic(name string, partitions int, config map[string]string) error {
+	if err := validateNewTopic(name, partitions, config); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.createTopicLocked(name, partitions, config)
+}
+
+// validateNewTopic checks what a new topic asks for, before any lock.
+func validateNewTopic(name string, partitions int, config map[string]string) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
@@ -372,22 +405,27 @@ func (l *Log) createTopic(name string, partitions int, config map[string]string)
 	if err := ValidateConfig(config); err != nil {
 		return fmt.Errorf("create topic %s: %w", name, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.createTopicLocked(name, partitions, config)
+	return nil
 }
 
-func (l *Log) createTopicLocked(name string, partitions int, config map[string]string) error {
+// checkCreateTopicLocked refuses a name that is taken, by an open topic or
+// by one Open left closed (its message says how to open it), and a
+// partition count over the limit. The caller holds l.mu.
+func (l *Log) checkCreateTopicLocked(name string, partitions int) error {
 	if l.closed {
 		return ErrClosed
 	}
 	if _, ok := l.topics[name]; ok {
 		return fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
-	if tm, ok := l.unopened[name]; ok {
-		return fmt.Errorf("%w: %s (with %d partitions, more than the limit of %d, so it is not open; delete it first)", ErrTopicExists, name, tm.Partitions, l.opts.MaxPartitions)
+	if _, ok := l.unopened[name]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, l.unknownTopicLocked(name))
 	}
-	if err := l.checkPartitionCount(name, partitions); err != nil {
+	return l.checkPartitionCount(name, partitions)
+}
+
+func (l *Log) createTopicLocked(name string, partitions int, config map[string]string) error {
+	if err := l.checkCreateTopicLocked(name, partitions); err != nil {
 		return err
 	}
 	cfg := map[string]string{}
@@ -647,7 +685,7 @@ func (l *Log) NotOpenedTopics() []TopicNotOpenedError {
 	defer l.mu.RUnlock()
 	out := make([]TopicNotOpenedError, 0, len(l.unopened))
 	for n, tm := range l.unopened {
-		out = append(out, TopicNotOpenedError{Topic: n, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions})
+		out = append(out, TopicNotOpenedError{Topic: n, ID: tm.ID, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
 	return out
@@ -825,7 +863,7 @@ func (l *Log) topic(name string) (*topic, error) {
 // The caller holds l.mu.
 func (l *Log) unknownTopicLocked(name string) error {
 	if tm, ok := l.unopened[name]; ok {
-		return &TopicNotOpenedError{Topic: name, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions}
+		return &TopicNotOpenedError{Topic: name, ID: tm.ID, Partitions: tm.Partitions, Limit: l.opts.MaxPartitions}
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 }

@@ -465,8 +465,8 @@ func TestDeleteTopic_PassInFlightSparesTheTopicMadeAgain(t *testing.T) {
 // TestOpen_TopicOverPartitionLimit_LookupsSayWhy: a topic created under a
 // higher limit than the one the log is opened with again is not opened,
 // and every lookup of it says so, with the limit and how to raise it,
-// instead of calling it unknown (it still matches ErrUnknownTopic, so a
-// Kafka client gets UNKNOWN_TOPIC_OR_PARTITION).
+// instead of calling it unknown (it still matches ErrUnknownTopic, for
+// callers that skip unknown topics).
 func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 5 })
@@ -504,6 +504,56 @@ func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 	check("Produce", l.Produce(t.Context(), "big", []Record{{Value: []byte("v")}}))
 	_, err = l.Append(t.Context(), "big", 0, []Record{{Value: []byte("v")}})
 	check("Append", err)
+
+	// Its name is taken: creating it again, or checking that create, is
+	// refused as ErrTopicExists with the same hint, and makes no copy.
+	for what, err := range map[string]error{
+		"CreateTopic":      l.CreateTopic("big", 2, nil),
+		"CheckCreateTopic": l.CheckCreateTopic("big", 2, nil),
+	} {
+		if !errors.Is(err, ErrTopicExists) || !strings.Contains(err.Error(), "TRIBUTARY_MAX_PARTITIONS=4") {
+			t.Errorf("%s(big) = %v, want ErrTopicExists saying which limit opens it", what, err)
+		}
+	}
+	if got := l.ListTopics(); slices.Contains(got, "big") {
+		t.Errorf("ListTopics = %q after creating big again, want it still closed", got)
+	}
+}
+
+// TestCheckCreateTopic_AgreesWithCreateTopic: the checks of CreateTopic
+// without the create (validate_only), for each way a create is refused.
+func TestCheckCreateTopic_AgreesWithCreateTopic(t *testing.T) {
+	l := openTestLog(t, t.TempDir(), func(o *Options) { o.MaxPartitions = 8 })
+	defer l.Close()
+	if err := l.CreateTopic("taken", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		partitions int
+		config     map[string]string
+		want       error
+	}{
+		{"ok", 2, nil, nil},
+		{"taken", 1, nil, ErrTopicExists},
+		{"many", 9, nil, ErrTooManyPartitions},
+		{"none", 0, nil, ErrInvalidPartitions},
+		{"bad name/", 1, nil, ErrInvalidTopicName},
+		{"badconfig", 1, map[string]string{"no.such.config": "1"}, ErrInvalidConfig},
+		{OffsetsTopic, 1, nil, ErrInternalTopic},
+	}
+	for _, c := range cases {
+		err := l.CheckCreateTopic(c.name, c.partitions, c.config)
+		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("CheckCreateTopic(%q, %d) = %v, want %v", c.name, c.partitions, err, c.want)
+		}
+		if slices.Contains(l.ListTopics(), c.name) && c.name != "taken" {
+			t.Errorf("CheckCreateTopic(%q) created it", c.name)
+		}
+		if err2 := l.CreateTopic(c.name, c.partitions, c.config); (err == nil) != (err2 == nil) {
+			t.Errorf("%q: CheckCreateTopic = %v but CreateTopic = %v", c.name, err, err2)
+		}
+	}
 }
 
 // TestOpen_TopicOverPartitionLimit_Listed: ListTopics lists the open topics
@@ -513,10 +563,16 @@ func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 func TestOpen_TopicOverPartitionLimit_Listed(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 5 })
+	ids := map[string]string{}
 	for name, parts := range map[string]int{"big": 4, "small": 2, "zbig": 5} {
 		if err := l.CreateTopic(name, parts, nil); err != nil {
 			t.Fatal(err)
 		}
+		id, err := l.TopicID(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -526,7 +582,7 @@ func TestOpen_TopicOverPartitionLimit_Listed(t *testing.T) {
 	if got := l.ListTopics(); !slices.Equal(got, []string{"small"}) {
 		t.Errorf("ListTopics = %q, want [small]", got)
 	}
-	want := []TopicNotOpenedError{{Topic: "big", Partitions: 4, Limit: 3}, {Topic: "zbig", Partitions: 5, Limit: 3}}
+	want := []TopicNotOpenedError{{Topic: "big", ID: ids["big"], Partitions: 4, Limit: 3}, {Topic: "zbig", ID: ids["zbig"], Partitions: 5, Limit: 3}}
 	if got := l.NotOpenedTopics(); !slices.Equal(got, want) {
 		t.Errorf("NotOpenedTopics = %+v, want %+v", got, want)
 	}

@@ -124,7 +124,7 @@ func TestVersion_BuildInfo(t *testing.T) {
 	t.Cleanup(func() { version, commit = oldV, oldC })
 	version, commit = "v1.2.3", "abc1234"
 	o, _ := mustRun(t, t.TempDir(), "", "version")
-	wantContains(t, "version", o, "tributary v1.2.3 commit abc1234 (")
+	wantContains(t, "version", o, "tributary v1.2.3 (commit abc1234, ")
 }
 
 // Through --server, produce and consume carry keys and values byte for

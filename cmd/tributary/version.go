@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -64,14 +66,40 @@ func commitFromSettings(settings []debug.BuildSetting) string {
 	return rev
 }
 
-// versionString is the release, the commit when the build recorded one,
-// the Go version and the platform.
+// versionString is the release, then in parentheses the commit (unless
+// the release already names it), the Go version and the platform:
+//
+//	v0.3.1 (commit 1a2b3c4, go1.26.0, linux/amd64)
+//	v0.3.1-2-g1a2b3c4 (go1.26.0, linux/amd64)
+//
+// The release comes first, so that `tributary version` keeps it as its
+// second word.
 func versionString() string {
-	s := buildVersion()
-	if c := buildCommit(); c != "" {
-		s += " commit " + c
+	v, c := buildVersion(), buildCommit()
+	facts := []string{runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH}
+	if c != "" && !namesCommit(v, c) {
+		facts = slices.Insert(facts, 0, "commit "+c)
 	}
-	return fmt.Sprintf("%s (%s, %s/%s)", s, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("%s (%s)", v, strings.Join(facts, ", "))
+}
+
+// namesCommit reports whether the release v already says what commit c
+// ("1a2b3c4", "1a2b3c4-dirty") says: v holds the commit's hash, or a
+// prefix of it, as a part of its own (git describe --always prints the
+// hash, a tag plus commits "v0.3.1-2-g1a2b3c4", a Go pseudo-version
+// "v0.0.0-20261130153528-1a2b3c4d5e6f+dirty"), and says dirty if c does.
+func namesCommit(v, c string) bool {
+	hash, dirty := strings.CutSuffix(c, "-dirty")
+	if len(hash) < 7 || (dirty && !strings.Contains(v, "dirty")) {
+		return false
+	}
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == '-' || r == '+' || r == '.' }) {
+		part = strings.TrimPrefix(part, "g")
+		if len(part) >= 7 && (strings.HasPrefix(hash, part) || strings.HasPrefix(part, hash)) {
+			return true
+		}
+	}
+	return false
 }
 
 func newVersionCmd(a *app) *cobra.Command {

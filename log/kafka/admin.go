@@ -82,11 +82,12 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool,
 	if parts <= 0 {
 		return fmt.Errorf("%w: %d partitions; ask for at least 1", tlog.ErrInvalidPartitions, parts)
 	}
+	create := s.log.CreateTopic
 	if validateOnly {
-		if _, err := s.log.Partitions(t.Topic); err == nil {
-			return fmt.Errorf("%w: %s", tlog.ErrTopicExists, t.Topic)
-		}
-	} else if err := s.log.CreateTopic(t.Topic, parts, cfg); err != nil {
+		create = s.log.CheckCreateTopic // the checks of the real call, without the change
+	}
+	if err := create(t.Topic, parts, cfg); err != nil {
+		s.warnIfNotOpened(t.Topic)
 		return err
 	}
 	rt.NumPartitions, rt.ReplicationFactor = int32(parts), 1

@@ -9,7 +9,8 @@
 // # What is served
 //
 //	ApiVersions            v0-4   the versions below (KIP-511 downgrade for newer asks)
-//	Metadata               v0-12  one broker; auto-creates topics when the client allows
+//	Metadata               v0-12  one broker; auto-creates topics when the client allows;
+//	                              a topic the log left closed has no leaders (not_opened.go)
 //	Produce                v3-11  record batches appended as sent (Log.AppendRawAsync); acks 0/1/all;
 //	                              idempotent producers (sequence checks in the log, KIP-360)
 //	Fetch                  v4-12  long poll with MinBytes/MaxWait; no fetch sessions (id 0)

@@ -15,9 +15,17 @@ func errorCode(err error) int16 {
 	}
 	var ke *kerr.Error
 	var re *tlog.RollError
+	var notOpened *tlog.TopicNotOpenedError
 	switch {
 	case errors.As(err, &ke):
 		return ke.Code
+	case errors.As(err, &notOpened):
+		// A topic the log left closed (more partitions than its limit) is
+		// served as Kafka serves a partition in an offline log directory
+		// (ReplicaManager: HostedPartition.Offline): retriable, so clients
+		// wait for it to come back (the limit raised) instead of taking it
+		// for unknown. Metadata shows its partitions without a leader.
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, tlog.ErrUnknownTopic), errors.Is(err, tlog.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, tlog.ErrTopicExists):

@@ -21,10 +21,13 @@ func TestErrorCode_RollFailureIsRetriable(t *testing.T) {
 }
 
 // TestErrorCode_TopicNotOpened: a topic the log left closed (more
-// partitions than its limit) is UNKNOWN_TOPIC_OR_PARTITION to clients.
+// partitions than its limit) is KAFKA_STORAGE_ERROR to clients, as Kafka
+// answers for a partition in an offline log directory: retriable, not
+// UNKNOWN_TOPIC_OR_PARTITION (which invites an auto-create).
 func TestErrorCode_TopicNotOpened(t *testing.T) {
 	err := fmt.Errorf("produce: %w", &tlog.TopicNotOpenedError{Topic: "big", Partitions: 1001, Limit: 1000})
-	if code := errorCode(err); code != kerr.UnknownTopicOrPartition.Code {
-		t.Fatalf("errorCode(%v) = %d, want UNKNOWN_TOPIC_OR_PARTITION", err, code)
+	code := errorCode(err)
+	if ke := kerr.ErrorForCode(code); ke != kerr.KafkaStorageError || !kerr.IsRetriable(ke) {
+		t.Fatalf("errorCode(%v) = %d (%v), want the retriable KAFKA_STORAGE_ERROR", err, code, ke)
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,7 +22,8 @@ func topicID(id string) [16]byte {
 // metadata answers Metadata: this one broker, leader of every partition,
 // and the topics asked for (all when the list is null, or empty in v0).
 // Unknown topics are created when the client allows it (v4+; always before)
-// and the listener does not forbid it.
+// and the listener does not forbid it. A topic the log left closed is
+// listed without leaders, never created again (not_opened.go).
 func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	host, port := s.advertised(cc)
@@ -35,6 +37,10 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		names = s.log.ListTopics()
+		for _, no := range s.log.NotOpenedTopics() {
+			names = append(names, no.Topic)
+		}
+		slices.Sort(names)
 	} else {
 		byID := map[[16]byte]string{}
 		for _, t := range req.Topics {
@@ -47,6 +53,9 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 					if d, err := s.log.DescribeTopic(n); err == nil {
 						byID[topicID(d.ID)] = n
 					}
+				}
+				for _, no := range s.log.NotOpenedTopics() {
+					byID[topicID(no.ID)] = no.Topic
 				}
 			}
 			if n, ok := byID[t.TopicID]; ok {
@@ -65,6 +74,14 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 		rt.Topic = kmsg.StringPtr(name)
 		rt.IsInternal = name == tlog.OffsetsTopic
 		d, err := s.log.DescribeTopic(name)
+		var notOpened *tlog.TopicNotOpenedError
+		if errors.As(err, &notOpened) {
+			resp.Topics = append(resp.Topics, notOpenedMetadata(notOpened))
+			if !all {
+				s.warnIfNotOpened(name)
+			}
+			continue
+		}
 		if errors.Is(err, tlog.ErrUnknownTopic) && autoCreate && name != tlog.OffsetsTopic {
 			// (__consumer_offsets is made by the first commit, compacted:
 			// until then it is unknown, not made by a client's asking.)

@@ -99,6 +99,9 @@ type Server struct {
 	// aheadServed counts Fetch partitions answered from a read ahead;
 	// aheadBytes is what all connections' reads ahead may hold.
 	aheadServed, aheadBytes atomic.Int64
+	// notOpenedWarned spaces out the warnings about clients asking for a
+	// topic the log left closed (see warnIfNotOpened).
+	notOpenedWarned warnLimiter
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -37,6 +37,12 @@ func startServer(t *testing.T, opts ...func(*Options)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveLog(t, l, opts...)
+}
+
+// serveLog starts a listener on l; the test's cleanup closes both.
+func serveLog(t *testing.T, l *tlog.Log, opts ...func(*Options)) *testServer {
+	t.Helper()
 	o := Options{
 		Logger:                 quietLogger(),
 		InitialRebalanceDelay:  -1,
