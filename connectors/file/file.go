@@ -17,15 +17,12 @@
 // file before it returns, so that every record it acknowledges survives a
 // crash. Open fsyncs the file's directory, so that a new file survives one
 // too. A batch of several chunks is written by a helper goroutine while
-// the next chunk is formatted. On Linux the file is written with direct
-// I/O where its file system has it (see directFile): whole blocks bypass
-// the page cache, which the sink, never reading its file, has no use for.
-// Otherwise writes go through the page cache: the sink asks the kernel to
+// the next chunk is formatted, and on Linux the sink asks the kernel to
 // start writing each chunk's whole pages to the disk once the next one
 // comes (sync_file_range), so that the disk works meanwhile and the fsync
-// waits only for the rest, and once a batch is fsync'ed its pages are
-// dropped from the page cache (posix_fadvise DONTNEED), so that the next
-// writes reuse the pages freed. The sink assumes it is the
+// waits only for the rest; once a batch is fsync'ed, its pages are dropped
+// from the page cache (posix_fadvise DONTNEED): the sink never reads them,
+// and the next writes reuse the pages freed. The sink assumes it is the
 // only writer of its file: a torn last line (left by a crash or a failed
 // write) is cut off when the sink opens the file or sees the write fail;
 // the records on it were never acknowledged and are written again.
@@ -146,22 +143,7 @@ func (s *Sink) Open(_ context.Context, cfg connect.Config) error {
 		release()
 		return err
 	}
-	var af appendFile = f
-	if useDirect {
-		d, err := openDirect(abs, size)
-		switch {
-		case err == nil:
-			f.Close()
-			af = d
-		case errors.Is(err, errDirectUnsupported):
-			slog.Debug("file sink: no direct I/O here; writing through the page cache", "path", abs)
-		default:
-			f.Close()
-			release()
-			return err
-		}
-	}
-	s.path, s.metadata, s.f, s.size, s.release = abs, metadata, af, size, release
+	s.path, s.metadata, s.f, s.size, s.release = abs, metadata, f, size, release
 	s.dropped = size &^ (pageSize - 1)
 	return nil
 }

@@ -425,9 +425,6 @@ func TestDropCached(t *testing.T) {
 		t.Errorf("the file changed: %d bytes, want %d", len(got), len(want))
 	}
 
-	// Pages are dropped where the sink writes through the page cache.
-	defer func(was bool) { useDirect = was }(useDirect)
-	useDirect = false
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	s := open(t, map[string]string{"path": out})
 	var lines strings.Builder
@@ -461,15 +458,13 @@ func TestDropCached(t *testing.T) {
 
 // BenchmarkSink_Write writes batches of 16 MiB of 1 KiB JSON events to a
 // new file, fsync'ed per batch as the worker's sink task has them
-// written: with direct I/O (as the sink does where the file system can),
-// through the page cache with the pages of each written batch dropped (as
-// the sink does where it cannot), or kept. Compare cpu-ns/record (the
-// process's CPU time, the file system's work in Write included; the
-// kernel's writeback threads are not in it): on a VM with free page
-// reporting, fresh page-cache pages cost far more than the dropped ones the
-// kernel hands out again (keep's figure depends on the pages the kernel has
-// free: warm ones right after a big file was deleted, as by a previous run,
-// cost little).
+// written, with the pages of each written batch dropped from the page
+// cache (as the sink does) or kept. Compare cpu-ns/record (the process's
+// CPU time, the file system's work in Write included): on a VM with
+// free page reporting, fresh page-cache pages cost far more than the
+// dropped ones the kernel hands out again (keep's figure depends on the
+// pages the kernel has free: warm ones right after a big file was
+// deleted, as by a previous run, cost little).
 func BenchmarkSink_Write(b *testing.B) {
 	const batch = 16 << 10 // records of 1 KiB
 	pad := strings.Repeat("x", 1000)
@@ -477,17 +472,15 @@ func BenchmarkSink_Write(b *testing.B) {
 	for i := range recs {
 		recs[i] = value(fmt.Sprintf(`{"seq":%d,"pad":"%s"}`, 100000+i, pad))
 	}
-	for _, mode := range []struct {
-		name         string
-		direct, drop bool
-	}{{"direct", true, true}, {"drop", false, true}, {"keep", false, false}} {
-		b.Run(mode.name, func(b *testing.B) {
-			defer func(direct, drop bool) { useDirect, dropPages = direct, drop }(useDirect, dropPages)
-			useDirect, dropPages = mode.direct, mode.drop
+	for _, drop := range []bool{false, true} {
+		name := "drop"
+		if !drop {
+			name = "keep"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(was bool) { dropPages = was }(dropPages)
+			dropPages = drop
 			s := open(b, map[string]string{"path": filepath.Join(b.TempDir(), "out.jsonl")})
-			if _, direct := s.f.(*directFile); direct != mode.direct {
-				b.Skipf("direct I/O %v here, want %v", direct, mode.direct)
-			}
 			b.SetBytes(int64(batch * len(recs[0].Value)))
 			cpu0 := processCPU()
 			for b.Loop() {
