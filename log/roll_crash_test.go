@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // The roll crash test kills, with SIGKILL, a child that appends to
@@ -99,7 +101,7 @@ func TestCrash_SIGKILLDuringRolls(t *testing.T) {
 		delay := time.Duration(5+rng.IntN(200)) * time.Millisecond
 		res := runRollCrashChild(t, dir, seed+uint64(round), delay)
 
-		var logged lockedBuffer
+		var logged syncbuf.Buffer
 		l := openTestLog(t, dir, func(o *Options) {
 			o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 			o.RetentionCheckInterval, o.CleanerInterval = time.Hour, time.Hour

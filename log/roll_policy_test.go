@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 const (
@@ -76,7 +78,7 @@ func TestPartition_RollFailure_TimeOnly(t *testing.T) {
 
 func rollTimeChild(t *testing.T, dir string) {
 	clock := &testClock{t: time.Now()}
-	var logged lockedBuffer
+	var logged syncbuf.Buffer
 	l := openTestLog(t, dir, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		o.RetentionCheckInterval, o.CleanerInterval, o.Now = time.Hour, time.Hour, clock.now
@@ -231,7 +233,7 @@ func TestLog_EnforceRetention_FailedRollLoggedOnce(t *testing.T) {
 
 func rollRetentionChild(t *testing.T, dir string) {
 	clock := &testClock{t: time.Now()}
-	var logged lockedBuffer
+	var logged syncbuf.Buffer
 	l := openTestLog(t, dir, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		o.RetentionCheckInterval, o.CleanerInterval, o.Now = time.Hour, time.Hour, clock.now

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 const leftoverTopic = "left"
@@ -63,7 +64,7 @@ func buildRollCrash(t *testing.T, afterRoll int) (string, int64) {
 // the same. It returns what the first open logged.
 func checkRecovered(t *testing.T, dir string, end int64, bases []int64) string {
 	t.Helper()
-	var logged lockedBuffer
+	var logged syncbuf.Buffer
 	for round := range 2 {
 		l := openTestLog(t, dir, func(o *Options) {
 			if round == 0 {
@@ -106,24 +107,6 @@ func checkRecovered(t *testing.T, dir string, end int64, bases []int64) string {
 		}
 	}
 	return logged.String()
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestPartition_Recover_UnfinishedRoll builds every state of the new

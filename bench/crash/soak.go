@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // scenario is one kind of load and its invariants. The soak calls
@@ -283,7 +285,7 @@ func (s *soak) final(ctx context.Context, sc scenario) {
 type worker struct {
 	s      *soak
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 	exited chan struct{}
 	err    error // set when exited is closed
 	start  time.Time
@@ -575,22 +577,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, " / ")
-}
-
-// lockedBuffer collects a child's output, written by exec's copier.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-io/tributary/internal/syncbuf"
 	tlog "github.com/tributary-io/tributary/log"
 )
 
@@ -197,7 +198,7 @@ func TestConsume_FollowsUntilInterrupted(t *testing.T) {
 	mustRun(t, dir, "one\ntwo\nthree\n", "produce", "t", "-q")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--data-dir", dir, "consume", "t", "-g", "follower"}, strings.NewReader(""), &out, &errOut)
@@ -281,7 +282,7 @@ func TestConsume_StopTimeInFutureKeepsFollowing(t *testing.T) {
 	stop := time.Now().Add(time.Hour).UnixMilli()
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	started := time.Now()
 	err := run(ctx, []string{"--data-dir", dir, "consume", "t", "-q", "-o", "beginning", "-o", fmt.Sprintf("e@%d", stop)}, strings.NewReader(""), &out, &errOut)
 	if err != nil {
@@ -317,7 +318,7 @@ func TestConsume_StopTimeInFutureStopsAtFirstLaterRecord(t *testing.T) {
 		}
 	}
 	appendAt("a", stop.Add(-2*time.Hour))
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, client: l,
 		logger: slog.New(slog.NewTextHandler(&errOut, nil))}
 	cmd := newConsumeCmd(a)

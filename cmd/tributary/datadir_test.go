@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // run --data-dir puts the embedded log there, whatever log.dir says.
@@ -24,9 +26,9 @@ func TestRun_DataDirFlag(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	go func() {
-		done <- run(ctx, []string{"--data-dir", flagDir, "run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(ctx, []string{"--data-dir", flagDir, "run", file, "--rest-addr", addr}, strings.NewReader(""), new(syncbuf.Buffer), &stderr)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

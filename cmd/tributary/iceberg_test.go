@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // TestIceberg_UpkeepCommands runs generator → iceberg, then compacts and
@@ -32,7 +34,7 @@ sinks:
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", freeAddr(t)}, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
+		done <- run(ctx, []string{"run", file, "--rest-addr", freeAddr(t)}, strings.NewReader(""), new(syncbuf.Buffer), new(syncbuf.Buffer))
 	}()
 	// Wait for several commits (compaction wants at least
 	// compact.min.files, 5): each commit writes a metadata file. Nominally

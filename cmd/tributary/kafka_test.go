@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // TestRun_KafkaListenerAndBackend runs worker A on the embedded log with
@@ -98,7 +100,7 @@ sources:
 	defer cancel()
 	doneA := make(chan error, 1)
 	go func() {
-		doneA <- run(ctx, []string{"run", pipeA, "--rest-addr", restA}, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
+		doneA <- run(ctx, []string{"run", pipeA, "--rest-addr", restA}, strings.NewReader(""), new(syncbuf.Buffer), new(syncbuf.Buffer))
 	}()
 
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kafkaAddr), kgo.ConsumeTopics("web.tracking"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, clientOpts...)...)
@@ -146,7 +148,7 @@ sinks:
 	ctxB, cancelB := context.WithCancel(ctx)
 	doneB := make(chan error, 1)
 	go func() {
-		doneB <- run(ctxB, []string{"run", pipeB, "--rest-addr", restB}, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
+		doneB <- run(ctxB, []string{"run", pipeB, "--rest-addr", restB}, strings.NewReader(""), new(syncbuf.Buffer), new(syncbuf.Buffer))
 	}()
 	deadline = time.Now().Add(30 * time.Second)
 	for {

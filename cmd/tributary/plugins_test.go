@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // buildExamplePlugins builds examples/plugins/{counter,jsonl} into dir.
@@ -55,9 +57,9 @@ sinks:
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--plugins-dir", bin}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--plugins-dir", bin}, strings.NewReader(""), new(syncbuf.Buffer), &stderr)
 	}()
 	maxN := func() int {
 		data, _ := os.ReadFile(out)
@@ -238,9 +240,9 @@ sinks:
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--drain-timeout", "5s"}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--drain-timeout", "5s"}, strings.NewReader(""), new(syncbuf.Buffer), &stderr)
 	}()
 	start := time.Now()
 	deadline := start.Add(20 * time.Second)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 func freeAddr(t *testing.T) string {
@@ -57,9 +59,9 @@ func TestRunQuickstart(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	var runErr syncBuffer
+	var runErr syncbuf.Buffer
 	go func() {
-		err := run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
+		err := run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), new(syncbuf.Buffer), &runErr)
 		done <- err
 	}()
 	deadline := time.Now().Add(20 * time.Second)

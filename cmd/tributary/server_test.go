@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // TestServer_SinkOwnsItsGroup runs a worker whose file sink consumes as
@@ -33,10 +35,10 @@ func TestServer_SinkOwnsItsGroup(t *testing.T) {
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	var runErr syncBuffer
+	var runErr syncbuf.Buffer
 	go func() {
 		done <- run(ctx, []string{"run", file, "--rest-addr", addr, "--plugins-dir", filepath.Join(dir, "missing"), "--plugins-dir", source},
-			strings.NewReader(""), &syncBuffer{}, &runErr)
+			strings.NewReader(""), new(syncbuf.Buffer), &runErr)
 	}()
 	defer func() {
 		cancel()
@@ -164,9 +166,9 @@ func startWorker(t *testing.T, data, file string) (addr string, stop func()) {
 	addr = freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	var runErr syncBuffer
+	var runErr syncbuf.Buffer
 	go func() {
-		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), &syncBuffer{}, &runErr)
+		done <- run(ctx, []string{"run", file, "--rest-addr", addr}, strings.NewReader(""), new(syncbuf.Buffer), &runErr)
 	}()
 	var once sync.Once
 	stop = func() {

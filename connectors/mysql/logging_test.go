@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,31 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer the log handlers of several goroutines
-// write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // captureLogs makes the sources opened from now on log as JSON into the
 // returned buffer (a source takes its logger from slog.Default), and
@@ -42,9 +23,9 @@ func (l *lockedBuffer) String() string {
 // a log.Logger made of os.Stderr when the package was initialised, so
 // swapping os.Stderr would not catch it: replacing it is what tells
 // whether a message would have gone to stderr.
-func captureLogs(t *testing.T) (logs, stderr *lockedBuffer) {
+func captureLogs(t *testing.T) (logs, stderr *syncbuf.Buffer) {
 	t.Helper()
-	logs, stderr = &lockedBuffer{}, &lockedBuffer{}
+	logs, stderr = new(syncbuf.Buffer), new(syncbuf.Buffer)
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err := mysql.SetLogger(log.New(stderr, "[mysql] ", 0)); err != nil {
@@ -59,7 +40,7 @@ func captureLogs(t *testing.T) (logs, stderr *lockedBuffer) {
 
 // logRecords returns the JSON log records of buf that have attribute
 // component=want.
-func logRecords(t *testing.T, buf *lockedBuffer, want string) []map[string]any {
+func logRecords(t *testing.T, buf *syncbuf.Buffer, want string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for line := range strings.SplitSeq(buf.String(), "\n") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/internal/netproxy"
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // viaProxy is db's DSN through p (the server's settings untouched).
@@ -174,7 +175,7 @@ func startChunkWaitingOnLock(t *testing.T, adjust func(*Source)) (p *netproxy.Pr
 // (and found it alive): without one the test would not test the read
 // watch.
 func probeLog() (logTo func(*Source), probed func(*testing.T)) {
-	log := &syncBuffer{}
+	log := new(syncbuf.Buffer)
 	logTo = func(s *Source) {
 		s.logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // wantErr checks that err mentions every part.
@@ -149,7 +149,7 @@ func TestSetup_PublicationAllTables(t *testing.T) {
 func TestSetup_PublicationGetsNewTables(t *testing.T) {
 	db := newDB(t, "CREATE TABLE fullt1 (id int PRIMARY KEY)", "CREATE TABLE other (id int PRIMARY KEY)")
 	cfg := map[string]string{"tables": "public.full*", "publication": "s3pub", "snapshot.mode": "never"}
-	var log syncBuffer // the runner logs while the test reads
+	var log syncbuf.Buffer // the runner logs while the test reads
 	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
 	s, err := tryOpenSource(t, db.dsn, cfg, logTo, nil)
 	if err != nil {
@@ -407,30 +407,6 @@ func mustLSN(t *testing.T, s string) pglogrepl.LSN {
 	return lsn
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func (b *syncBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.b.Reset()
-}
-
 // TestSetup_PublicationWithoutSomeOperations: a publication that does not
 // publish updates or deletes makes pgoutput leave them out; the source
 // says so when it starts, naming the statement that fixes it.
@@ -439,7 +415,7 @@ func TestSetup_PublicationWithoutSomeOperations(t *testing.T) {
 		"CREATE TABLE t (id int PRIMARY KEY)",
 		"CREATE PUBLICATION ins_only FOR TABLE t WITH (publish = 'insert')",
 	)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	logTo := func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }
 	s, err := tryOpenSource(t, db.dsn, map[string]string{"snapshot.mode": "never", "publication": "ins_only"}, logTo, nil)
 	if err != nil {

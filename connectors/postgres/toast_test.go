@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // toastCol is a column of the unchanged-TOAST tests: its type, the SQL of
@@ -57,7 +58,7 @@ func toastTest(t *testing.T, settings map[string]string, cols []toastCol) (map[s
 	for k, v := range settings {
 		cfg[k] = v
 	}
-	var log syncBuffer
+	var log syncbuf.Buffer
 	s, err := tryOpenSource(t, db.dsn, cfg, func(s *Source) { s.logger = slog.New(slog.NewTextHandler(&log, nil)) }, nil)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

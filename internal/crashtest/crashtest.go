@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tributary-io/tributary/internal/syncbuf"
 )
 
 // StartTimeout bounds how long a child may take to say it is ready.
@@ -55,7 +57,7 @@ type Proc struct {
 	what   string // names the child in failures, e.g. "run 3"
 	cmd    *exec.Cmd
 	stdin  io.Closer
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 	ready  *readyWriter // stdout
 	exited chan error
 	killed bool // Kill reaped it
@@ -156,25 +158,6 @@ func (p *Proc) Last(word string) (string, bool) {
 
 // Stderr is what the child wrote to stderr so far.
 func (p *Proc) Stderr() string { return p.stderr.String() }
-
-// lockedBuffer collects a child's stderr, written by exec's copier and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // readyWriter takes a child's stdout line by line: it closes ready when
 // the child says "ready", and keeps the last line starting with each word
