@@ -38,7 +38,9 @@ var (
 // TopicNotOpenedError reports a topic of the data directory that Open left
 // closed because it has more partitions than Options.MaxPartitions (it was
 // created under a higher limit): it can be neither read nor written, only
-// deleted, until the log is opened with a limit of at least Partitions.
+// deleted and its configs described and altered (DescribeTopicConfig,
+// AlterTopicConfig), until the log is opened with a limit of at least
+// Partitions.
 // It matches ErrUnknownTopic, so that callers that skip or report unknown
 // topics go on working, with a message that says why; the Kafka listener
 // tells it apart (a client sees a topic whose partitions have no leader).

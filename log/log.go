@@ -711,21 +711,9 @@ func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 		return TopicDescription{}, err
 	}
 	l.mu.RLock()
-	d := TopicDescription{Name: name, ID: t.id, Overrides: map[string]string{}, Config: map[string]string{}}
-	for k, v := range t.overrides {
-		d.Overrides[k] = v
-	}
+	d := l.describeConfig(name, t.id, t.overrides)
 	parts := t.parts
 	l.mu.RUnlock()
-	for _, n := range ConfigNames() {
-		v, ok := d.Overrides[n]
-		if !ok {
-			if v, ok = l.defaults[n]; !ok {
-				v, _ = ConfigDefault(n)
-			}
-		}
-		d.Config[n] = v
-	}
 	for _, p := range parts {
 		p.mu.Lock()
 		st := PartitionStats{Topic: name, Partition: p.id, LogStartOffset: p.logStart, LogEndOffset: p.visible, Segments: len(p.segments)}
@@ -736,6 +724,46 @@ func (l *Log) DescribeTopic(name string) (TopicDescription, error) {
 		d.Partitions = append(d.Partitions, st)
 	}
 	return d, nil
+}
+
+// DescribeTopicConfig returns a topic's id and configs, as DescribeTopic
+// does but without its partitions (Partitions is nil), for an open topic
+// and for one Open left closed (NotOpenedTopics): the configs stored for
+// it, read without opening it, as Kafka describes the configs of a topic
+// whose partitions are offline.
+func (l *Log) DescribeTopicConfig(name string) (TopicDescription, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return TopicDescription{}, ErrClosed
+	}
+	if t, ok := l.topics[name]; ok {
+		return l.describeConfig(name, t.id, t.overrides), nil
+	}
+	if tm, ok := l.unopened[name]; ok {
+		return l.describeConfig(name, tm.ID, tm.Config), nil
+	}
+	return TopicDescription{}, l.unknownTopicLocked(name)
+}
+
+// describeConfig is a TopicDescription without partitions: a copy of the
+// overrides and every effective value (overrides over the log's defaults
+// over Kafka's). The caller holds l.mu, which guards overrides.
+func (l *Log) describeConfig(name, id string, overrides map[string]string) TopicDescription {
+	d := TopicDescription{Name: name, ID: id, Overrides: map[string]string{}, Config: map[string]string{}}
+	for k, v := range overrides {
+		d.Overrides[k] = v
+	}
+	for _, n := range ConfigNames() {
+		v, ok := d.Overrides[n]
+		if !ok {
+			if v, ok = l.defaults[n]; !ok {
+				v, _ = ConfigDefault(n)
+			}
+		}
+		d.Config[n] = v
+	}
+	return d
 }
 
 // CreatePartitions grows a topic to total partitions. Partitions never
@@ -786,7 +814,7 @@ func (l *Log) checkCreatePartitionsLocked(name string, total int) (*topic, error
 	}
 	t, ok := l.topics[name]
 	if !ok {
-		return nil, l.unknownTopicLocked(name)
+		return nil, l.checkGrowUnopenedLocked(name, total)
 	}
 	have := len(t.parts)
 	if IsInternalTopic(name) {
@@ -804,7 +832,28 @@ func (l *Log) checkCreatePartitionsLocked(name string, total int) (*topic, error
 	return t, nil
 }
 
-// AlterTopicConfig sets and removes config overrides of a topic.
+// checkGrowUnopenedLocked is checkCreatePartitionsLocked's error for a
+// name that is not an open topic. A topic Open left closed cannot grow:
+// its partitions are not open, and any larger count is over the limit that
+// left it closed. A count that would not grow it is refused as for an open
+// topic (Kafka's answer); a larger one says which limit lets it grow.
+// The caller holds l.mu.
+func (l *Log) checkGrowUnopenedLocked(name string, total int) error {
+	err := l.unknownTopicLocked(name)
+	tm, ok := l.unopened[name]
+	switch {
+	case !ok:
+		return err
+	case total <= tm.Partitions:
+		return fmt.Errorf("%w: topic %s has %d partitions; the count can only grow, so ask for more than %d", ErrInvalidPartitions, name, tm.Partitions, tm.Partitions)
+	}
+	return fmt.Errorf("add partitions to %s: %w; to grow it to %d partitions, open it with a limit of at least %d (TRIBUTARY_MAX_PARTITIONS=%d)", name, err, total, total, total)
+}
+
+// AlterTopicConfig sets and removes config overrides of a topic. The
+// overrides of a topic Open left closed (NotOpenedTopics) are changed in
+// meta.json without opening it, as Kafka alters the configs of a topic
+// whose partitions are offline: it opens with them once the limit allows.
 func (l *Log) AlterTopicConfig(name string, set map[string]string, remove []string) error {
 	if err := ValidateConfig(set); err != nil {
 		return fmt.Errorf("alter topic %s: %w", name, err)
@@ -816,12 +865,20 @@ func (l *Log) AlterTopicConfig(name string, set map[string]string, remove []stri
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, ok := l.topics[name]
-	if !ok {
+	if l.closed {
+		return ErrClosed
+	}
+	t, open := l.topics[name]
+	tm, unopened := l.unopened[name]
+	if !open && !unopened {
 		return l.unknownTopicLocked(name)
 	}
+	cur := tm.Config
+	if open {
+		cur = t.overrides
+	}
 	next := map[string]string{}
-	for k, v := range t.overrides {
+	for k, v := range cur {
 		next[k] = v
 	}
 	for k, v := range set {
@@ -830,14 +887,19 @@ func (l *Log) AlterTopicConfig(name string, set map[string]string, remove []stri
 	for _, k := range remove {
 		delete(next, k)
 	}
-	tm := l.meta.Topics[name]
-	old := tm.Config
-	tm.Config = next
-	l.meta.Topics[name] = tm
+	stored := l.meta.Topics[name]
+	old := stored.Config
+	stored.Config = next
+	l.meta.Topics[name] = stored
 	if err := l.writeMeta(); err != nil {
-		tm.Config = old
-		l.meta.Topics[name] = tm
+		stored.Config = old
+		l.meta.Topics[name] = stored
 		return fmt.Errorf("alter topic %s: %w", name, err)
+	}
+	if unopened {
+		tm.Config = next
+		l.unopened[name] = tm
+		return nil
 	}
 	t.overrides = next
 	cfg := parseTopicConfig(l.defaults, next)

@@ -500,7 +500,6 @@ func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 	check("Partitions", err)
 	check("CreatePartitions", l.CreatePartitions("big", 5))
 	check("CheckCreatePartitions", l.CheckCreatePartitions("big", 5))
-	check("AlterTopicConfig", l.AlterTopicConfig("big", map[string]string{ConfigRetentionMs: "1000"}, nil))
 	check("Produce", l.Produce(t.Context(), "big", []Record{{Value: []byte("v")}}))
 	_, err = l.Append(t.Context(), "big", 0, []Record{{Value: []byte("v")}})
 	check("Append", err)
@@ -517,6 +516,83 @@ func TestOpen_TopicOverPartitionLimit_LookupsSayWhy(t *testing.T) {
 	}
 	if got := l.ListTopics(); slices.Contains(got, "big") {
 		t.Errorf("ListTopics = %q after creating big again, want it still closed", got)
+	}
+}
+
+// TestOpen_TopicOverPartitionLimit_ConfigsWithoutOpening: the configs of
+// a topic Open left closed are described and altered from meta.json
+// without opening it (as Kafka serves the configs of a topic whose
+// partitions are offline), and it opens with them once the limit is
+// raised. It cannot grow: a count that would not grow it is
+// ErrInvalidPartitions, as for an open topic; a larger one is over the
+// limit, and says which limit lets it grow.
+func TestOpen_TopicOverPartitionLimit_ConfigsWithoutOpening(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 5 })
+	if err := l.CreateTopic("big", 4, map[string]string{ConfigRetentionMs: "3600000", ConfigSegmentMs: "60000"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := l.TopicID("big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 3 })
+	d, err := l.DescribeTopicConfig("big")
+	if err != nil {
+		t.Fatalf("DescribeTopicConfig(big) = %v, want its stored configs", err)
+	}
+	if d.ID != id || d.Overrides[ConfigRetentionMs] != "3600000" || d.Config[ConfigRetentionMs] != "3600000" || d.Partitions != nil {
+		t.Errorf("DescribeTopicConfig(big) = %+v, want id %s, retention.ms 3600000 set on it, no partitions", d, id)
+	}
+	if err := l.AlterTopicConfig("big", map[string]string{ConfigRetentionMs: "7200000"}, []string{ConfigSegmentMs}); err != nil {
+		t.Fatalf("AlterTopicConfig(big) = %v, want it stored", err)
+	}
+	if err := l.AlterTopicConfig("big", map[string]string{ConfigRetentionMs: "soon"}, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("AlterTopicConfig(big, retention.ms=soon) = %v, want ErrInvalidConfig", err)
+	}
+	d, err = l.DescribeTopicConfig("big")
+	def, _ := ConfigDefault(ConfigSegmentMs)
+	if err != nil || d.Overrides[ConfigRetentionMs] != "7200000" || len(d.Overrides) != 1 || d.Config[ConfigSegmentMs] != def {
+		t.Errorf("DescribeTopicConfig(big) after the alter = %+v, %v; want only retention.ms=7200000 set", d, err)
+	}
+	for what, err := range map[string]error{
+		"CreatePartitions(big, 4)":      l.CreatePartitions("big", 4),
+		"CheckCreatePartitions(big, 2)": l.CheckCreatePartitions("big", 2),
+	} {
+		if !errors.Is(err, ErrInvalidPartitions) || errors.Is(err, ErrUnknownTopic) {
+			t.Errorf("%s = %v, want ErrInvalidPartitions (the count can only grow)", what, err)
+		}
+	}
+	for what, err := range map[string]error{
+		"CreatePartitions(big, 6)":      l.CreatePartitions("big", 6),
+		"CheckCreatePartitions(big, 6)": l.CheckCreatePartitions("big", 6),
+	} {
+		var no *TopicNotOpenedError
+		if !errors.As(err, &no) || !strings.Contains(err.Error(), "TRIBUTARY_MAX_PARTITIONS=6") {
+			t.Errorf("%s = %v, want a TopicNotOpenedError saying which limit lets it grow", what, err)
+		}
+	}
+	if got := l.ListTopics(); slices.Contains(got, "big") {
+		t.Errorf("ListTopics = %q, want big still closed", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l = openTestLog(t, dir, func(o *Options) { o.MaxPartitions = 4 })
+	defer l.Close()
+	full, err := l.DescribeTopic("big")
+	if err != nil {
+		t.Fatalf("DescribeTopic(big) with the limit raised: %v", err)
+	}
+	if full.Overrides[ConfigRetentionMs] != "7200000" || len(full.Overrides) != 1 || len(full.Partitions) != 4 {
+		t.Errorf("big opened with the limit raised = %+v, want its 4 partitions and the config altered while closed", full)
+	}
+	if cfg, err := l.DescribeTopicConfig("big"); err != nil || cfg.Config[ConfigRetentionMs] != "7200000" {
+		t.Errorf("DescribeTopicConfig(big), open = %+v, %v; want retention.ms 7200000", cfg, err)
 	}
 }
 

@@ -188,7 +188,10 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) *kmsg.DeleteRecor
 	return resp
 }
 
-// createPartitions answers CreatePartitions: Count is the new total.
+// createPartitions answers CreatePartitions: Count is the new total. A
+// topic the log left closed cannot grow (any larger count is over the
+// limit that left it closed): KAFKA_STORAGE_ERROR, with a message naming
+// the limit that lets it grow.
 func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range req.Topics {
@@ -219,6 +222,7 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) *kmsg.Creat
 // describeConfigs answers DescribeConfigs for topics (every topic config
 // with its effective value and where it comes from) and for the broker
 // (the log's defaults are not exported, so a broker has no configs here).
+// A topic the log left closed is described from its stored config.
 func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
@@ -226,7 +230,9 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Describ
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			d, err := s.log.DescribeTopic(r.ResourceName)
+			// As Kafka (ConfigHelper.describeConfigs), from the stored
+			// config: a topic the log left closed is described too.
+			d, err := s.log.DescribeTopicConfig(r.ResourceName)
 			if err != nil {
 				rr.ErrorCode, rr.ErrorMessage = errorCode(err), errorMessage(err)
 				break
@@ -282,7 +288,9 @@ func configType(name string) kmsg.ConfigType {
 }
 
 // alterConfigs answers AlterConfigs: the given configs replace every
-// override of the topic.
+// override of the topic. As Kafka alters the configs of a topic whose
+// partitions are offline, those of a topic the log left closed are stored
+// for when it opens.
 func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, r := range req.Resources {
@@ -292,7 +300,7 @@ func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 			if r.ResourceType != kmsg.ConfigResourceTypeTopic {
 				return fmt.Errorf("%w: only topic configs can be changed here", kerr.InvalidRequest)
 			}
-			d, err := s.log.DescribeTopic(r.ResourceName)
+			d, err := s.log.DescribeTopicConfig(r.ResourceName)
 			if err != nil {
 				return err
 			}
@@ -323,7 +331,8 @@ func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsR
 }
 
 // incrementalAlterConfigs answers IncrementalAlterConfigs: SET and DELETE
-// of single configs, APPEND and SUBTRACT of list values (cleanup.policy).
+// of single configs, APPEND and SUBTRACT of list values (cleanup.policy),
+// for a topic the log left closed too (see alterConfigs).
 func (s *Server) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
@@ -333,7 +342,7 @@ func (s *Server) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 			if r.ResourceType != kmsg.ConfigResourceTypeTopic {
 				return fmt.Errorf("%w: only topic configs can be changed here", kerr.InvalidRequest)
 			}
-			d, err := s.log.DescribeTopic(r.ResourceName)
+			d, err := s.log.DescribeTopicConfig(r.ResourceName)
 			if err != nil {
 				return err
 			}

@@ -341,11 +341,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		// group is looked at, and nothing is stored for it: a misspelt
 		// topic in a reset fails instead of leaving offsets that a topic
 		// created later under that name would start from.
-		partitions, err := c.s.log.Partitions(t.Topic)
-		topicCode := int16(0)
-		if err != nil && !errors.Is(err, tlog.ErrUnknownTopic) {
-			topicCode = errorCode(err) // the log is closing: nothing to commit to
-		}
+		partitions, topicCode := c.commitPartitions(t.Topic)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -400,6 +396,25 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 	}
 	return resp
+}
+
+// commitPartitions is how many partitions of a topic take commits, 0 for
+// an unknown topic, or the error code for all of them (the log is
+// closing). As Kafka's, which takes commits for any partition of its
+// metadata, leader or not, a topic the log left closed (its partitions
+// offline, see not_opened.go) takes commits for its partitions.
+func (c *coordinator) commitPartitions(topic string) (int, int16) {
+	partitions, err := c.s.log.Partitions(topic)
+	var notOpened *tlog.TopicNotOpenedError
+	switch {
+	case err == nil:
+		return partitions, 0
+	case errors.As(err, &notOpened):
+		return notOpened.Partitions, 0
+	case errors.Is(err, tlog.ErrUnknownTopic):
+		return 0, 0
+	}
+	return 0, errorCode(err)
 }
 
 // lockGroup returns a group known to the coordinator, locked, or nil. A

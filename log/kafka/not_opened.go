@@ -27,6 +27,18 @@ import (
 //     partition it holds in an offline log directory.
 //   - CreateTopics answers TOPIC_ALREADY_EXISTS, with the message saying
 //     which limit opens it; DeleteTopics deletes it.
+//   - What Kafka serves for such a topic from its metadata, without its
+//     partitions, is served: DescribeConfigs describes its stored configs
+//     (ConfigHelper.describeConfigs looks only at the metadata);
+//     AlterConfigs and IncrementalAlterConfigs change them in meta.json
+//     (the controller checks only that the topic exists); OffsetCommit
+//     takes commits for its partitions (KafkaApis checks only that the
+//     partition is in the metadata), which OffsetFetch, DescribeGroups and
+//     ListGroups show.
+//   - CreatePartitions cannot grow it: any larger count is over the limit
+//     that left it closed, so it answers KAFKA_STORAGE_ERROR with a message
+//     naming the limit that lets it grow (Kafka would grow it); a count
+//     that does not grow it is INVALID_PARTITIONS, as Kafka answers.
 //
 // When a client names it (Metadata, CreateTopics), the listener warns, at
 // most once a minute per topic, which limit to raise.

@@ -35,7 +35,8 @@ func (b *lockedBuffer) String() string {
 }
 
 // notOpenedServer is a listener on a data directory holding "big" (4
-// partitions, created under a limit of 5) and "small" (1 partition),
+// partitions, created under a limit of 5, with retention.ms set on it:
+// bigRetentionMs) and "small" (1 partition),
 // opened with a limit of 3 partitions per topic, so that "big" is left
 // closed. logs holds the listener's log lines; bigID is big's topic id.
 type notOpenedServer struct {
@@ -44,6 +45,9 @@ type notOpenedServer struct {
 	bigID [16]byte
 }
 
+// bigRetentionMs is the retention.ms override big was created with.
+const bigRetentionMs = "3600000"
+
 func startNotOpenedServer(t *testing.T) *notOpenedServer {
 	t.Helper()
 	dir := t.TempDir()
@@ -51,10 +55,11 @@ func startNotOpenedServer(t *testing.T) *notOpenedServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, parts := range map[string]int{"big": 4, "small": 1} {
-		if err := l.CreateTopic(name, parts, nil); err != nil {
-			t.Fatal(err)
-		}
+	if err := l.CreateTopic("big", 4, map[string]string{tlog.ConfigRetentionMs: bigRetentionMs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CreateTopic("small", 1, nil); err != nil {
+		t.Fatal(err)
 	}
 	d, err := l.DescribeTopic("big")
 	if err != nil {
