@@ -1,38 +1,18 @@
 package kafka
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/syncbuf"
 	tlog "github.com/tributary-io/tributary/log"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers (the
-// listener's log lines).
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // notOpenedServer is a listener on a data directory holding "big" (4
 // partitions, created under a limit of 5, with retention.ms set on it:
@@ -41,7 +21,7 @@ func (b *lockedBuffer) String() string {
 // closed. logs holds the listener's log lines; bigID is big's topic id.
 type notOpenedServer struct {
 	*testServer
-	logs  *lockedBuffer
+	logs  *syncbuf.Buffer
 	bigID [16]byte
 }
 
@@ -72,7 +52,7 @@ func startNotOpenedServer(t *testing.T) *notOpenedServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := new(syncbuf.Buffer)
 	ts := serveLog(t, l, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	return &notOpenedServer{testServer: ts, logs: logs, bigID: topicID(d.ID)}
 }
