@@ -345,7 +345,7 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if err := s.worker.Start(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
+	if err := s.worker.Create(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
 		s.fail(w, err)
 		return
 	}
