@@ -233,6 +233,38 @@ func (w *Worker) ResumedPipeline(ctx context.Context, name string) (string, erro
 	return pipeline, nil
 }
 
+// ResumedSinkPipeline returns the pipeline that a sink connector created
+// anew under name (over the REST API), consuming as group, is keyed by:
+// the pipeline of the sink of that name that ran last consuming as that
+// group (OffsetStore.NewestSink). The new sink resumes from that group's
+// committed offsets; with that pipeline it also keeps the earlier sink's
+// identity, its pipeline and name, which a sink may write into what it
+// delivers: the Iceberg sink's snapshot summaries hold the offsets its
+// tables hold under it, and it skips the records at or below them, so a
+// sink deleted and created again with the same name writes nothing twice
+// that the group had not committed. It is RESTPipeline when no sink of
+// that name ran with that group. Two live sinks never share an identity
+// without sharing their group: in a worker, names and groups are unique;
+// across workers on a shared backend, sinks of one group split its
+// partitions as the tasks of one sink do (a pipeline file's sink loaded
+// by several workers), and sharing its identity keeps a partition that
+// moves between them from being written twice.
+func (w *Worker) ResumedSinkPipeline(ctx context.Context, name, group string) (string, error) {
+	store := w.offsets
+	if _, shared := w.opts.Backend.(SourceLeaser); shared {
+		// Another worker may have run sinks this one has not seen.
+		fresh, err := readOffsetStore(ctx, w.opts.Backend)
+		if err != nil {
+			return "", fmt.Errorf("find the pipeline of the sink %s that ran last: %w", name, err)
+		}
+		store = fresh
+	}
+	if pipeline, ok := store.NewestSink(name, group); ok {
+		return pipeline, nil
+	}
+	return RESTPipeline, nil
+}
+
 // add registers a connector's runner and starts it in state initial, or,
 // unless it is created anew, in the target state TargetsTopic holds for
 // it when initial is RUNNING. publish reports whether initial differs from
