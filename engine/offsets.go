@@ -33,6 +33,15 @@ const OffsetsTopic = "_tributary.offsets"
 // with the same name resumes, as in Kafka Connect, whose offsets are keyed
 // by the connector's name alone, and one whose offsets were reset starts
 // over.
+//
+// The topic also holds, under keys of their own
+// (["<sink>",{"pipeline":…},"sink"], value {"group":…}), which pipeline's
+// sink of a name ran last and the group it consumed as (PutSinkRun,
+// written when a sink's task starts): a sink created anew over REST takes
+// that pipeline (NewestSink, Worker.ResumedSinkPipeline), so that its
+// identity, its pipeline and name, which a sink may write into what it
+// delivers (the Iceberg sink's snapshot summaries), is that of the sink
+// whose group offsets it resumes from.
 type OffsetStore struct {
 	backend Backend
 
@@ -42,7 +51,29 @@ type OffsetStore struct {
 	// newest holds, by connector name, the pipeline of the newest record
 	// of that name read or stored: a position or a reset.
 	newest map[string]string
+	// sinkRuns holds, by sink pipeline and name, the newest sink record
+	// (see sinkRunKey) read or stored; seq orders them.
+	sinkRuns map[targetID]sinkRun
+	seq      int64
 }
+
+// sinkRun is what the newest sink record of a pipeline and name says: the
+// group the sink consumed as, and when (seq, in the order of the topic).
+type sinkRun struct {
+	group string
+	seq   int64
+}
+
+// sinkRunValue is the value of a sink record of OffsetsTopic.
+type sinkRunValue struct {
+	Group string `json:"group"`
+}
+
+// sinkRunMarker ends the key of a sink record of OffsetsTopic:
+// ["<sink>",{"pipeline":…},"sink"]. Three elements, not the two of a
+// source's position key, so that a worker, of this version or an older
+// one, never reads it as a source's position.
+const sinkRunMarker = "sink"
 
 type offsetKeyPartition struct {
 	Pipeline string `json:"pipeline"`
@@ -51,6 +82,30 @@ type offsetKeyPartition struct {
 func offsetKey(pipeline, connector string) []byte {
 	b, _ := json.Marshal([]any{connector, offsetKeyPartition{Pipeline: pipeline}})
 	return b
+}
+
+// sinkRunKey is the OffsetsTopic key of the record saying that the sink of
+// a pipeline and name ran (see OffsetStore.PutSinkRun).
+func sinkRunKey(pipeline, sink string) []byte {
+	b, _ := json.Marshal([]any{sink, offsetKeyPartition{Pipeline: pipeline}, sinkRunMarker})
+	return b
+}
+
+// decodeSinkRunKey reads the sink an OffsetsTopic key of a sink record is
+// about; ok is false for a key of another shape.
+func decodeSinkRunKey(k []byte) (id targetID, ok bool) {
+	var key []json.RawMessage
+	if err := json.Unmarshal(k, &key); err != nil || len(key) != 3 {
+		return id, false
+	}
+	var part offsetKeyPartition
+	var marker string
+	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil ||
+		json.Unmarshal(key[2], &marker) != nil || marker != sinkRunMarker {
+		return id, false
+	}
+	id.pipeline = part.Pipeline
+	return id, true
 }
 
 // decodeOffsetKey reads the source an OffsetsTopic key is about; ok is
@@ -138,8 +193,13 @@ func readOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	if err := ensureOffsetsTopic(ctx, b); err != nil {
 		return nil, err
 	}
-	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}, newest: map[string]string{}}
+	s := &OffsetStore{backend: b, pos: map[targetID]connect.Position{}, tails: map[targetID][]PartitionOffset{}, newest: map[string]string{},
+		sinkRuns: map[targetID]sinkRun{}}
 	err := b.ReadAll(ctx, OffsetsTopic, func(r connect.Record) error {
+		if id, ok := decodeSinkRunKey(r.Key); ok {
+			s.readSinkRun(id, r.Value)
+			return nil
+		}
 		id, ok := decodeOffsetKey(r.Key)
 		if !ok {
 			return nil // not ours
@@ -187,6 +247,57 @@ func (s *OffsetStore) Newest(connector string) (pipeline string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pipeline, ok = s.newest[connector]
+	return pipeline, ok
+}
+
+// readSinkRun takes a sink record read from OffsetsTopic; one without a
+// readable group (a tombstone: Tributary writes none) forgets the sink.
+func (s *OffsetStore) readSinkRun(id targetID, value []byte) {
+	var v sinkRunValue
+	if value == nil || json.Unmarshal(value, &v) != nil || v.Group == "" {
+		delete(s.sinkRuns, id)
+		return
+	}
+	s.seq++
+	s.sinkRuns[id] = sinkRun{group: v.Group, seq: s.seq}
+}
+
+// PutSinkRun records durably that the sink of a pipeline and name runs,
+// consuming as group, unless the store shows it as the newest sink of
+// that name and group already and no other worker writes the topic (on a
+// shared backend one may have recorded another since). NewestSink finds
+// it.
+func (s *OffsetStore) PutSinkRun(ctx context.Context, pipeline, sink, group string) error {
+	_, shared := s.backend.(SourceLeaser)
+	if p, ok := s.NewestSink(sink, group); ok && p == pipeline && !shared {
+		return nil
+	}
+	val, _ := json.Marshal(sinkRunValue{Group: group}) // a string: cannot fail
+	rec := connect.Record{Topic: OffsetsTopic, Key: sinkRunKey(pipeline, sink), Value: val}
+	if err := s.backend.Produce(ctx, []connect.Record{rec}); err != nil {
+		return fmt.Errorf("record in %s that sink %s of pipeline %s runs: %w", OffsetsTopic, sink, pipeline, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.sinkRuns[targetID{pipeline, sink}] = sinkRun{group: group, seq: s.seq}
+	return nil
+}
+
+// NewestSink returns the pipeline of the sink of that name that ran last
+// consuming as group, as the sink records of the offsets topic say (the
+// newest of each pipeline and name counts: a sink of that pipeline and
+// name that ran with another group since does not). ok is false when
+// there is none.
+func (s *OffsetStore) NewestSink(sink, group string) (pipeline string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var newest int64
+	for id, run := range s.sinkRuns {
+		if id.connector == sink && run.group == group && run.seq > newest {
+			pipeline, newest, ok = id.pipeline, run.seq, true
+		}
+	}
 	return pipeline, ok
 }
 

@@ -72,3 +72,77 @@ func TestWorker_ResumedPipeline_NewestRecordOfTheName(t *testing.T) {
 		done()
 	}
 }
+
+// A sink created anew under a name is keyed by the pipeline of the sink of
+// that name that ran last consuming as the same group
+// (ResumedSinkPipeline), also after the worker restarts and loads the
+// offsets topic again; a sink of that pipeline and name that ran with
+// another group since no longer counts for the first; a name or group
+// without a run gets RESTPipeline. The sink records leave the sources'
+// positions alone.
+func TestWorker_ResumedSinkPipeline_NewestRunOfTheNameAndGroup(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	ctx := t.Context()
+	open := func(t *testing.T) (w *Worker, done func()) {
+		t.Helper()
+		l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err = NewWorker(ctx, Options{Backend: NewEmbedded(l, logger), Connectors: connect.NewRegistry(), Logger: logger})
+		if err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		return w, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			w.Shutdown(sctx)
+			l.Close()
+		}
+	}
+	check := func(t *testing.T, w *Worker, step int, name, group, want string) {
+		t.Helper()
+		got, err := w.ResumedSinkPipeline(ctx, name, group)
+		if err != nil || got != want {
+			t.Errorf("step %d: ResumedSinkPipeline(%q, %q) = %q, %v; want %q", step, name, group, got, err, want)
+		}
+	}
+	w, done := open(t)
+	if err := w.offsets.Put(ctx, "shop", "lake", connect.Position(`{"seq":1}`)); err != nil { // a source's position, same name
+		t.Fatal(err)
+	}
+	done()
+	steps := []struct {
+		pipeline, sink, group string
+		wantLake, wantOther   string // ResumedSinkPipeline("lake", "lake" / "other") after the step
+	}{
+		{"rest", "lake", "lake", "rest", RESTPipeline},
+		{"shop", "lake", "lake", "shop", RESTPipeline}, // the file's sink ran later
+		{"crm", "wh", "lake", "shop", RESTPipeline},    // another name changes nothing
+		{"shop", "lake", "other", "rest", "shop"},      // shop's lake now consumes as other
+		{"a", "lake", "lake", "a", "shop"},
+	}
+	for i, s := range steps {
+		w, done := open(t)
+		if err := w.offsets.PutSinkRun(ctx, s.pipeline, s.sink, s.group); err != nil {
+			done()
+			t.Fatal(err)
+		}
+		check(t, w, i, "lake", "lake", s.wantLake)
+		check(t, w, i, "lake", "other", s.wantOther)
+		check(t, w, i, "never-ran", "never-ran", RESTPipeline)
+		done()
+		w, done = open(t)
+		check(t, w, i, "lake", "lake", s.wantLake)
+		check(t, w, i, "lake", "other", s.wantOther)
+		if got, err := w.ResumedPipeline(ctx, "lake"); err != nil || got != "shop" {
+			t.Errorf("step %d: ResumedPipeline(lake) = %q, %v; want shop: a sink's record is no source position", i, got, err)
+		}
+		if pos := w.offsets.Get("shop", "lake"); string(pos) != `{"seq":1}` {
+			t.Errorf("step %d: the position of source lake of shop is %s; want {\"seq\":1}", i, pos)
+		}
+		done()
+	}
+}

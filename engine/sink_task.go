@@ -18,6 +18,11 @@ func (r *runner) runSink(hard, soft context.Context, cfg connect.Config, c chain
 	if err != nil {
 		return err
 	}
+	// For a sink created again over REST with this name and group
+	// (Worker.ResumedSinkPipeline).
+	if err := r.w.offsets.PutSinkRun(hard, r.spec.Pipeline, r.spec.Name, cspec.Group); err != nil {
+		return fmt.Errorf("sink %s: %w", r.spec.Name, err)
+	}
 	for _, t := range cspec.Topics {
 		if err := r.w.opts.Backend.EnsureTopic(hard, t, 0, nil); err != nil {
 			return fmt.Errorf("sink %s: topic %s: %w", r.spec.Name, t, err)

@@ -139,6 +139,25 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // STOPPED (Kafka Connect's initial_state) is a change of the target state
 // like a pause or stop, and is written to TargetsTopic for every worker.
 func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) error {
+	return w.start(ctx, spec, initial, false)
+}
+
+// Create adds a connector created anew (over the REST API: POST
+// /connectors, or a PUT …/config of a name the worker has not) and starts
+// it in state initial (empty means RUNNING). Unlike Start it takes no
+// target state TargetsTopic holds for its pipeline and name, which the
+// connector of that name deleted before may have left there (Delete keeps
+// it for the other workers): as in Kafka Connect, which drops a deleted
+// connector's target state, a connector created again starts RUNNING
+// unless initial says otherwise. On a TargetSharer backend initial is
+// written to TargetsTopic when it differs from the recorded state, so it
+// is the connector's state in every worker from then on.
+func (w *Worker) Create(ctx context.Context, spec ConnectorSpec, initial State) error {
+	return w.start(ctx, spec, initial, true)
+}
+
+// start is Start, or Create when anew.
+func (w *Worker) start(ctx context.Context, spec ConnectorSpec, initial State, anew bool) error {
 	if initial == "" {
 		initial = StateRunning
 	}
@@ -156,7 +175,7 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 	if spec.Kind == connect.KindSink && spec.Group == "" {
 		spec.Group = spec.Name
 	}
-	r, publish, err := w.add(spec, c, initial)
+	r, publish, err := w.add(spec, c, initial, anew)
 	if err != nil || !publish {
 		return err
 	}
@@ -164,7 +183,7 @@ func (w *Worker) Start(ctx context.Context, spec ConnectorSpec, initial State) e
 		// The connector is in its initial state here: only the other
 		// workers do not know it.
 		w.logger.Warn("connector started in its initial state in this worker only", "connector", spec.Name, "state", initial, "error", err,
-			"fix", "set the state again through the REST API (PUT /connectors/"+spec.Name+"/pause or /stop)")
+			"fix", "set the state again through the REST API (PUT /connectors/"+spec.Name+"/pause, /resume or /stop)")
 	}
 	return nil
 }
@@ -214,11 +233,44 @@ func (w *Worker) ResumedPipeline(ctx context.Context, name string) (string, erro
 	return pipeline, nil
 }
 
-// add registers a connector's runner and starts it in state initial, or
-// in the target state TargetsTopic holds for it when initial is RUNNING.
-// publish reports whether initial, PAUSED or STOPPED, differs from that
-// recorded state, so that Start writes it there for the other workers.
-func (w *Worker) add(spec ConnectorSpec, c connect.Connector, initial State) (r *runner, publish bool, err error) {
+// ResumedSinkPipeline returns the pipeline that a sink connector created
+// anew under name (over the REST API), consuming as group, is keyed by:
+// the pipeline of the sink of that name that ran last consuming as that
+// group (OffsetStore.NewestSink). The new sink resumes from that group's
+// committed offsets; with that pipeline it also keeps the earlier sink's
+// identity, its pipeline and name, which a sink may write into what it
+// delivers: the Iceberg sink's snapshot summaries hold the offsets its
+// tables hold under it, and it skips the records at or below them, so a
+// sink deleted and created again with the same name writes nothing twice
+// that the group had not committed. It is RESTPipeline when no sink of
+// that name ran with that group. Two live sinks never share an identity
+// without sharing their group: in a worker, names and groups are unique;
+// across workers on a shared backend, sinks of one group split its
+// partitions as the tasks of one sink do (a pipeline file's sink loaded
+// by several workers), and sharing its identity keeps a partition that
+// moves between them from being written twice.
+func (w *Worker) ResumedSinkPipeline(ctx context.Context, name, group string) (string, error) {
+	store := w.offsets
+	if _, shared := w.opts.Backend.(SourceLeaser); shared {
+		// Another worker may have run sinks this one has not seen.
+		fresh, err := readOffsetStore(ctx, w.opts.Backend)
+		if err != nil {
+			return "", fmt.Errorf("find the pipeline of the sink %s that ran last: %w", name, err)
+		}
+		store = fresh
+	}
+	if pipeline, ok := store.NewestSink(name, group); ok {
+		return pipeline, nil
+	}
+	return RESTPipeline, nil
+}
+
+// add registers a connector's runner and starts it in state initial, or,
+// unless it is created anew, in the target state TargetsTopic holds for
+// it when initial is RUNNING. publish reports whether initial differs from
+// that recorded state (for one not created anew: initial PAUSED or
+// STOPPED), so that start writes it there for the other workers.
+func (w *Worker) add(spec ConnectorSpec, c connect.Connector, initial State, anew bool) (r *runner, publish bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -232,8 +284,13 @@ func (w *Worker) add(spec ConnectorSpec, c connect.Connector, initial State) (r 
 	}
 	recorded := w.recordedTargetLocked(spec.Pipeline, spec.Name)
 	_, shared := w.sharer()
-	publish = shared && initial != StateRunning && recorded != initial
-	if recorded != "" && initial == StateRunning {
+	if anew {
+		// Nothing recorded is as good as RUNNING: no need to write it.
+		publish = shared && recorded != initial && (recorded != "" || initial != StateRunning)
+	} else {
+		publish = shared && initial != StateRunning && recorded != initial
+	}
+	if !anew && recorded != "" && initial == StateRunning {
 		initial = recorded
 		if recorded != StateRunning {
 			w.logger.Info("connector starts "+string(recorded)+": its state was set through a worker's REST API and is kept in "+TargetsTopic+" for every worker; resume it with PUT /connectors/"+spec.Name+"/resume",
@@ -460,9 +517,14 @@ func (w *Worker) Restart(ctx context.Context, name string, onlyFailed bool) erro
 }
 
 // Delete stops and removes a connector in this worker. Its stored offsets
-// stay, and so does a target state recorded in TargetsTopic (the other
-// workers may still load the connector): a connector of that pipeline and
-// name started again starts in it.
+// stay, and so does a target state recorded in TargetsTopic, unlike in
+// Kafka Connect, where a DELETE removes the connector from every worker
+// and drops its target state: here the other workers may still load the
+// connector (a pipeline file's), and one stopped cluster-wide must stay
+// stopped in them, also when they restart. A connector of that pipeline
+// and name started again from a pipeline file starts in that state; one
+// created again over the REST API (Create) starts RUNNING or in its
+// initial state, as in Kafka Connect.
 func (w *Worker) Delete(ctx context.Context, name string) error {
 	r, err := w.runner(name)
 	if err != nil {
@@ -481,11 +543,12 @@ func (w *Worker) Delete(ctx context.Context, name string) error {
 }
 
 // Replace swaps a connector's spec (PUT config): it stops the connector,
-// and starts it again with the new spec in the state it had.
+// and starts it again with the new spec in the state it had. A connector
+// the worker does not have is created anew (Create), RUNNING.
 func (w *Worker) Replace(ctx context.Context, spec ConnectorSpec) (created bool, err error) {
 	r, err := w.runner(spec.Name)
 	if errors.Is(err, ErrNotFound) {
-		return true, w.Start(ctx, spec, StateRunning)
+		return true, w.Create(ctx, spec, StateRunning)
 	}
 	if err != nil {
 		return false, err

@@ -345,7 +345,7 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if err := s.worker.Start(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
+	if err := s.worker.Create(r.Context(), spec, engine.State(strings.ToUpper(req.InitialState))); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -357,10 +357,23 @@ func (s *Server) createConnector(w http.ResponseWriter, r *http.Request) {
 // resumeOffsets keys a source created anew over REST as the source of
 // that name that stored offsets last (engine.Worker.ResumedPipeline), so
 // that it resumes from them as in Kafka Connect: one created by a pipeline
-// file, deleted, and created again over REST included.
+// file, deleted, and created again over REST included. A sink resumes
+// from its group's offsets (its group is its name, or its group key); it
+// is keyed as the sink of that name and group that ran last
+// (engine.Worker.ResumedSinkPipeline), so that it keeps that one's
+// identity, which the Iceberg sink dedupes its tables' records by.
 func (s *Server) resumeOffsets(ctx context.Context, spec engine.ConnectorSpec) (engine.ConnectorSpec, error) {
-	if spec.Kind != connect.KindSource {
-		return spec, nil // a sink's group is its name (or its group key) already
+	if spec.Kind == connect.KindSink {
+		group := spec.Group
+		if group == "" {
+			group = spec.Name
+		}
+		p, err := s.worker.ResumedSinkPipeline(ctx, spec.Name, group)
+		if err != nil {
+			return spec, err
+		}
+		spec.Pipeline = p
+		return spec, nil
 	}
 	p, err := s.worker.ResumedPipeline(ctx, spec.Name)
 	if err != nil {
