@@ -1,36 +1,17 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/syncbuf"
 	tlog "github.com/tributary-io/tributary/log"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the worker's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // leakySource fails to open with an error that quotes its settings, as a
 // driver's error may quote a DSN or a URL.
@@ -66,7 +47,7 @@ func TestWorker_ConnectorErrorsDoNotShowSecrets(t *testing.T) {
 		urlKey   = "k-51d0e2"           // masked by Redact in a URL
 		envToken = "tok-from-env-88b41" // from ${TOKEN}: a secret by origin
 	)
-	logs := &lockedBuffer{}
+	logs := new(syncbuf.Buffer)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
 	if err != nil {

@@ -1,13 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/tributary-io/tributary/internal/syncbuf"
 	"github.com/tributary-io/tributary/pipelines"
 )
 
@@ -46,30 +45,12 @@ func TestTopicDrift(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A pipeline that declares an existing topic differently runs on the
 // topic as it is, and says so: a warning in the log and in the status of
 // its connectors.
 func TestWorker_StartPipeline_WarnsWhenTopicDiffers(t *testing.T) {
 	h := newHarness(t, t.TempDir())
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h.worker.logger = slog.New(slog.NewTextHandler(&logs, nil))
 	ctx := t.Context()
 	if err := h.log.CreateTopic("orders", 3, map[string]string{"cleanup.policy": "delete"}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tributary-io/tributary/connect"
+	"github.com/tributary-io/tributary/internal/syncbuf"
 	"github.com/tributary-io/tributary/pipelines"
 )
 
@@ -31,7 +32,7 @@ func (g gatedRoute) Apply(r connect.Record) ([]connect.Record, error) {
 // topics a source's route creates later: no failure, no restart.
 func TestWorker_TopicsRegexPicksUpTopicsCreatedLater(t *testing.T) {
 	h := newHarness(t, t.TempDir())
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h.worker.logger = slog.New(slog.NewTextHandler(&logs, nil))
 	gate := make(chan struct{})
 	released := false
