@@ -92,24 +92,33 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	// connector, built in or plugin.
 	// A file with errors yields no shapes: the full load below then
 	// reports every error at once, unknown connectors included.
-	shapes, err := load(pipelines.Options{LookupEnv: a.lookupEnv})
-	_ = err
+	shapes, shapeErr := load(pipelines.Options{LookupEnv: a.lookupEnv})
 	var all []string
 	pins := make(map[string]string) // the files agree on them: LoadDir checks
 	var callTimeout time.Duration   // plugins.call_timeout, alike in every file
+	var missing []error
 	for _, d := range dirs {
 		// The default directory need not exist; one a user named must.
 		if _, err := os.Stat(d); d == defaultPluginsDir && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		missing = append(missing, pluginDir{path: d}.checkExists())
 		all = append(all, d)
 	}
 	for _, p := range shapes {
+		for _, d := range p.Plugins.Dirs {
+			missing = append(missing, pluginDir{path: d, file: p.File}.checkExists())
+		}
 		all = append(all, p.Plugins.Dirs...)
 		maps.Copy(pins, p.Plugins.SHA256)
 		callTimeout = max(callTimeout, p.Plugins.CallTimeout)
 	}
+	if err := errors.Join(missing...); err != nil {
+		// The files' own errors too, since the full load does not run.
+		return nil, cat, errors.Join(shapeErr, err)
+	}
 	var found []*plugins.Plugin
+	var err error
 	if len(all) > 0 {
 		cat.plugins = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins, CallTimeout: callTimeout})
 		found, err = cat.plugins.Discover(ctx, all...)
