@@ -22,7 +22,21 @@ func newValidateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR",
 		Short: "Check pipeline files: every error with file:line:column",
-		Args:  exactArgs("FILE|DIR"),
+		Long: `Check pipeline files as tributary run does before it starts anything, and
+start nothing: FILE, or every *.yaml/*.yml file directly in DIR, checked
+together as one worker runs them. A valid file prints one line per pipeline.
+Otherwise every problem is reported at once, one a line, as
+FILE:LINE:COLUMN: PATH: what is wrong; the valid choices (the first line
+after "Error: "), and the command exits 1.
+
+The checks: YAML syntax; unknown keys and wrong types; required settings and
+each connector's settings against its spec; transforms; names unique across
+the files (connectors, consumer groups, topics); topics a sink reads that
+nothing defines or writes; every ${VAR} set in the environment or given a
+default; the TLS files that log.kafka names. Plugin connectors are started
+briefly to read their specs, from --plugins-dir and the files' plugins.dirs.
+Every key and its default: docs/pipelines.md.`,
+		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
 			defer cat.close()
