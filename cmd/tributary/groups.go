@@ -80,7 +80,7 @@ func newGroupsDescribeCmd(a *app) *cobra.Command {
 	var all bool
 	var named []string
 	cmd := &cobra.Command{
-		Use:   "describe GROUP... | --all-groups",
+		Use:   "describe GROUP... | --group GROUP... | --all-groups",
 		Short: "Show a group's committed offsets and lag per partition",
 		Long: `Show, for every partition of the topics a group has committed offsets for,
 the committed offset (CURRENT-OFFSET), the end of the partition
