@@ -156,6 +156,8 @@ func mapAPIError(e *apiError) error {
 		return fmt.Errorf("%w: %s", tlog.ErrTopicExists, e.Message)
 	case e.Code == 400 && strings.Contains(e.Message, tlog.ErrOffsetOutOfRange.Error()):
 		return fmt.Errorf("%w: %s", tlog.ErrOffsetOutOfRange, e.Message)
+	case e.Code == 400 && strings.HasPrefix(e.Message, tlog.ErrPolicyViolation.Error()):
+		return &hintError{msg: e.Message, err: tlog.ErrPolicyViolation}
 	case e.Code == 409 && strings.Contains(e.Message, tlog.ErrGroupNotEmpty.Error()):
 		return &hintError{msg: e.Message, err: tlog.ErrGroupNotEmpty}
 	case e.Code == 404 && e.Message == rest.NoLogEndpoints:
