@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	tlog "github.com/tributary-io/tributary/log"
 )
@@ -53,6 +54,8 @@ func withHint(err error, topic string) error {
 		return &hintError{msg: fmt.Sprintf("%v; raise the limit with `tributary topics alter %s --config max.message.bytes=N`", err, topic), err: err}
 	case errors.Is(err, tlog.ErrTooManyPartitions):
 		return &hintError{msg: fmt.Sprintf("%v; the limit is $%s (default %d) of the process that opens the data directory (this command, or `tributary run` behind --server)", err, envMaxPartitions, tlog.DefaultMaxPartitions), err: err}
+	case errors.Is(err, tlog.ErrPolicyViolation) && strings.HasSuffix(err.Error(), "cleanup.policy has no delete"):
+		return &hintError{msg: fmt.Sprintf("%v; as in Kafka, records are deleted only where cleanup.policy includes delete: tributary topics alter %s --config cleanup.policy=compact,delete", err, topic), err: err}
 	case errors.Is(err, tlog.ErrCompactedTopicNilKey):
 		return &hintError{msg: fmt.Sprintf("%v; give every record a key with -K DELIM or -k KEY", err), err: err}
 	}

@@ -198,11 +198,10 @@ func runConsume(cmd *cobra.Command, a *app, topic string, o consumeOptions) erro
 		return usageErrorf(path, "-J and -f both set the output; give one")
 	}
 	if o.keyDelim != "" && (o.json || o.format != "") {
-		flag := "-f"
 		if o.json {
-			flag = "-J"
+			return usageErrorf(path, "-K sets the key delimiter of the default format, which -J replaces; drop -K: -J prints the key in its \"key\" field")
 		}
-		return usageErrorf(path, "-K sets the key delimiter of the default format, which %s replaces; give one (with -f, write the key as %%k: -f '%%k%s%%s\\n')", flag, strings.ReplaceAll(o.keyDelim, "%", "%%"))
+		return usageErrorf(path, "-K sets the key delimiter of the default format, which -f replaces; give one (with -f, write the key as %%k: -f '%%k%s%%s\\n')", strings.ReplaceAll(o.keyDelim, "%", "%%"))
 	}
 	if o.count < 0 {
 		return usageErrorf(path, "-c %d: want a positive count", o.count)

@@ -348,3 +348,15 @@ func TestConsume_StopTimeInFutureStopsAtFirstLaterRecord(t *testing.T) {
 		t.Errorf("consume printed %q, want a and b: the records before the first at or after the stop time", out.String())
 	}
 }
+
+// -K beside -f or -J says how to get the key printed with the format given.
+func TestConsume_KeyDelimiterBesideAFormatSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	err := mustFail(t, dir, "", "consume", "t", "-K", ":", "-f", `%s\n`)
+	wantContains(t, "-K with -f", err.Error(), "-f '%k:%s\\n'")
+	err = mustFail(t, dir, "", "consume", "t", "-K", ":", "-J")
+	wantContains(t, "-K with -J", err.Error(), `drop -K: -J prints the key in its "key" field`)
+	if strings.Contains(err.Error(), "-f '") {
+		t.Errorf("-K with -J: %q suggests a -f format, which -J does not take", err)
+	}
+}

@@ -33,6 +33,8 @@ func TestTopics_DeleteRecords(t *testing.T) {
 	}
 	if err := mustFail(t, data, "", "topics", "delete-records", "kv", "--partition", "0", "--offset", "-1"); !errors.Is(err, tlog.ErrPolicyViolation) {
 		t.Errorf("delete-records of a compacted topic: %v, want ErrPolicyViolation", err)
+	} else {
+		wantContains(t, "delete-records of a compacted topic", err.Error(), "tributary topics alter kv --config cleanup.policy=compact,delete")
 	}
 	err := mustFail(t, data, "", "topics", "delete-records", "ev", "--offset", "1")
 	wantContains(t, "no --partition", err.Error(), "--partition P and --offset N")
@@ -52,5 +54,10 @@ func TestTopics_DeleteRecords(t *testing.T) {
 	}
 	if err := mustFail(t, data, "", "topics", "delete-records", "nope", "--partition", "0", "--offset", "1", "--server", addr); !errors.Is(err, tlog.ErrUnknownTopic) {
 		t.Errorf("delete-records --server of an unknown topic: %v, want ErrUnknownTopic", err)
+	}
+	if err := mustFail(t, data, "", "topics", "delete-records", "kv", "--partition", "0", "--offset", "-1", "--server", addr); !errors.Is(err, tlog.ErrPolicyViolation) {
+		t.Errorf("delete-records --server of a compacted topic: %v, want ErrPolicyViolation", err)
+	} else {
+		wantContains(t, "delete-records --server of a compacted topic", err.Error(), "tributary topics alter kv --config cleanup.policy=compact,delete")
 	}
 }

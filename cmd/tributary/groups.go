@@ -80,7 +80,7 @@ func newGroupsDescribeCmd(a *app) *cobra.Command {
 	var all bool
 	var named []string
 	cmd := &cobra.Command{
-		Use:   "describe GROUP... | --all-groups",
+		Use:   "describe GROUP... | --group GROUP... | --all-groups",
 		Short: "Show a group's committed offsets and lag per partition",
 		Long: `Show, for every partition of the topics a group has committed offsets for,
 the committed offset (CURRENT-OFFSET), the end of the partition
@@ -354,7 +354,12 @@ func newGroupsDeleteCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete GROUP",
 		Short: "Delete a consumer group and its committed offsets",
-		Args:  exactArgs("GROUP"),
+		Long: `Delete a consumer group and its committed offsets, as
+kafka-consumer-groups.sh --delete does. As Kafka refuses to delete a group
+that has members, a group that a running or paused sink connector owns is
+refused: stop the connector first (tributary connectors stop NAME), or move
+its offsets with tributary connectors offsets NAME --set or --reset.`,
+		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g := args[0]
 			c, err := a.open()

@@ -138,21 +138,26 @@ func findIcebergSink(ps []*pipelines.Pipeline, cat catalog, file, name string) (
 		return connect.Config{}, err
 	}
 	var found []connect.Config
+	var names []string // of every iceberg sink, to choose from
 	for _, p := range ps {
 		for _, s := range p.Sinks {
-			if s.Connector != "iceberg" || (name != "" && s.Name != name) {
+			if s.Connector != "iceberg" {
+				continue
+			}
+			names = append(names, s.Name)
+			if name != "" && s.Name != name {
 				continue
 			}
 			found = append(found, connect.Config{Pipeline: p.Name, Connector: s.Name, Values: conn.Spec.WithDefaults(s.Config), Spec: conn.Spec})
 		}
 	}
 	switch {
-	case len(found) == 0 && name != "":
-		return connect.Config{}, fmt.Errorf("%s has no iceberg sink named %s", file, name)
+	case len(found) == 0 && len(names) > 0:
+		return connect.Config{}, fmt.Errorf("%s has no iceberg sink named %s; its iceberg sinks: %s", file, name, strings.Join(names, ", "))
 	case len(found) == 0:
-		return connect.Config{}, fmt.Errorf("%s has no iceberg sink", file)
+		return connect.Config{}, fmt.Errorf("%s has no iceberg sink; give the pipeline file that holds the table's sink with --pipeline FILE", file)
 	case len(found) > 1:
-		return connect.Config{}, fmt.Errorf("%s has several iceberg sinks: choose one with --sink", file)
+		return connect.Config{}, fmt.Errorf("%s has several iceberg sinks (%s): choose one with --sink NAME", file, strings.Join(names, ", "))
 	}
 	return found[0], nil
 }

@@ -144,3 +144,14 @@ sinks:
 	err = mustFail(t, dir, "", "iceberg", "compact", "web.nope", "--pipeline", file)
 	wantContains(t, "compact with the sink's variable unset", err.Error(), "TRIBUTARY_TEST_UNSET_WAREHOUSE", "iceberg sink lake", "warehouse")
 }
+
+// A --pipeline with several iceberg sinks, or without the one --sink names,
+// is an error that names the sinks to choose from.
+func TestIceberg_ChoosingTheSinkNamesTheChoices(t *testing.T) {
+	dir := t.TempDir()
+	file := "../../examples/postgres-to-iceberg/pipeline.yaml"
+	err := mustFail(t, dir, "", "iceberg", "compact", "shop.orders", "--pipeline", file)
+	wantContains(t, "compact of a file with two iceberg sinks", err.Error(), "--sink", "shop-mirror", "shop-history")
+	err = mustFail(t, dir, "", "iceberg", "expire", "shop.orders", "--pipeline", file, "--sink", "mirror")
+	wantContains(t, "expire --sink of a sink the file does not have", err.Error(), "no iceberg sink named mirror", "shop-mirror", "shop-history")
+}

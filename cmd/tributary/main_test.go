@@ -239,3 +239,21 @@ func TestRun_LogLevelFromEnv(t *testing.T) {
 	err = mustFail(t, t.TempDir(), "", "topics", "list", "--log-level", "loud")
 	wantContains(t, "error", err.Error(), `--log-level "loud"`)
 }
+
+// The help of the commands that the README documents beyond their one line
+// says what the README says: what validate checks and prints, and what a
+// delete takes with it.
+func TestHelp_SaysWhatTheREADMESays(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{"validate", "--help"}, []string{"FILE:LINE:COLUMN", "every problem", "exits 1", "${VAR}", "--plugins-dir", "docs/pipelines.md"}},
+		{[]string{"topics", "delete", "--help"}, []string{"all or nothing", "committed offsets", "internal topics"}},
+		{[]string{"groups", "delete", "--help"}, []string{"sink connector", "tributary connectors stop"}},
+	} {
+		out, _ := mustRun(t, dir, "", tt.args...)
+		wantContains(t, strings.Join(tt.args, " "), out, tt.wants...)
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +31,14 @@ func newPluginsCmd(a *app) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringSliceVar(&dirs, "plugins-dir", []string{defaultPluginsDir}, "directory of plugin connectors (repeat or comma-separate for several)")
 	discover := func(cmd *cobra.Command) ([]*plugins.Plugin, error) {
+		byDefault := !cmd.Flag("plugins-dir").Changed
+		var missing []error
+		for _, d := range dirs {
+			missing = append(missing, pluginDir{path: d, byDefault: byDefault}.checkExists())
+		}
+		if err := errors.Join(missing...); err != nil {
+			return nil, err
+		}
 		h := plugins.NewHost(plugins.Options{Logger: a.logger})
 		return h.Discover(cmd.Context(), dirs...)
 	}
@@ -101,6 +111,40 @@ func newPluginsCmd(a *app) *cobra.Command {
 	inspect.Flags().BoolVar(&markdown, "markdown", false, "print the spec as a Markdown table, for docs")
 	cmd.AddCommand(list, inspect)
 	return cmd
+}
+
+// pluginDir is a directory to look for plugin connectors in, and where it
+// was named.
+type pluginDir struct {
+	path string
+	// file is the pipeline file whose plugins.dirs names the directory;
+	// "" for --plugins-dir.
+	file string
+	// byDefault: the default of --plugins-dir, which the user did not give.
+	byDefault bool
+}
+
+// checkExists says, of a directory that does not exist, where it was named
+// and what to do. Other errors (a directory that may not be read) are left
+// to plugins.Discover, which names the chmod that fixes them.
+func (d pluginDir) checkExists() error {
+	if _, err := os.Stat(d.path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	switch {
+	case d.file != "":
+		relative := ""
+		if !filepath.IsAbs(d.path) {
+			if wd, err := os.Getwd(); err == nil {
+				relative = fmt.Sprintf(" (a relative path is relative to the directory tributary runs in, %s)", wd)
+			}
+		}
+		return fmt.Errorf("%s: plugins.dirs: plugin directory %s does not exist: build the plugins into it, or correct the path%s", d.file, d.path, relative)
+	case d.byDefault:
+		return fmt.Errorf("plugin directory %s does not exist (the default of --plugins-dir): give the directory that holds the plugin executables with --plugins-dir DIR", d.path)
+	default:
+		return fmt.Errorf("plugin directory %s does not exist (--plugins-dir): correct the path, or build the plugins into it", d.path)
+	}
 }
 
 // implements names what the plugin's connector implements, as its author

@@ -262,3 +262,26 @@ sinks:
 	cancel()
 	<-done
 }
+
+// A plugin directory that does not exist is an error that says where it was
+// named and what to do: the default ./plugins for the plugins commands,
+// --plugins-dir, and a pipeline's plugins.dirs (the plugins example before
+// its plugins are built).
+func TestPlugins_MissingDirSaysWhereAndWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	// The tests run in cmd/tributary, which has no ./plugins.
+	err := mustFail(t, dir, "", "plugins", "list")
+	wantContains(t, "plugins list", err.Error(), "plugin directory ./plugins does not exist", "the default of --plugins-dir", "--plugins-dir DIR")
+
+	missing := filepath.Join(dir, "nosuch")
+	err = mustFail(t, dir, "", "plugins", "inspect", "counter", "--plugins-dir", missing)
+	wantContains(t, "plugins inspect --plugins-dir", err.Error(), "plugin directory "+missing+" does not exist", "--plugins-dir")
+	err = mustFail(t, dir, "", "validate", filepath.Join(dir, "none.yaml"), "--plugins-dir", missing)
+	wantContains(t, "validate --plugins-dir", err.Error(), "plugin directory "+missing+" does not exist", "--plugins-dir")
+
+	file := filepath.Join(dir, "p.yaml")
+	writeFile(t, file, "version: 1\nname: p\nplugins: {dirs: [./no/such/bin]}\n")
+	err = mustFail(t, dir, "", "validate", file)
+	wantContains(t, "validate with plugins.dirs", err.Error(),
+		file+": plugins.dirs: plugin directory ./no/such/bin does not exist", "build the plugins into it", "relative to the directory tributary runs in")
+}

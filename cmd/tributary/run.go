@@ -56,7 +56,7 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		// which a file's log.dir may refer to).
 		for _, p := range ps {
 			if p.Log.Backend != pipelines.BackendEmbedded {
-				return usageErrorf("tributary run", "--data-dir is the embedded log's directory, but pipeline %s uses backend %s", p.Name, p.Log.Backend)
+				return usageErrorf("tributary run", "--data-dir is the embedded log's directory, but pipeline %s (%s) uses backend %s, which keeps its data on the cluster: leave --data-dir out", p.Name, p.File, p.Log.Backend)
 			}
 			p.Log.Dir = a.dataDir
 		}
@@ -92,7 +92,7 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 		opts.Logger = a.logger
 		kb, err := kafkabackend.New(ctx, opts)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (check log.kafka of %s: brokers, tls, sasl; and that the cluster is up and reachable from here)", err, ps[0].File)
 		}
 		defer kb.Close()
 		backend = kb
@@ -111,6 +111,9 @@ func (a *app) runWorker(ctx context.Context, ps []*pipelines.Pipeline, cat catal
 			}
 		}
 		l, err = tlog.Open(tlog.Options{Dir: lc.Dir, Logger: a.logger, NumPartitions: lc.Defaults.Partitions, MaxPartitions: maxParts})
+		if errors.Is(err, tlog.ErrDataDirLocked) {
+			return fmt.Errorf("%w; to run another worker beside it, give this one a data directory of its own: --data-dir DIR (or log.dir)", err)
+		}
 		if err != nil {
 			return err
 		}

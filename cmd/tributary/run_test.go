@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -186,4 +187,33 @@ func TestRun_BusyRESTAddrLeavesNoDataDir(t *testing.T) {
 	if _, err := os.Stat(dataDir); err == nil {
 		t.Errorf("run made the data directory %s though it could not serve its REST API", dataDir)
 	}
+}
+
+// The errors a second `tributary run` meets say what to do about them: a
+// data directory another worker holds, --data-dir beside backend: kafka, and
+// brokers that cannot be reached.
+func TestRun_StartErrorsSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	c, err := openEmbedded(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", filepath.Join(dir, "out.jsonl")).Replace(quickstartYAML))
+	err = mustFail(t, data, "", "run", file, "--rest-addr", freeAddr(t))
+	wantContains(t, "run on a held data directory", err.Error(), "locked", "a data directory of its own", "--data-dir DIR")
+
+	kafkaFile := filepath.Join(dir, "kafka.yaml")
+	writeFile(t, kafkaFile, "version: 1\nname: k\nlog: {backend: kafka, kafka: {brokers: [\"127.0.0.1:1\"]}}\n")
+	err = mustFail(t, data, "", "run", kafkaFile, "--rest-addr", freeAddr(t))
+	wantContains(t, "run --data-dir with backend: kafka", err.Error(), "leave --data-dir out")
+
+	var stderr bytes.Buffer
+	err = run(t.Context(), []string{"run", kafkaFile, "--rest-addr", freeAddr(t)}, strings.NewReader(""), new(bytes.Buffer), &stderr)
+	if err == nil {
+		t.Fatal("run against brokers at 127.0.0.1:1 succeeded")
+	}
+	wantContains(t, "run against unreachable brokers", err.Error(), "127.0.0.1:1", "check log.kafka of "+kafkaFile)
 }

@@ -103,6 +103,11 @@ func (c *restClient) do(ctx context.Context, method, path string, in, out any) e
 // interrupted, says so.
 func (c *restClient) callError(ctx context.Context, method, path string, connected bool, err error) error {
 	call := method + " " + c.base + path
+	// net/http names the call again (Get "http://…": …): keep its cause.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	switch {
 	case ctx.Err() != nil && connected:
 		return fmt.Errorf("%s: interrupted while waiting for the worker's answer (%v); the worker may still carry the request out", call, context.Cause(ctx))
@@ -151,10 +156,14 @@ func mapAPIError(e *apiError) error {
 		return fmt.Errorf("%w: %s", tlog.ErrTopicExists, e.Message)
 	case e.Code == 400 && strings.Contains(e.Message, tlog.ErrOffsetOutOfRange.Error()):
 		return fmt.Errorf("%w: %s", tlog.ErrOffsetOutOfRange, e.Message)
+	case e.Code == 400 && strings.HasPrefix(e.Message, tlog.ErrPolicyViolation.Error()):
+		return &hintError{msg: e.Message, err: tlog.ErrPolicyViolation}
 	case e.Code == 409 && strings.Contains(e.Message, tlog.ErrGroupNotEmpty.Error()):
 		return &hintError{msg: e.Message, err: tlog.ErrGroupNotEmpty}
 	case e.Code == 404 && e.Message == rest.NoLogEndpoints:
 		return errors.New(rest.NoLogEndpoints)
+	case e.Code == 404 && strings.HasPrefix(e.Message, "Connector ") && strings.HasSuffix(e.Message, " not found"):
+		return &hintError{msg: e.Message + "; list the worker's connectors with `tributary connectors list`", err: e}
 	}
 	return e
 }

@@ -213,7 +213,10 @@ func newTopicsDeleteCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a topic and all its records",
-		Args:  exactArgs("NAME"),
+		Long: `Delete a topic with all its records, all or nothing, and every consumer
+group's committed offsets on it, as Kafka does. The internal topics
+(__consumer_offsets, the worker's _tributary.*) cannot be deleted.`,
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			c, err := a.open()

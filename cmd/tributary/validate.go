@@ -22,7 +22,21 @@ func newValidateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR",
 		Short: "Check pipeline files: every error with file:line:column",
-		Args:  exactArgs("FILE|DIR"),
+		Long: `Check pipeline files as tributary run does before it starts anything, and
+start nothing: FILE, or every *.yaml/*.yml file directly in DIR, checked
+together as one worker runs them. A valid file prints one line per pipeline.
+Otherwise every problem is reported at once, one a line, as
+FILE:LINE:COLUMN: PATH: what is wrong; the valid choices (the first line
+after "Error: "), and the command exits 1.
+
+The checks: YAML syntax; unknown keys and wrong types; required settings and
+each connector's settings against its spec; transforms; names unique across
+the files (connectors, consumer groups, topics); topics a sink reads that
+nothing defines or writes; every ${VAR} set in the environment or given a
+default; the TLS files that log.kafka names. Plugin connectors are started
+briefly to read their specs, from --plugins-dir and the files' plugins.dirs.
+Every key and its default: docs/pipelines.md.`,
+		Args: exactArgs("FILE|DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, cat, err := a.loadPipelines(cmd.Context(), args[0], pluginDirs)
 			defer cat.close()
@@ -92,24 +106,33 @@ func (a *app) loadPipelines(ctx context.Context, path string, dirs []string) ([]
 	// connector, built in or plugin.
 	// A file with errors yields no shapes: the full load below then
 	// reports every error at once, unknown connectors included.
-	shapes, err := load(pipelines.Options{LookupEnv: a.lookupEnv})
-	_ = err
+	shapes, shapeErr := load(pipelines.Options{LookupEnv: a.lookupEnv})
 	var all []string
 	pins := make(map[string]string) // the files agree on them: LoadDir checks
 	var callTimeout time.Duration   // plugins.call_timeout, alike in every file
+	var missing []error
 	for _, d := range dirs {
 		// The default directory need not exist; one a user named must.
 		if _, err := os.Stat(d); d == defaultPluginsDir && errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		missing = append(missing, pluginDir{path: d}.checkExists())
 		all = append(all, d)
 	}
 	for _, p := range shapes {
+		for _, d := range p.Plugins.Dirs {
+			missing = append(missing, pluginDir{path: d, file: p.File}.checkExists())
+		}
 		all = append(all, p.Plugins.Dirs...)
 		maps.Copy(pins, p.Plugins.SHA256)
 		callTimeout = max(callTimeout, p.Plugins.CallTimeout)
 	}
+	if err := errors.Join(missing...); err != nil {
+		// The files' own errors too, since the full load does not run.
+		return nil, cat, errors.Join(shapeErr, err)
+	}
 	var found []*plugins.Plugin
+	var err error
 	if len(all) > 0 {
 		cat.plugins = plugins.NewHost(plugins.Options{Logger: a.logger, Pins: pins, CallTimeout: callTimeout})
 		found, err = cat.plugins.Discover(ctx, all...)

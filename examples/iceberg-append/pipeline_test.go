@@ -32,8 +32,13 @@ func TestExample_Validate(t *testing.T) {
 		t.Fatalf("sinks %+v", p.Sinks)
 	}
 	cfg := p.Sinks[0].Config
-	if cfg["catalog.uri"] != "sqlite://./data/iceberg/catalog.db" || cfg["warehouse"] != "./data/iceberg/warehouse" {
-		t.Errorf("catalog.uri %q, warehouse %q: want them under ./data by default", cfg["catalog.uri"], cfg["warehouse"])
+	// Its own directory, as the quickstart's: in ./data the web-tracking
+	// example's sinks would read the generator's events from web.tracking.
+	if p.Log.Dir != "./data/iceberg-append" {
+		t.Errorf("log.dir %q, want ./data/iceberg-append by default", p.Log.Dir)
+	}
+	if cfg["catalog.uri"] != "sqlite://./data/iceberg-append/iceberg/catalog.db" || cfg["warehouse"] != "./data/iceberg-append/iceberg/warehouse" {
+		t.Errorf("catalog.uri %q, warehouse %q: want them under ./data/iceberg-append by default", cfg["catalog.uri"], cfg["warehouse"])
 	}
 }
 
