@@ -94,6 +94,16 @@ func (ra *readAhead) take(s *Server, pos fetchPos, limit int) (res tlog.BatchRea
 		r.res.Release()
 		return res, false
 	}
+	if r.res.NextOffset == r.res.HighWatermark && end > r.res.HighWatermark {
+		// The read reached the partition's end, and records came since: a
+		// fresh read answers them too, up to a high watermark of its own,
+		// as Kafka's answers do (their high watermark is the one the read
+		// saw). Served as it is, the answer would hold the old window under
+		// the newer high watermark, and a consumer at the tail would need
+		// another round trip for records that were there.
+		r.res.Release()
+		return res, false
+	}
 	res = r.res
 	res.HighWatermark, res.LogStartOffset = end, start
 	s.aheadServed.Add(1)

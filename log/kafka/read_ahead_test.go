@@ -204,3 +204,48 @@ func TestFetch_PooledReadBuffersKeepAnswersIntact(t *testing.T) {
 		t.Fatal("no window was served from a read ahead")
 	}
 }
+
+// A read ahead that reached the partition's end is not served once records
+// came after it: the answer is read again, so that, as in Kafka, an answer
+// with room to spare holds every record up to its high watermark, and a
+// consumer at the tail of a partition being written gets the new records
+// in the same round trip.
+func TestFetch_ReadAheadAtTheEndIsReadAgainAfterAppends(t *testing.T) {
+	ts := startServer(t)
+	if err := ts.log.CreateTopic("tail", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := range n / 10 {
+		var recs []tlog.Record
+		for j := range 10 {
+			recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "v%03d", i*10+j)})
+		}
+		if _, err := ts.log.Append(t.Context(), "tail", 0, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := ts.raw(t)
+	// A window of about half the partition: the listener reads the rest
+	// ahead, up to the end.
+	const limit = 2000 // about 110 records
+	code, hw, vals := fetchRecords(t, rc, "tail", 0, limit)
+	if code != 0 || hw != n || len(vals) < n/2 || len(vals) >= n {
+		t.Fatalf("first fetch: code %d, hw %d, %d records", code, hw, len(vals))
+	}
+	off := int64(len(vals))
+	time.Sleep(200 * time.Millisecond) // the read ahead of [off, n) is done
+	if _, err := ts.log.Append(t.Context(), "tail", 0, []tlog.Record{{Value: []byte("late")}}); err != nil {
+		t.Fatal(err)
+	}
+	served := ts.srv.aheadServed.Load()
+	code, hw, vals = fetchRecords(t, rc, "tail", off, limit)
+	next := off + int64(len(vals))
+	if code != 0 || next != hw || hw != n+1 || vals[len(vals)-1] != "late" {
+		t.Fatalf("fetch at %d after an append: code %d, %d records up to %d, hw %d: want every record up to the high watermark %d, the late one last",
+			off, code, len(vals), next, hw, n+1)
+	}
+	if ts.srv.aheadServed.Load() != served {
+		t.Fatal("the read ahead that ended before the late record was served")
+	}
+}
