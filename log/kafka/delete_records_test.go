@@ -12,13 +12,13 @@ import (
 )
 
 // appendNumbered appends n records to partition 0 of topic, in batches of
-// ten; the record at offset o holds "o".
-func appendNumbered(t *testing.T, l *tlog.Log, topic string, n int) {
+// ten; the record at offset o holds fmt.Sprintf(format, o).
+func appendNumbered(t *testing.T, l *tlog.Log, topic, format string, n int) {
 	t.Helper()
 	for i := 0; i < n; i += 10 {
 		recs := make([]tlog.Record, 10)
 		for j := range recs {
-			recs[j].Value = fmt.Appendf(nil, "%d", i+j)
+			recs[j].Value = fmt.Appendf(nil, format, i+j)
 		}
 		if _, err := l.Append(t.Context(), topic, 0, recs); err != nil {
 			t.Fatal(err)
@@ -33,7 +33,7 @@ func appendNumbered(t *testing.T, l *tlog.Log, topic string, n int) {
 func TestDeleteRecords_Kadm(t *testing.T) {
 	ts := startServer(t)
 	ts.createTopic(t, "d", 1, nil)
-	appendNumbered(t, ts.log, "d", 100)
+	appendNumbered(t, ts.log, "d", "%d", 100)
 	adm := kadm.NewClient(ts.client(t))
 
 	os := kadm.Offsets{}
@@ -90,7 +90,7 @@ func TestDeleteRecords_Errors(t *testing.T) {
 	ts.createTopic(t, "d", 1, nil)
 	ts.createTopic(t, "kv", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")})
 	ts.createTopic(t, "_tributary.positions", 1, nil)
-	appendNumbered(t, ts.log, "d", 30)
+	appendNumbered(t, ts.log, "d", "%d", 30)
 	rc := ts.raw(t)
 
 	av := do[*kmsg.ApiVersionsResponse](rc, kmsg.NewPtrApiVersionsRequest(), 3)

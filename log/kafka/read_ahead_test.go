@@ -42,15 +42,7 @@ func TestFetch_ReadAheadServesTheNextWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 200
-	for i := range n / 10 {
-		var recs []tlog.Record
-		for j := range 10 {
-			recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "v%03d", i*10+j)})
-		}
-		if _, err := ts.log.Append(t.Context(), "ra", 0, recs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendNumbered(t, ts.log, "ra", "v%03d", n)
 	rc := ts.raw(t)
 	var got []string
 	off, end := int64(0), int64(n)
@@ -99,21 +91,10 @@ func TestFetch_ReadAheadServesTheNextWindow(t *testing.T) {
 	}
 	// Read ahead, then the topic is deleted and made again under its name
 	// with other records: the new records are served, not the old ones.
-	fill := func(prefix string) {
-		for i := range n / 10 {
-			var recs []tlog.Record
-			for j := range 10 {
-				recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "%s%03d", prefix, i*10+j)})
-			}
-			if _, err := ts.log.Append(t.Context(), "ra", 0, recs); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	if err := ts.log.CreateTopic("ra", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	fill("v")
+	appendNumbered(t, ts.log, "ra", "v%03d", n)
 	_, _, vals = fetchRecords(t, rc, "ra", 20, 300)
 	next = int64(20 + len(vals))
 	if err := ts.log.DeleteTopic("ra"); err != nil {
@@ -122,7 +103,7 @@ func TestFetch_ReadAheadServesTheNextWindow(t *testing.T) {
 	if err := ts.log.CreateTopic("ra", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	fill("w")
+	appendNumbered(t, ts.log, "ra", "w%03d", n)
 	served := ts.srv.aheadServed.Load()
 	if _, _, vals := fetchRecords(t, rc, "ra", next, 300); len(vals) == 0 || vals[0] != fmt.Sprintf("w%03d", next) {
 		t.Fatalf("after the topic was made again: %v, want w%03d first", vals, next)
@@ -216,15 +197,7 @@ func TestFetch_ReadAheadAtTheEndIsReadAgainAfterAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 200
-	for i := range n / 10 {
-		var recs []tlog.Record
-		for j := range 10 {
-			recs = append(recs, tlog.Record{Value: fmt.Appendf(nil, "v%03d", i*10+j)})
-		}
-		if _, err := ts.log.Append(t.Context(), "tail", 0, recs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendNumbered(t, ts.log, "tail", "v%03d", n)
 	rc := ts.raw(t)
 	// A window of about half the partition: the listener reads the rest
 	// ahead, up to the end.
