@@ -125,6 +125,10 @@ func (c *embeddedClient) DescribeTopic(_ context.Context, name string) (tlog.Top
 	return c.l.DescribeTopic(name)
 }
 
+func (c *embeddedClient) DescribeTopicConfig(_ context.Context, name string) (tlog.TopicDescription, error) {
+	return c.l.DescribeTopicConfig(name)
+}
+
 func (c *embeddedClient) DeleteTopic(_ context.Context, name string) error {
 	return c.l.DeleteTopic(name)
 }

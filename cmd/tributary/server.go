@@ -201,16 +201,40 @@ func (c *restClient) NotOpenedTopics(ctx context.Context) ([]tlog.TopicNotOpened
 	return out, nil
 }
 
+// DescribeTopic describes an open topic; a topic the worker's log left
+// closed is a *tlog.TopicNotOpenedError, as in process.
 func (c *restClient) DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error) {
-	var t rest.TopicJSON
-	if err := c.do(ctx, "GET", "/topics/"+url.PathEscape(name), nil, &t); err != nil {
+	t, err := c.getTopic(ctx, name)
+	if err != nil {
 		return tlog.TopicDescription{}, err
+	}
+	if st := t.Status; st != nil && st.State == rest.TopicNotOpened {
+		return tlog.TopicDescription{}, &tlog.TopicNotOpenedError{Topic: t.Name, ID: t.ID, Partitions: st.Partitions, Limit: st.Limit}
 	}
 	d := tlog.TopicDescription{Name: t.Name, ID: t.ID, Overrides: t.Overrides, Config: t.Config}
 	for _, p := range t.Partitions {
-		d.Partitions = append(d.Partitions, tlog.PartitionStats{Topic: t.Name, Partition: p.Partition, LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, Size: p.Size})
+		if p.LogStartOffset == nil || p.LogEndOffset == nil || p.Size == nil {
+			return tlog.TopicDescription{}, fmt.Errorf("GET /topics/%s: the worker at %s answered partition %d without its offsets, and no status saying why; run a worker of this version of tributary, or run without --server", name, c.base, p.Partition)
+		}
+		d.Partitions = append(d.Partitions, tlog.PartitionStats{Topic: t.Name, Partition: p.Partition, LogStartOffset: *p.LogStartOffset, LogEndOffset: *p.LogEndOffset, Size: *p.Size})
 	}
 	return d, nil
+}
+
+// DescribeTopicConfig returns the id and configs of a topic, open or
+// closed.
+func (c *restClient) DescribeTopicConfig(ctx context.Context, name string) (tlog.TopicDescription, error) {
+	t, err := c.getTopic(ctx, name)
+	if err != nil {
+		return tlog.TopicDescription{}, err
+	}
+	return tlog.TopicDescription{Name: t.Name, ID: t.ID, Overrides: t.Overrides, Config: t.Config}, nil
+}
+
+func (c *restClient) getTopic(ctx context.Context, name string) (rest.TopicJSON, error) {
+	var t rest.TopicJSON
+	err := c.do(ctx, "GET", "/topics/"+url.PathEscape(name), nil, &t)
+	return t, err
 }
 
 func (c *restClient) DeleteTopic(ctx context.Context, name string) error {
@@ -239,7 +263,8 @@ func (c *restClient) DeleteRecords(ctx context.Context, name string, partition i
 
 func (c *restClient) Partitions(ctx context.Context, topic string, create bool) (int, error) {
 	d, err := c.DescribeTopic(ctx, topic)
-	if errors.Is(err, tlog.ErrUnknownTopic) && create {
+	var notOpened *tlog.TopicNotOpenedError
+	if errors.Is(err, tlog.ErrUnknownTopic) && !errors.As(err, &notOpened) && create {
 		// The worker's log creates the topic on first produce; ask for
 		// its default by creating it with one partition per default.
 		if err := c.CreateTopic(ctx, topic, 1, nil); err != nil && !errors.Is(err, tlog.ErrTopicExists) {

@@ -23,7 +23,12 @@ type topicAdmin interface {
 	// NotOpenedTopics returns the topics the log left closed at open (more
 	// partitions than its limit), sorted by name; ListTopics leaves them out.
 	NotOpenedTopics(ctx context.Context) ([]tlog.TopicNotOpenedError, error)
+	// DescribeTopic describes an open topic; for a topic the log left
+	// closed it returns a *tlog.TopicNotOpenedError.
 	DescribeTopic(ctx context.Context, name string) (tlog.TopicDescription, error)
+	// DescribeTopicConfig returns the id and configs of a topic, open or
+	// closed, without its partitions (tlog.Log.DescribeTopicConfig).
+	DescribeTopicConfig(ctx context.Context, name string) (tlog.TopicDescription, error)
 	DeleteTopic(ctx context.Context, name string) error
 	// CreatePartitions grows a topic to total partitions; it never shrinks.
 	CreatePartitions(ctx context.Context, name string, total int) error
@@ -164,7 +169,14 @@ per topic with its id, partition count, replication factor and the configs
 set on the topic (overrides of the defaults), then one line per partition.
 Partition lines end with two fields Kafka does not print: LogStartOffset and
 LogEndOffset, the first offset still stored and the offset the next record
-will get.`,
+will get.
+
+A topic with more partitions than the limit of the process that opened the
+data directory ($TRIBUTARY_MAX_PARTITIONS) is not opened: it is described
+from what the log stored for it, with a Status line after its topic line
+saying which limit opens it, and partitions as Kafka shows offline ones
+(Leader: none) whose offsets are unknown (-):
+  Status: not opened (1001 partitions, more than the limit of 1000 per topic): open it with TRIBUTARY_MAX_PARTITIONS=1001, ...`,
 		Example: `  tributary topics describe web.tracking`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.open()
@@ -173,16 +185,14 @@ will get.`,
 			}
 			names := args
 			if len(names) == 0 {
-				if names, err = c.ListTopics(cmd.Context()); err != nil {
+				if names, err = allTopicNames(cmd.Context(), c); err != nil {
 					return fmt.Errorf("list topics: %w", err)
 				}
 			}
 			for _, n := range names {
-				d, err := c.DescribeTopic(cmd.Context(), n)
-				if err != nil {
+				if err := describeTopic(cmd.Context(), a, c, n); err != nil {
 					return withHint(err, n)
 				}
-				writeTopicDescription(a.stdout, d)
 			}
 			return nil
 		},
@@ -190,7 +200,72 @@ will get.`,
 	return cmd
 }
 
+// allTopicNames returns the names of every topic of the log, sorted, those
+// it left closed included.
+func allTopicNames(ctx context.Context, c topicAdmin) ([]string, error) {
+	names, err := c.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notOpened, err := c.NotOpenedTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, no := range notOpened {
+		names = append(names, no.Topic)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// describeTopic writes the description of one topic, open or closed.
+func describeTopic(ctx context.Context, a *app, c topicAdmin, name string) error {
+	d, err := c.DescribeTopic(ctx, name)
+	var notOpened *tlog.TopicNotOpenedError
+	if errors.As(err, &notOpened) {
+		if d, err = c.DescribeTopicConfig(ctx, name); err != nil {
+			return err
+		}
+		writeNotOpenedTopicDescription(a.stdout, d, notOpened, a.server != "")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	writeTopicDescription(a.stdout, d)
+	return nil
+}
+
 func writeTopicDescription(w io.Writer, d tlog.TopicDescription) {
+	writeTopicLine(w, d, len(d.Partitions))
+	for _, p := range d.Partitions {
+		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: %d\tLogEndOffset: %d\n",
+			d.Name, p.Partition, p.LogStartOffset, p.LogEndOffset)
+	}
+}
+
+// writeNotOpenedTopicDescription describes a topic the log left closed as
+// writeTopicDescription describes an open one, from its stored id and
+// configs (d) and its partition count (no), plus a Status line saying which
+// limit opens it: that of the worker behind --server (viaServer), else
+// that of this command. Its partitions have no leader, as Kafka shows
+// offline ones, and their offsets are unknown (-).
+func writeNotOpenedTopicDescription(w io.Writer, d tlog.TopicDescription, no *tlog.TopicNotOpenedError, viaServer bool) {
+	writeTopicLine(w, d, no.Partitions)
+	if viaServer {
+		fmt.Fprintf(w, "Status: not opened (%d partitions, more than the worker's limit of %d per topic): restart the worker (`tributary run`) with %s=%d to open it, or delete it with `tributary topics delete %s`\n",
+			no.Partitions, no.Limit, envMaxPartitions, no.Partitions, d.Name)
+	} else {
+		fmt.Fprintf(w, "Status: not opened (%d partitions, more than the limit of %d per topic): open it with %s=%d, for this command and for `tributary run`, or delete it with `tributary topics delete %s`\n",
+			no.Partitions, no.Limit, envMaxPartitions, no.Partitions, d.Name)
+	}
+	for p := range no.Partitions {
+		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: none\tReplicas: 0\tIsr: 0\tLogStartOffset: -\tLogEndOffset: -\n", d.Name, p)
+	}
+}
+
+// writeTopicLine writes the first line of a topic's description.
+func writeTopicLine(w io.Writer, d tlog.TopicDescription, partitions int) {
 	keys := make([]string, 0, len(d.Overrides))
 	for k := range d.Overrides {
 		keys = append(keys, k)
@@ -201,11 +276,7 @@ func writeTopicDescription(w io.Writer, d tlog.TopicDescription) {
 		cfgs[i] = k + "=" + d.Overrides[k]
 	}
 	fmt.Fprintf(w, "Topic: %s\tTopicId: %s\tPartitionCount: %d\tReplicationFactor: 1\tConfigs: %s\n",
-		d.Name, d.ID, len(d.Partitions), strings.Join(cfgs, ","))
-	for _, p := range d.Partitions {
-		fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: 0\tReplicas: 0\tIsr: 0\tLogStartOffset: %d\tLogEndOffset: %d\n",
-			d.Name, p.Partition, p.LogStartOffset, p.LogEndOffset)
-	}
+		d.Name, d.ID, partitions, strings.Join(cfgs, ","))
 }
 
 func newTopicsDeleteCmd(a *app) *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,33 +161,61 @@ func TestTopics_CreatePartitionLimit(t *testing.T) {
 }
 
 // TestTopics_OverPartitionLimitNotOpened: a topic created under a higher
-// $TRIBUTARY_MAX_PARTITIONS is not opened under a lower one, and the
-// commands that look it up (in process and through --server) say so and
-// how to raise the limit, instead of saying that it does not exist.
+// $TRIBUTARY_MAX_PARTITIONS is not opened under a lower one: the commands
+// that need its partitions (in process and through --server) say so and
+// how to raise the limit, instead of saying that it does not exist, and
+// topics list and topics describe show it from what is on disk, marked.
 func TestTopics_OverPartitionLimitNotOpened(t *testing.T) {
 	dir := t.TempDir()
 	data, out := filepath.Join(dir, "data"), filepath.Join(dir, "out", "events.jsonl")
 	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "5")
-	mustRun(t, data, "", "topics", "create", "big", "--partitions", "5")
+	mustRun(t, data, "", "topics", "create", "big", "--partitions", "5", "--config", "retention.ms=86400000")
+	described, _ := mustRun(t, data, "", "topics", "describe", "big")
+	m := regexp.MustCompile(`TopicId: ([0-9a-f]+)\t`).FindStringSubmatch(described)
+	if m == nil {
+		t.Fatalf("describe = %q: no TopicId", described)
+	}
 	t.Setenv("TRIBUTARY_MAX_PARTITIONS", "4")
 	want := []string{"topic big exists but was not opened", "5 partitions", "limit of 4", "TRIBUTARY_MAX_PARTITIONS=5"}
-	for _, args := range [][]string{{"topics", "describe", "big"}, {"topics", "alter", "big", "--partitions", "6"}} {
+	for _, args := range [][]string{{"topics", "alter", "big", "--partitions", "6"}, {"consume", "big", "-e"}} {
 		err := mustFail(t, data, "", args...)
 		wantContains(t, strings.Join(args, " "), err.Error(), want...)
 	}
-	// topics list shows it, marked, in its place among the names.
+	// topics describe shows it as an open topic, but for a status line and
+	// partitions without a leader and with unknown offsets.
+	notOpened := func(status string) string {
+		s := "Topic: big\tTopicId: " + m[1] + "\tPartitionCount: 5\tReplicationFactor: 1\tConfigs: retention.ms=86400000\n" + status
+		for p := range 5 {
+			s += fmt.Sprintf("\tTopic: big\tPartition: %d\tLeader: none\tReplicas: 0\tIsr: 0\tLogStartOffset: -\tLogEndOffset: -\n", p)
+		}
+		return s
+	}
+	inProcess := notOpened("Status: not opened (5 partitions, more than the limit of 4 per topic): open it with TRIBUTARY_MAX_PARTITIONS=5, for this command and for `tributary run`, or delete it with `tributary topics delete big`\n")
+	if got, _ := mustRun(t, data, "", "topics", "describe", "big"); got != inProcess {
+		t.Errorf("topics describe big =\n%q\nwant\n%q", got, inProcess)
+	}
+	// topics list shows it, marked, in its place among the names; topics
+	// describe without names describes it there too.
 	const listed = "big\t(not opened: 5 partitions, more than the limit of 4; see tributary topics describe big)\n"
 	mustRun(t, data, "", "topics", "create", "a")
 	mustRun(t, data, "", "topics", "create", "c")
 	if got, _ := mustRun(t, data, "", "topics", "list"); got != "a\n"+listed+"c\n" {
 		t.Errorf("topics list = %q, want a, big (not opened), c", got)
 	}
+	all, _ := mustRun(t, data, "", "topics", "describe")
+	if !strings.Contains(all, "\tTopic: a\tPartition: 0\t") || !strings.Contains(all, "\n"+inProcess+"Topic: c\t") {
+		t.Errorf("topics describe =\n%s\nwant a, big (not opened), c", all)
+	}
 
 	file := filepath.Join(dir, "pipeline.yaml")
 	writeFile(t, file, strings.NewReplacer("%DATA%", data, "%OUT%", out).Replace(quickstartYAML))
 	addr, _ := startWorker(t, data, file)
-	err := mustFail(t, data, "", "topics", "describe", "big", "--server", addr)
-	wantContains(t, "describe --server", err.Error(), want...)
+	viaServer := notOpened("Status: not opened (5 partitions, more than the worker's limit of 4 per topic): restart the worker (`tributary run`) with TRIBUTARY_MAX_PARTITIONS=5 to open it, or delete it with `tributary topics delete big`\n")
+	if got, _ := mustRun(t, data, "", "topics", "describe", "big", "--server", addr); got != viaServer {
+		t.Errorf("topics describe big --server =\n%q\nwant\n%q", got, viaServer)
+	}
+	err := mustFail(t, data, "", "consume", "big", "-e", "--server", addr)
+	wantContains(t, "consume --server", err.Error(), want...)
 	got, _ := mustRun(t, data, "", "topics", "list", "--server", addr)
 	wantContains(t, "list --server", got, "a\n"+listed+"c\n")
 }

@@ -906,7 +906,8 @@ const (
 	TopicNotOpened = "NOT_OPENED"
 )
 
-// TopicStatusJSON is a topic's status in GET /topics?expand=status.
+// TopicStatusJSON is a topic's status in GET /topics?expand=status and
+// GET /topics/{t}.
 type TopicStatusJSON struct {
 	State string `json:"state"`
 	// Partitions, Limit and Message are set for a topic not opened: its
@@ -938,7 +939,7 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 		out[n] = TopicListEntry{Status: TopicStatusJSON{State: TopicOpen}}
 	}
 	for _, no := range s.log.NotOpenedTopics() {
-		out[no.Topic] = TopicListEntry{Status: TopicStatusJSON{State: TopicNotOpened, Partitions: no.Partitions, Limit: no.Limit, Message: no.Error()}}
+		out[no.Topic] = TopicListEntry{Status: *notOpenedStatus(&no)}
 	}
 	writeJSON(w, 200, out)
 }
@@ -966,37 +967,70 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"name": req.Name})
 }
 
-// PartitionJSON describes one partition.
+// PartitionJSON describes one partition. Its offsets and size are null
+// when unknown: the partitions of a topic the log left closed are not read.
 type PartitionJSON struct {
-	Partition      int32 `json:"partition"`
-	LogStartOffset int64 `json:"log_start_offset"`
-	LogEndOffset   int64 `json:"log_end_offset"`
-	Size           int64 `json:"size"`
+	Partition      int32  `json:"partition"`
+	LogStartOffset *int64 `json:"log_start_offset"`
+	LogEndOffset   *int64 `json:"log_end_offset"`
+	Size           *int64 `json:"size"`
 }
 
-// TopicJSON describes a topic.
+// TopicJSON describes a topic. Status is its state, as GET
+// /topics?expand=status gives it: a topic the log left closed (over the
+// partition limit) is described from what the log stored for it, its id,
+// configs and partition count, with its partitions' offsets unknown.
 type TopicJSON struct {
 	Name       string            `json:"name"`
 	ID         string            `json:"id"`
 	Partitions []PartitionJSON   `json:"partitions"`
 	Overrides  map[string]string `json:"overrides"`
 	Config     map[string]string `json:"config"`
+	// Status is nil in the answers of workers older than it.
+	Status *TopicStatusJSON `json:"status,omitempty"`
 }
 
 func (s *Server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	if !s.needLog(w) {
 		return
 	}
-	d, err := s.log.DescribeTopic(r.PathValue("topic"))
+	name := r.PathValue("topic")
+	d, err := s.log.DescribeTopic(name)
+	var notOpened *tlog.TopicNotOpenedError
+	if errors.As(err, &notOpened) {
+		s.describeNotOpenedTopic(w, notOpened)
+		return
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	out := TopicJSON{Name: d.Name, ID: d.ID, Overrides: d.Overrides, Config: d.Config, Partitions: []PartitionJSON{}}
+	out := TopicJSON{Name: d.Name, ID: d.ID, Overrides: d.Overrides, Config: d.Config, Partitions: []PartitionJSON{}, Status: &TopicStatusJSON{State: TopicOpen}}
 	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, PartitionJSON{Partition: p.Partition, LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, Size: p.Size})
+		out.Partitions = append(out.Partitions, PartitionJSON{Partition: p.Partition, LogStartOffset: &p.LogStartOffset, LogEndOffset: &p.LogEndOffset, Size: &p.Size})
 	}
 	writeJSON(w, 200, out)
+}
+
+// describeNotOpenedTopic answers GET /topics/{t} for a topic the log left
+// closed: its stored id and configs, its partitions without offsets, and
+// why it is closed.
+func (s *Server) describeNotOpenedTopic(w http.ResponseWriter, no *tlog.TopicNotOpenedError) {
+	d, err := s.log.DescribeTopicConfig(no.Topic)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := TopicJSON{Name: d.Name, ID: d.ID, Overrides: d.Overrides, Config: d.Config, Partitions: make([]PartitionJSON, no.Partitions), Status: notOpenedStatus(no)}
+	for p := range out.Partitions {
+		out.Partitions[p].Partition = int32(p)
+	}
+	writeJSON(w, 200, out)
+}
+
+// notOpenedStatus is the status of a topic the log left closed.
+func notOpenedStatus(no *tlog.TopicNotOpenedError) *TopicStatusJSON {
+	return &TopicStatusJSON{State: TopicNotOpened, Partitions: no.Partitions, Limit: no.Limit, Message: no.Error()}
 }
 
 func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {

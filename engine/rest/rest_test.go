@@ -64,9 +64,17 @@ func newTestServer(t *testing.T) (*httptest.Server, *engine.Worker, *bytesLog) {
 // newTestServerLog is newTestServer that also returns the embedded log.
 func newTestServerLog(t testing.TB) (*httptest.Server, *engine.Worker, *bytesLog, *tlog.Log) {
 	t.Helper()
+	return newTestServerOpts(t, tlog.Options{Dir: t.TempDir()})
+}
+
+// newTestServerOpts is newTestServerLog on a log opened with opts (its
+// Logger is the worker's).
+func newTestServerOpts(t testing.TB, opts tlog.Options) (*httptest.Server, *engine.Worker, *bytesLog, *tlog.Log) {
+	t.Helper()
 	logs := &bytesLog{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
+	opts.Logger = logger
+	l, err := tlog.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

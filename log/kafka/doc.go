@@ -87,7 +87,5 @@
 //   - acks=1 waits for the fsync like acks=all: the log acknowledges nothing
 //     it could lose.
 //   - Group membership lives in memory: after a restart, members join again
-//     (as after a coordinator fail-over). OffsetDelete of a topic the group
-//     does not subscribe to is refused (NON_EMPTY_GROUP) while the group has
-//     members; Kafka allows it.
+//     (as after a coordinator fail-over).
 package kafka

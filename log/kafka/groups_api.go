@@ -341,7 +341,7 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		// group is looked at, and nothing is stored for it: a misspelt
 		// topic in a reset fails instead of leaving offsets that a topic
 		// created later under that name would start from.
-		partitions, topicCode := c.commitPartitions(t.Topic)
+		partitions, topicCode := c.metadataPartitions(t.Topic)
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -398,12 +398,13 @@ func (c *coordinator) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
-// commitPartitions is how many partitions of a topic take commits, 0 for
-// an unknown topic, or the error code for all of them (the log is
-// closing). As Kafka's, which takes commits for any partition of its
-// metadata, leader or not, a topic the log left closed (its partitions
-// offline, see not_opened.go) takes commits for its partitions.
-func (c *coordinator) commitPartitions(topic string) (int, int16) {
+// metadataPartitions is how many partitions of a topic the metadata lists,
+// 0 for an unknown topic, or the error code for all of them (the log is
+// closing): the partitions that take commits and whose offsets can be
+// deleted. As Kafka's, which takes both for any partition of its metadata,
+// leader or not, a topic the log left closed (its partitions offline, see
+// not_opened.go) counts its partitions.
+func (c *coordinator) metadataPartitions(topic string) (int, int16) {
 	partitions, err := c.s.log.Partitions(topic)
 	var notOpened *tlog.TopicNotOpenedError
 	switch {
@@ -727,8 +728,11 @@ func (c *coordinator) guardDelete(ctx context.Context, name string, del func() e
 	return nil
 }
 
-// offsetDelete answers OffsetDelete. Partitions of topics the group's
-// members subscribe to are refused (GROUP_SUBSCRIBED_TO_TOPIC).
+// offsetDelete answers OffsetDelete. As KafkaApis.handleOffsetDeleteRequest,
+// a partition the metadata does not list (of an unknown topic, or past a
+// topic's count) is UNKNOWN_TOPIC_OR_PARTITION, before the group looks at
+// it; the group refuses the partitions of topics its members subscribe to
+// (GROUP_SUBSCRIBED_TO_TOPIC). An error of the group answers for all.
 func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	// As GroupCoordinator.handleDeleteOffsets: a group the coordinator
@@ -765,12 +769,18 @@ func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		partitions, topicCode := c.metadataPartitions(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			if subscribed[t.Topic] {
+			switch {
+			case topicCode != 0:
+				rp.ErrorCode = topicCode
+			case p.Partition < 0 || int(p.Partition) >= partitions:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case subscribed[t.Topic]:
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			} else {
+			default:
 				tps = append(tps, tlog.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -34,7 +34,7 @@ import (
 //     (the controller checks only that the topic exists); OffsetCommit
 //     takes commits for its partitions (KafkaApis checks only that the
 //     partition is in the metadata), which OffsetFetch, DescribeGroups and
-//     ListGroups show.
+//     ListGroups show, and OffsetDelete deletes (the same check).
 //   - CreatePartitions cannot grow it: any larger count is over the limit
 //     that left it closed, so it answers KAFKA_STORAGE_ERROR with a message
 //     naming the limit that lets it grow (Kafka would grow it); a count
