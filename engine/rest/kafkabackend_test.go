@@ -26,11 +26,11 @@ func (s countingSink) Write(ctx context.Context, recs []connect.Record) error {
 }
 func (countingSink) Close(ctx context.Context) error { return nil }
 
-// TestREST_KafkaBackend_ClusterIDAndLag: on a worker whose log is a Kafka
-// cluster (here the built-in listener), GET / names the cluster's id, and
-// /metrics has the sinks' groups' lag (kafka_consumergroup_lag), as it has
-// with the embedded log.
-func TestREST_KafkaBackend_ClusterIDAndLag(t *testing.T) {
+// kafkaListener opens a log with the given topics (one partition each)
+// and serves it through the Kafka listener, for workers on the kafka
+// backend; it returns the log and the listener's address.
+func kafkaListener(t *testing.T, topics ...string) (*tlog.Log, string) {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
 	if err != nil {
@@ -42,7 +42,22 @@ func TestREST_KafkaBackend_ClusterIDAndLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	kb, err := kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: []string{ln.Addr().String()}, Logger: logger,
+	for _, topic := range topics {
+		if err := l.CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, ln.Addr().String()
+}
+
+// TestREST_KafkaBackend_ClusterIDAndLag: on a worker whose log is a Kafka
+// cluster (here the built-in listener), GET / names the cluster's id, and
+// /metrics has the sinks' groups' lag (kafka_consumergroup_lag), as it has
+// with the embedded log.
+func TestREST_KafkaBackend_ClusterIDAndLag(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	l, addr := kafkaListener(t)
+	kb, err := kafkabackend.New(t.Context(), kafkabackend.Options{Brokers: []string{addr}, Logger: logger,
 		SessionTimeout: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

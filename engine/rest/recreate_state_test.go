@@ -2,7 +2,6 @@ package rest
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,31 +9,7 @@ import (
 
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
-	tlog "github.com/tributary-io/tributary/log"
-	"github.com/tributary-io/tributary/log/kafka"
 )
-
-// kafkaListener opens a log with recreateTopic and serves it through the
-// Kafka listener, for workers on the kafka backend; it returns the log
-// and the listener's address.
-func kafkaListener(t *testing.T) (*tlog.Log, string) {
-	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	ln, err := kafka.Listen(t.Context(), "127.0.0.1:0", l, kafka.Options{Logger: logger, InitialRebalanceDelay: -1, GroupMinSessionTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	if err := l.CreateTopic(recreateTopic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	return l, ln.Addr().String()
-}
 
 // connectorStateOf returns the connector state GET …/status shows.
 func connectorStateOf(t *testing.T, srv *httptest.Server, name string) string {
@@ -126,7 +101,7 @@ func TestREST_RecreatedConnector_StartsRunningOrInItsInitialState(t *testing.T) 
 // RUNNING or in its initial_state, and its state is the one recorded
 // from then on, so a worker started afterwards agrees.
 func TestREST_KafkaBackend_RecreatedConnector_StartsRunningOrInItsInitialState(t *testing.T) {
-	_, addr := kafkaListener(t)
+	_, addr := kafkaListener(t, recreateTopic)
 	srvA, _ := kafkaWorker(t, addr, "a")
 	checkRecreatedStates(t, srvA)
 
@@ -148,7 +123,7 @@ func TestREST_KafkaBackend_RecreatedConnector_StartsRunningOrInItsInitialState(t
 // is RUNNING, and as it takes up the pipeline's offsets it is the same
 // connector as the file's: RUNNING in every worker.
 func TestREST_KafkaBackend_PipelineSourceDeletedInOneWorker_StaysStoppedElsewhere(t *testing.T) {
-	_, addr := kafkaListener(t)
+	_, addr := kafkaListener(t, recreateTopic)
 	srvA, wA := kafkaWorker(t, addr, "a")
 	srvB, wB := kafkaWorker(t, addr, "b")
 	ctx := t.Context()

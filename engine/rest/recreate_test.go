@@ -15,7 +15,6 @@ import (
 	"github.com/tributary-io/tributary/engine"
 	"github.com/tributary-io/tributary/engine/kafkabackend"
 	tlog "github.com/tributary-io/tributary/log"
-	"github.com/tributary-io/tributary/log/kafka"
 	"github.com/tributary-io/tributary/pipelines"
 )
 
@@ -257,22 +256,9 @@ func kafkaWorker(t *testing.T, addr, id string) (*httptest.Server, *engine.Worke
 // created again with its name takes up the position it stored, which this
 // worker's own store had never seen.
 func TestREST_KafkaBackend_RecreatedSource_NeverSharesALiveSourcesOffsets(t *testing.T) {
-	logger := slog.New(slog.DiscardHandler)
-	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	ln, err := kafka.Listen(t.Context(), "127.0.0.1:0", l, kafka.Options{Logger: logger, InitialRebalanceDelay: -1, GroupMinSessionTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	if err := l.CreateTopic(recreateTopic, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	srvA, wA := kafkaWorker(t, ln.Addr().String(), "a")
-	srvB, _ := kafkaWorker(t, ln.Addr().String(), "b")
+	l, addr := kafkaListener(t, recreateTopic)
+	srvA, wA := kafkaWorker(t, addr, "a")
+	srvB, _ := kafkaWorker(t, addr, "b")
 	ctx := t.Context()
 	if err := wA.Start(ctx, engine.ConnectorSpec{Pipeline: "shop", Name: "gen", Kind: connect.KindSource, Connector: "generator", Topic: recreateTopic,
 		Config: map[string]string{"rate": "100000", "batch.size": "10", "max.events": "50"}}, engine.StateRunning); err != nil {
