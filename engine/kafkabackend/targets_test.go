@@ -378,8 +378,13 @@ func TestTargets_RecordShape(t *testing.T) {
 // several partitions: the workers write target states with the keyed
 // partitioner, so most would land on partitions other than 0, the only one
 // they follow, and a pause made through one worker would never reach the
-// others. Either topic with cleanup.policy delete: the log would delete
-// the positions and target states once older than its retention.
+// others. _tributary.offsets with several partitions: the records of one
+// name under different pipelines would land on different partitions, which
+// have no order among them, and a connector created anew over REST would
+// take up the pipeline of whichever the worker happened to read last
+// rather than the newest. Either topic with cleanup.policy delete: the log
+// would delete the positions and target states once older than its
+// retention.
 func TestTargets_WorkerRefusesInternalTopicsItCannotRelyOn(t *testing.T) {
 	compact := map[string]string{"cleanup.policy": "compact"}
 	cases := []struct {
@@ -395,8 +400,11 @@ func TestTargets_WorkerRefusesInternalTopicsItCannotRelyOn(t *testing.T) {
 			[]string{"topic _tributary.targets has cleanup.policy=delete, but it must be compact alone", "--entity-name _tributary.targets --add-config cleanup.policy=compact"}},
 		{"offsets with delete", engine.OffsetsTopic, 1, map[string]string{"cleanup.policy": "delete"},
 			[]string{"topic _tributary.offsets has cleanup.policy=delete, but it must be compact alone", "the sources start over", "tributary topics alter _tributary.offsets --config cleanup.policy=compact"}},
-		{"offsets with compact,delete", engine.OffsetsTopic, 3, map[string]string{"cleanup.policy": "compact,delete"},
+		{"offsets with compact,delete", engine.OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact,delete"},
 			[]string{"topic _tributary.offsets has cleanup.policy=compact,delete, but it must be compact alone"}},
+		{"offsets with three partitions", engine.OffsetsTopic, 3, compact,
+			[]string{"topic _tributary.offsets has 3 partitions, but it must have exactly one", "the newest record of its name",
+				"--delete --topic _tributary.offsets", "the sources start over", "docs/kafka.md"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
