@@ -622,28 +622,3 @@ func TestWorker_RefusesAnOffsetsTopicThatIsNotCompacted(t *testing.T) {
 	}
 	w.Shutdown(t.Context())
 }
-
-// The embedded log's _tributary.offsets was created by hand with three
-// partitions: the worker refuses to start, as the newest record of a
-// connector name (which pipeline a connector created anew over REST
-// resumes) has no order across partitions, and says why.
-func TestWorker_RefusesAnOffsetsTopicOfSeveralPartitions(t *testing.T) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.CreateTopic(OffsetsTopic, 3, map[string]string{"cleanup.policy": "compact"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Logger: logger})
-	if err == nil {
-		w.Shutdown(t.Context())
-		t.Fatal("a worker started on a _tributary.offsets of three partitions")
-	}
-	want := "topic _tributary.offsets has 3 partitions, but it must have exactly one"
-	if !strings.Contains(err.Error(), want) {
-		t.Fatalf("NewWorker: %v, want an error with %q", err, want)
-	}
-}

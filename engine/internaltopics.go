@@ -31,7 +31,7 @@ var offsetsOnePartition = onePartitionRule{
 		"which have no order among them, so it could resume an older connector's position",
 	fix: "Stop the workers, delete it (kafka-topics.sh --bootstrap-server BROKERS --delete --topic " + OffsetsTopic + ") and start a worker, which creates it with one partition and cleanup.policy=compact; " +
 		"the positions it holds are lost and the sources start over, unless you copy its records into the new topic first (see \"Internal topics\" in docs/kafka.md). " +
-		"Tributary's own log does not delete its _tributary.* topics: there, start on a new data directory",
+		"Tributary's own log creates its _tributary.* topics with one partition and cannot delete them: one an older version made with more means starting on a new data directory",
 }
 
 var targetsOnePartition = onePartitionRule{
