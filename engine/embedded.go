@@ -44,7 +44,7 @@ func (e *Embedded) EnsureTopic(ctx context.Context, name string, partitions int,
 		return nil
 	}
 	if partitions <= 0 {
-		partitions = e.log.DefaultPartitions()
+		partitions = e.log.DefaultPartitionsOf(name)
 	}
 	err := e.log.CreateTopic(name, partitions, config)
 	if errors.Is(err, tlog.ErrTopicExists) {

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/tributary-io/tributary/connect"
 )
 
-// OffsetsTopic is the internal compacted topic holding source positions, as
-// Kafka Connect's offset.storage.topic.
+// OffsetsTopic is the internal compacted topic (one partition) holding
+// source positions, as Kafka Connect's offset.storage.topic.
 const OffsetsTopic = "_tributary.offsets"
 
 // OffsetStore keeps the last durable position of every source connector in
@@ -32,7 +31,11 @@ const OffsetsTopic = "_tributary.offsets"
 // (Newest, Worker.ResumedPipeline): so a source deleted and created again
 // with the same name resumes, as in Kafka Connect, whose offsets are keyed
 // by the connector's name alone, and one whose offsets were reset starts
-// over.
+// over. "Newest" is the order in which the store reads the topic, which
+// orders records of different keys only within a partition: so the topic
+// has one partition, and the worker refuses to start on one with more
+// (internalTopicBounds), where Kafka Connect's offset.storage.topic may
+// have many.
 //
 // The topic also holds, under keys of their own
 // (["<sink>",{"pipeline":…},"sink"], value {"group":…}), which pipeline's
@@ -123,8 +126,9 @@ func decodeOffsetKey(k []byte) (id targetID, ok bool) {
 	return id, true
 }
 
-// OpenOffsetStore creates the offsets topic if needed, checks that it is
-// compacted (see checkCompacted), and loads it.
+// OpenOffsetStore creates the offsets topic if needed, checks that it has
+// one partition and is compacted (see internalTopicBounds, checkCompacted),
+// and loads it.
 func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 	return openOffsetStore(ctx, b, slog.Default())
 }
@@ -132,6 +136,9 @@ func OpenOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 // openOffsetStore is OpenOffsetStore with the logger of the worker.
 func openOffsetStore(ctx context.Context, b Backend, logger *slog.Logger) (*OffsetStore, error) {
 	if err := ensureOffsetsTopic(ctx, b); err != nil {
+		return nil, err
+	}
+	if _, err := internalTopicBounds(ctx, b, OffsetsTopic, offsetsOnePartition); err != nil {
 		return nil, err
 	}
 	if err := checkCompacted(ctx, b, logger, OffsetsTopic,
@@ -146,44 +153,6 @@ func ensureOffsetsTopic(ctx context.Context, b Backend) error {
 		return fmt.Errorf("create %s: %w (create it with cleanup.policy=compact, or allow the worker to create topics)", OffsetsTopic, err)
 	}
 	return nil
-}
-
-// checkCompacted refuses an internal topic (OffsetsTopic, TargetsTopic)
-// whose cleanup.policy is not compact alone, as Kafka Connect refuses its
-// internal topics (kcName names the equivalent one): with delete, the log
-// removes what the topic holds, the newest record of a key included, once
-// it is older than the topic's retention, and lost follows. A backend that
-// cannot describe the topic (no TopicDescriber, or a refusal: an ACL
-// without DescribeConfigs) is not checked; a warning says so.
-func checkCompacted(ctx context.Context, b Backend, logger *slog.Logger, topic, what, lost, kcName string) error {
-	td, ok := b.(TopicDescriber)
-	if !ok {
-		return nil
-	}
-	info, err := td.DescribeTopic(ctx, topic)
-	if err != nil {
-		logger.Warn("cannot check that "+topic+" has cleanup.policy=compact; if it has delete, "+what+" it holds are lost once older than its retention",
-			"topic", topic, "error", err)
-		return nil
-	}
-	policy, ok := info.Config["cleanup.policy"]
-	if !ok {
-		return nil // the backend does not tell
-	}
-	var compact, other bool
-	for p := range strings.SplitSeq(policy, ",") {
-		if strings.TrimSpace(p) == "compact" {
-			compact = true
-		} else {
-			other = true
-		}
-	}
-	if compact && !other {
-		return nil
-	}
-	return fmt.Errorf("topic %s has cleanup.policy=%s, but it must be compact alone (as Kafka Connect requires of its %s): otherwise the log deletes %s once they are older than the topic's retention, and %s. "+
-		"Set it with `tributary topics alter %s --config cleanup.policy=compact` (on a Kafka cluster, kafka-configs.sh --bootstrap-server BROKERS --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), then start the worker again",
-		topic, policy, kcName, what, lost, topic, topic)
 }
 
 // readOffsetStore creates the offsets topic if needed and loads it,

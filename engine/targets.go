@@ -107,35 +107,17 @@ func (w *Worker) openTargets(ctx context.Context) error {
 	if err := b.EnsureTopic(ctx, TargetsTopic, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
 		return fmt.Errorf("create %s: %w (create it with one partition and cleanup.policy=compact, or allow the worker to create topics)", TargetsTopic, err)
 	}
-	// A topic just created may not be known to every broker yet: its end
-	// offsets are asked for a few times before the worker gives up.
-	var bounds []PartitionBounds
-	bo := backoff{initial: 100 * time.Millisecond, max: 2 * time.Second}
-	for attempt := 1; ; attempt++ {
-		var err error
-		if bounds, err = b.EndOffsets(ctx, TargetsTopic); err == nil {
-			break
-		}
-		if attempt == 5 {
-			return fmt.Errorf("load the connectors' target states: %w (check that %s exists with one partition)", err, TargetsTopic)
-		}
-		if err := sleep(ctx, bo.next()); err != nil {
-			return fmt.Errorf("load the connectors' target states: %w", err)
-		}
-	}
-	if len(bounds) != 1 {
-		return fmt.Errorf("topic %s has %d partitions, but it must have exactly one (as Kafka Connect requires of its config.storage.topic): the workers follow its partition 0 only, "+
-			"so a pause, resume, stop or restart written to another would reach no worker. Delete it (kafka-topics.sh --bootstrap-server BROKERS --delete --topic %s) "+
-			"and start the worker, which creates it with one partition; the target states it holds are lost, so pause or stop those connectors again",
-			TargetsTopic, len(bounds), TargetsTopic)
+	bounds, err := internalTopicBounds(ctx, b, TargetsTopic, targetsOnePartition)
+	if err != nil {
+		return fmt.Errorf("load the connectors' target states: %w", err)
 	}
 	if err := checkCompacted(ctx, b, w.logger, TargetsTopic,
 		"the connectors' target states (a pause or stop made through any worker)", "a paused or stopped connector runs again when a worker starts", "config.storage.topic"); err != nil {
 		return err
 	}
-	end := bounds[0].End
+	end := bounds.End
 	w.targets = map[targetID]clusterTarget{}
-	err := b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
+	err = b.ReadAll(ctx, TargetsTopic, func(r connect.Record) error {
 		if r.Partition == 0 && r.Offset < end {
 			w.applySharedRecord(r, false) // the follower starts at end
 		}

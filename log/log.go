@@ -337,8 +337,15 @@ func (l *Log) ClusterID() string { return l.meta.ClusterID }
 // AutoCreate reports whether appends to unknown topics create them.
 func (l *Log) AutoCreate() bool { return !l.opts.DisableAutoCreate }
 
-// DefaultPartitions is the partition count of auto-created topics.
-func (l *Log) DefaultPartitions() int { return l.opts.NumPartitions }
+// DefaultPartitionsOf is the partition count a topic gets when it is
+// auto-created or created without a count: one for the worker's topics
+// (isWorkerTopic), else the log's default (Options.NumPartitions).
+func (l *Log) DefaultPartitionsOf(name string) int {
+	if isWorkerTopic(name) {
+		return 1
+	}
+	return l.opts.NumPartitions
+}
 
 // Dir returns the data directory.
 func (l *Log) Dir() string { return l.opts.Dir }
@@ -401,6 +408,10 @@ func validateNewTopic(name string, partitions int, config map[string]string) err
 	}
 	if partitions <= 0 {
 		return fmt.Errorf("%w: create topic %s with %d partitions: need at least 1", ErrInvalidPartitions, name, partitions)
+	}
+	if isWorkerTopic(name) && partitions != 1 {
+		return fmt.Errorf("%w: create topic %s with %d partitions: the worker's topics (_tributary.*) have exactly one, and this log can neither shrink nor delete them later; create it with one partition and cleanup.policy=compact, or let the worker create it",
+			ErrInvalidPartitions, name, partitions)
 	}
 	if err := ValidateConfig(config); err != nil {
 		return fmt.Errorf("create topic %s: %w", name, err)
@@ -539,6 +550,15 @@ func withFileLimitHint(err error) error {
 func IsInternalTopic(name string) bool {
 	return name == OffsetsTopic || strings.HasPrefix(name, "_tributary.")
 }
+
+// isWorkerTopic reports whether a topic is one of the worker's (named
+// _tributary.*: its sources' positions, its connectors' target states,
+// its sources' leases). Each has exactly one partition: the worker reads
+// the order of its records across keys (which record of a connector's
+// name is the newest), which only a partition keeps, and refuses to start
+// on one with more. As the log can neither shrink nor delete such a topic,
+// it refuses to create one with more (see validateNewTopic).
+func isWorkerTopic(name string) bool { return strings.HasPrefix(name, "_tributary.") }
 
 // DeleteTopic removes a topic and its data, and every consumer group's
 // committed offsets of it (as Kafka does). It is all or nothing: the topic
@@ -943,7 +963,7 @@ func (l *Log) topicForWrite(name string) (*topic, error) {
 	}
 	l.mu.Lock()
 	if _, ok := l.topics[name]; !ok {
-		if err := l.createTopicLocked(name, l.opts.NumPartitions, nil); err != nil {
+		if err := l.createTopicLocked(name, l.DefaultPartitionsOf(name), nil); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-io/tributary/connect"
 	"github.com/tributary-io/tributary/engine"
 	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // connectorState returns a connector's state (not its task's) in a worker.
@@ -374,12 +375,19 @@ func TestTargets_RecordShape(t *testing.T) {
 // The internal topics exist set up in a way the workers cannot rely on
 // (created by hand, or by a cluster's auto-creation with its defaults,
 // before any worker created them): a worker refuses to start, as Kafka
-// Connect does, and says how to fix the topic. _tributary.targets with
-// several partitions: the workers write target states with the keyed
+// Connect does, and says how to fix the topic. (Tributary's own log, behind
+// the listener, refuses to create a _tributary.* topic of several
+// partitions in the first place.) _tributary.targets with several
+// partitions: the workers write target states with the keyed
 // partitioner, so most would land on partitions other than 0, the only one
 // they follow, and a pause made through one worker would never reach the
-// others. Either topic with cleanup.policy delete: the log would delete
-// the positions and target states once older than its retention.
+// others. _tributary.offsets with several partitions: the records of one
+// name under different pipelines would land on different partitions, which
+// have no order among them, and a connector created anew over REST would
+// take up the pipeline of whichever the worker happened to read last
+// rather than the newest. Either topic with cleanup.policy delete: the log
+// would delete the positions and target states once older than its
+// retention.
 func TestTargets_WorkerRefusesInternalTopicsItCannotRelyOn(t *testing.T) {
 	compact := map[string]string{"cleanup.policy": "compact"}
 	cases := []struct {
@@ -395,15 +403,27 @@ func TestTargets_WorkerRefusesInternalTopicsItCannotRelyOn(t *testing.T) {
 			[]string{"topic _tributary.targets has cleanup.policy=delete, but it must be compact alone", "--entity-name _tributary.targets --add-config cleanup.policy=compact"}},
 		{"offsets with delete", engine.OffsetsTopic, 1, map[string]string{"cleanup.policy": "delete"},
 			[]string{"topic _tributary.offsets has cleanup.policy=delete, but it must be compact alone", "the sources start over", "tributary topics alter _tributary.offsets --config cleanup.policy=compact"}},
-		{"offsets with compact,delete", engine.OffsetsTopic, 3, map[string]string{"cleanup.policy": "compact,delete"},
+		{"offsets with compact,delete", engine.OffsetsTopic, 1, map[string]string{"cleanup.policy": "compact,delete"},
 			[]string{"topic _tributary.offsets has cleanup.policy=compact,delete, but it must be compact alone"}},
+		{"offsets with three partitions", engine.OffsetsTopic, 3, compact,
+			[]string{"topic _tributary.offsets has 3 partitions, but it must have exactly one", "the newest record of its name",
+				"--delete --topic _tributary.offsets", "the sources start over", "docs/kafka.md"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachCluster(t, func(t *testing.T, c *cluster) {
 				b := c.backend(t)
 				ctx := t.Context()
-				if err := b.EnsureTopic(ctx, tc.topic, tc.partitions, tc.config); err != nil {
+				err := b.EnsureTopic(ctx, tc.topic, tc.partitions, tc.config)
+				if c.log != nil && tc.partitions != 1 {
+					// Tributary's own log, which cannot delete the
+					// topic later, does not create it.
+					if !errors.Is(err, kerr.InvalidPartitions) {
+						t.Fatalf("create %s with %d partitions on the listener: %v, want INVALID_PARTITIONS", tc.topic, tc.partitions, err)
+					}
+					return
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				w, err := engine.NewWorker(ctx, engine.Options{Backend: b, Logger: quiet(), WorkerID: "w1"})

@@ -61,7 +61,7 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool,
 		}
 	}
 	if parts == -1 {
-		parts = s.log.DefaultPartitions()
+		parts = s.log.DefaultPartitionsOf(t.Topic)
 	}
 	if t.ReplicationFactor == 0 || t.ReplicationFactor < -1 {
 		// Kafka's own words (ReplicationControlManager.validateNewTopic).

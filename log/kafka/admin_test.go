@@ -1,12 +1,15 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	tlog "github.com/tributary-io/tributary/log"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -116,5 +119,47 @@ func TestCreatePartitions_ValidateOnlyAgreesWithTheRealCall(t *testing.T) {
 	}
 	if codes[true] != codes[false] {
 		t.Fatalf("CreatePartitions of %s: validate_only answers %v, the real call %v", tlog.OffsetsTopic, kerr.ErrorForCode(codes[true]), kerr.ErrorForCode(codes[false]))
+	}
+}
+
+// TestCreateTopics_WorkerTopicsHaveOnePartition: the worker's topics
+// (_tributary.*) have exactly one partition, and this log cannot delete
+// them: CreateTopics of one with more is refused with INVALID_PARTITIONS
+// (a provisioning script giving every topic 25 partitions), one without a
+// count (-1) and one auto-created by Metadata get one partition, not the
+// log's default.
+func TestCreateTopics_WorkerTopicsHaveOnePartition(t *testing.T) {
+	l, err := tlog.Open(tlog.Options{Dir: t.TempDir(), Logger: quietLogger(), NumPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serveLog(t, l)
+	adm := kadm.NewClient(ts.client(t))
+	ctx := t.Context()
+	resp, err := adm.CreateTopic(ctx, 25, -1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, "_tributary.offsets")
+	if err == nil {
+		err = resp.Err
+	}
+	if !errors.Is(err, kerr.InvalidPartitions) {
+		t.Errorf("create _tributary.offsets with 25 partitions: %v, want INVALID_PARTITIONS", err)
+	}
+	if resp, err := adm.CreateTopic(ctx, -1, -1, nil, "_tributary.targets"); err != nil || resp.Err != nil {
+		t.Fatalf("create _tributary.targets with the default partitions: %v %v", err, resp.Err)
+	}
+	cl := ts.client(t, kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "_tributary.leases", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to _tributary.leases (auto-created): %v", err)
+	}
+	for name, want := range map[string]int{"_tributary.offsets": 0, "_tributary.targets": 1, "_tributary.leases": 1} {
+		n, err := ts.log.Partitions(name)
+		if want == 0 {
+			if err == nil {
+				t.Errorf("%s created with %d partitions", name, n)
+			}
+			continue
+		}
+		if err != nil || n != want {
+			t.Errorf("%s has %d partitions (%v), want %d", name, n, err, want)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func (s *Server) metadata(cc *conn, req *kmsg.MetadataRequest) *kmsg.MetadataRes
 		if errors.Is(err, tlog.ErrUnknownTopic) && autoCreate && name != tlog.OffsetsTopic {
 			// (__consumer_offsets is made by the first commit, compacted:
 			// until then it is unknown, not made by a client's asking.)
-			err = s.log.CreateTopic(name, s.log.DefaultPartitions(), nil)
+			err = s.log.CreateTopic(name, s.log.DefaultPartitionsOf(name), nil)
 			if err == nil || errors.Is(err, tlog.ErrTopicExists) {
 				d, err = s.log.DescribeTopic(name)
 			}
