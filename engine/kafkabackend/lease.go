@@ -244,6 +244,9 @@ func (b *Backend) leaseMembers(ctx context.Context, group string) (holder string
 	if err == nil {
 		err = g.Err
 	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return "", nil, nil // never joined (kfake answers so; GroupMembers takes it alike): no members
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("describe group %s: %w", group, err)
 	}

@@ -417,3 +417,17 @@ func TestLease_AcquireRightAfterReleaseWaitsForANewAssignment(t *testing.T) {
 		t.Fatalf("Acquire granted the lease %d times of %d right after it was revoked and released, with no new assignment", spurious, rounds)
 	}
 }
+
+// A source's lease group that no worker ever joined has no members: a
+// cluster may answer DescribeGroups for it GROUP_ID_NOT_FOUND (kfake
+// does), which is not an error here, as it is not for a sink's group
+// (GroupMembers). Creating a source over REST asks it (ResumedPipeline).
+func TestLease_MembersOfAGroupNeverJoined(t *testing.T) {
+	forEachCluster(t, func(t *testing.T, c *cluster) {
+		b := c.backend(t)
+		members, err := b.LeaseMembers(t.Context(), "shop", "never-ran")
+		if err != nil || len(members) != 0 {
+			t.Fatalf("LeaseMembers of a group never joined = %v, %v; want none", members, err)
+		}
+	})
+}
