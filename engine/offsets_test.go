@@ -18,27 +18,8 @@ import (
 // records gets RESTPipeline.
 func TestWorker_ResumedPipeline_NewestRecordOfTheName(t *testing.T) {
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
 	ctx := t.Context()
-	// open starts a worker on the log in dir; done shuts both down.
-	open := func(t *testing.T) (w *Worker, done func()) {
-		t.Helper()
-		l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err = NewWorker(ctx, Options{Backend: NewEmbedded(l, logger), Connectors: connect.NewRegistry(), Logger: logger})
-		if err != nil {
-			l.Close()
-			t.Fatal(err)
-		}
-		return w, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			w.Shutdown(sctx)
-			l.Close()
-		}
-	}
+	open := func(t *testing.T) (*Worker, func()) { return openWorkerOn(t, dir) }
 	check := func(t *testing.T, w *Worker, step int, name, want string) {
 		t.Helper()
 		got, err := w.ResumedPipeline(ctx, name)
@@ -82,26 +63,8 @@ func TestWorker_ResumedPipeline_NewestRecordOfTheName(t *testing.T) {
 // positions alone.
 func TestWorker_ResumedSinkPipeline_NewestRunOfTheNameAndGroup(t *testing.T) {
 	dir := t.TempDir()
-	logger := slog.New(slog.DiscardHandler)
 	ctx := t.Context()
-	open := func(t *testing.T) (w *Worker, done func()) {
-		t.Helper()
-		l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err = NewWorker(ctx, Options{Backend: NewEmbedded(l, logger), Connectors: connect.NewRegistry(), Logger: logger})
-		if err != nil {
-			l.Close()
-			t.Fatal(err)
-		}
-		return w, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			w.Shutdown(sctx)
-			l.Close()
-		}
-	}
+	open := func(t *testing.T) (*Worker, func()) { return openWorkerOn(t, dir) }
 	check := func(t *testing.T, w *Worker, step int, name, group, want string) {
 		t.Helper()
 		got, err := w.ResumedSinkPipeline(ctx, name, group)
@@ -144,5 +107,27 @@ func TestWorker_ResumedSinkPipeline_NewestRunOfTheNameAndGroup(t *testing.T) {
 			t.Errorf("step %d: the position of source lake of shop is %s; want {\"seq\":1}", i, pos)
 		}
 		done()
+	}
+}
+
+// openWorkerOn starts a worker without connectors on the embedded log in
+// dir; done shuts both down, so that the next one loads what they stored.
+func openWorkerOn(t *testing.T, dir string) (w *Worker, done func()) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	l, err := tlog.Open(tlog.Options{Dir: dir, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err = NewWorker(t.Context(), Options{Backend: NewEmbedded(l, logger), Connectors: connect.NewRegistry(), Logger: logger})
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	return w, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Shutdown(sctx)
+		l.Close()
 	}
 }
