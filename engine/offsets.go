@@ -31,7 +31,13 @@ const OffsetsTopic = "_tributary.offsets"
 // (Newest, Worker.ResumedPipeline): so a source deleted and created again
 // with the same name resumes, as in Kafka Connect, whose offsets are keyed
 // by the connector's name alone, and one whose offsets were reset starts
-// over. "Newest" is the order in which the store reads the topic, which
+// over. A reset writes, besides the tombstone, a record under a key of its
+// own (["<connector>",{"pipeline":…},"reset"], value {"reset":true}, see
+// resetKey) that compaction keeps, while it removes the tombstone
+// delete.retention.ms after the cleaner first saw it: without it, an older
+// position of that name under another pipeline would become the newest
+// record again, and a source created anew would resume that position
+// instead of starting over. "Newest" is the order in which the store reads the topic, which
 // orders records of different keys only within a partition: so the topic
 // has one partition, and the worker refuses to start on one with more
 // (internalTopicBounds), where Kafka Connect's offset.storage.topic may
@@ -78,6 +84,17 @@ type sinkRunValue struct {
 // one, never reads it as a source's position.
 const sinkRunMarker = "sink"
 
+// resetMarker ends the key of a reset record of OffsetsTopic:
+// ["<connector>",{"pipeline":…},"reset"], three elements as a sink
+// record's, which workers that know no reset records (older ones) ignore.
+const resetMarker = "reset"
+
+// resetValue is the value of a reset record of OffsetsTopic. It is never
+// empty, so that compaction keeps the newest record of each key.
+type resetValue struct {
+	Reset bool `json:"reset"`
+}
+
 type offsetKeyPartition struct {
 	Pipeline string `json:"pipeline"`
 }
@@ -94,21 +111,42 @@ func sinkRunKey(pipeline, sink string) []byte {
 	return b
 }
 
-// decodeSinkRunKey reads the sink an OffsetsTopic key of a sink record is
+// resetKey is the OffsetsTopic key of the record saying that the position
+// of the source of a pipeline and name was reset (see
+// OffsetStore.PutWithTail).
+func resetKey(pipeline, connector string) []byte {
+	b, _ := json.Marshal([]any{connector, offsetKeyPartition{Pipeline: pipeline}, resetMarker})
+	return b
+}
+
+// decodeMarkedKey reads the connector an OffsetsTopic key of three
+// elements ending with marker (a sink record's, a reset record's) is
 // about; ok is false for a key of another shape.
-func decodeSinkRunKey(k []byte) (id targetID, ok bool) {
+func decodeMarkedKey(k []byte, marker string) (id targetID, ok bool) {
 	var key []json.RawMessage
 	if err := json.Unmarshal(k, &key); err != nil || len(key) != 3 {
 		return id, false
 	}
 	var part offsetKeyPartition
-	var marker string
+	var got string
 	if json.Unmarshal(key[0], &id.connector) != nil || json.Unmarshal(key[1], &part) != nil ||
-		json.Unmarshal(key[2], &marker) != nil || marker != sinkRunMarker {
+		json.Unmarshal(key[2], &got) != nil || got != marker {
 		return id, false
 	}
 	id.pipeline = part.Pipeline
 	return id, true
+}
+
+// decodeSinkRunKey reads the sink an OffsetsTopic key of a sink record is
+// about; ok is false for a key of another shape.
+func decodeSinkRunKey(k []byte) (id targetID, ok bool) {
+	return decodeMarkedKey(k, sinkRunMarker)
+}
+
+// decodeResetKey reads the source an OffsetsTopic key of a reset record is
+// about; ok is false for a key of another shape.
+func decodeResetKey(k []byte) (id targetID, ok bool) {
+	return decodeMarkedKey(k, resetMarker)
 }
 
 // decodeOffsetKey reads the source an OffsetsTopic key is about; ok is
@@ -169,6 +207,12 @@ func readOffsetStore(ctx context.Context, b Backend) (*OffsetStore, error) {
 			s.readSinkRun(id, r.Value)
 			return nil
 		}
+		if id, ok := decodeResetKey(r.Key); ok {
+			if r.Value != nil { // a tombstone of it (Tributary writes none) says nothing
+				s.newest[id.connector] = id.pipeline
+			}
+			return nil
+		}
 		id, ok := decodeOffsetKey(r.Key)
 		if !ok {
 			return nil // not ours
@@ -210,8 +254,9 @@ func (s *OffsetStore) Get(pipeline, connector string) connect.Position {
 
 // Newest returns the pipeline of the newest record the offsets topic holds
 // for a source connector of that name, under any pipeline: the pipeline of
-// the source of that name that stored a position or had it reset last. ok
-// is false when the topic holds none of that name.
+// the source of that name that stored a position or had it reset last (a
+// reset's record outlives its tombstone, see resetKey). ok is false when
+// the topic holds none of that name.
 func (s *OffsetStore) Newest(connector string) (pipeline string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -278,19 +323,30 @@ func (s *OffsetStore) Tail(pipeline, connector string) []PartitionOffset {
 	return slices.Clone(s.tails[targetID{pipeline, connector}])
 }
 
-// Put stores a position durably; nil resets the connector.
+// Put stores a position durably; nil resets the connector (see
+// PutWithTail).
 func (s *OffsetStore) Put(ctx context.Context, pipeline, connector string, pos connect.Position) error {
 	return s.PutWithTail(ctx, pipeline, connector, pos, nil)
 }
 
 // PutWithTail stores a position durably with the log offsets the task had
-// reached (nil for none).
+// reached (nil for none). A nil position resets the connector: a tombstone
+// of its position, followed by its reset record (resetKey), which Newest
+// still finds once compaction has removed the tombstone.
 func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector string, pos connect.Position, tail []PartitionOffset) error {
 	rec := connect.Record{Topic: OffsetsTopic, Key: offsetKey(pipeline, connector), Value: pos}
 	if pos != nil && tail != nil {
 		rec.Headers = []connect.Header{{Key: tailHeader, Value: encodeTail(tail)}}
 	}
-	if err := s.backend.Produce(ctx, []connect.Record{rec}); err != nil {
+	recs := []connect.Record{rec}
+	if pos == nil {
+		val, _ := json.Marshal(resetValue{Reset: true}) // a bool: cannot fail
+		recs = append(recs, connect.Record{Topic: OffsetsTopic, Key: resetKey(pipeline, connector), Value: val})
+	}
+	if err := s.backend.Produce(ctx, recs); err != nil {
+		if pos == nil {
+			return fmt.Errorf("reset position of source %s of pipeline %s: %w (reset it again)", connector, pipeline, err)
+		}
 		return fmt.Errorf("store position of source %s of pipeline %s: %w", connector, pipeline, err)
 	}
 	id := targetID{pipeline, connector}
