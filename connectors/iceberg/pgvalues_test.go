@@ -216,7 +216,8 @@ func TestSink_Upsert_UnavailableColumnsHeader(t *testing.T) {
 	}
 }
 
-// timestamptz 'infinity' and numeric 'NaN' have no Iceberg value: an
+// timestamptz 'infinity' and numeric 'NaN' and infinities (in Debezium's
+// string forms too, "NAN", "POSITIVE_INFINITY") have no Iceberg value: an
 // optional column gets null, with one warning per table and column naming
 // the value; a required one fails the record (a bad record: never
 // retried), naming table, column, value and the fix. A double's NaN and
@@ -242,11 +243,17 @@ func TestSink_NonFiniteValues(t *testing.T) {
 		at(changeRecord(t, topic, cols, connect.OpCreate, nil, row(1, "2026-01-02T03:04:05Z", "1.50", 1.5)), 0),
 		at(changeRecord(t, topic, nonFinite, connect.OpCreate, nil, row(2, "infinity", "NaN", "NaN")), 1),
 		at(changeRecord(t, topic, nonFinite, connect.OpCreate, nil, row(3, "-infinity", "Infinity", "-Infinity")), 2),
+		// As the postgres source (and Debezium) write a numeric infinity
+		// under decimal.handling.mode=string.
+		at(changeRecord(t, topic, cols, connect.OpCreate, nil, row(4, "2026-01-02T03:04:05Z", "POSITIVE_INFINITY", 2.5)), 3),
 	)
 	flush(t, s)
 	got := e.rows(t, "shop.types", "id")
-	if len(got) != 3 {
+	if len(got) != 4 {
 		t.Fatalf("rows = %v", got)
+	}
+	if got[3]["amount"] != nil || got[3]["f"] != 2.5 {
+		t.Errorf("row 4 = %v, want amount null", got[3])
 	}
 	if got[0]["ts"] == nil || got[0]["amount"] != "1.5" || got[0]["f"] != 1.5 {
 		t.Errorf("row 1 = %v", got[0])

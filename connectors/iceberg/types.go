@@ -169,13 +169,14 @@ var errNoIcebergValue = errors.New("no Iceberg value")
 
 // nonFiniteText reports whether v is the text of a non-finite number or
 // timestamp: NaN, Infinity, -Infinity (any case, as Postgres and Jackson
-// write them).
+// write them), or POSITIVE_INFINITY and NEGATIVE_INFINITY, as Debezium
+// writes numeric infinities under decimal.handling.mode=string.
 func nonFiniteText(v any) bool {
 	s, ok := v.(string)
-	if !ok || len(s) < 3 || len(s) > len("+infinity") {
+	if !ok || len(s) < 3 || len(s) > len("positive_infinity") {
 		return false
 	}
-	for _, w := range [...]string{"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf"} {
+	for _, w := range [...]string{"nan", "infinity", "+infinity", "-infinity", "inf", "+inf", "-inf", "positive_infinity", "negative_infinity"} {
 		if strings.EqualFold(s, w) {
 			return true
 		}
@@ -188,7 +189,7 @@ func parseNonFinite(s string) float64 {
 	switch {
 	case strings.EqualFold(s, "nan"):
 		return math.NaN()
-	case strings.HasPrefix(s, "-"):
+	case strings.HasPrefix(s, "-"), strings.EqualFold(s, "negative_infinity"):
 		return math.Inf(-1)
 	}
 	return math.Inf(1)

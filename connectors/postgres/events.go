@@ -97,17 +97,20 @@ func (e *encoder) recordIn(blk *connect.Blocks, rel *relation, ev *connect.Chang
 //     key, and a value written as null because it could not be parsed, or
 //     a row older than a SET NOT NULL that the catalogue already shows, can
 //     hold one too;
-//   - a non-finite float ("NaN", "Infinity"): such a column is an optional
-//     string in that event, so consumers see a string where a string is
-//     written. The items of an array share one schema and keep theirs:
-//     the codec writes the strings under float/double as Jackson does
-//     (Debezium's output), and reads them back as NaN and ±Inf.
+//   - a non-finite real or double precision ("NaN", "Infinity"): such a
+//     column is an optional string in that event, so consumers see a
+//     string where a string is written. The items of an array share one
+//     schema and keep theirs: the codec writes the strings under
+//     float/double as Jackson does (Debezium's output), and reads them
+//     back as NaN and ±Inf. A numeric under decimal.handling.mode=double
+//     keeps its double schema, as Debezium's events do through Kafka's
+//     JsonConverter (see docs/connectors/postgres.md).
 func schemaFor(rel *relation, ev *connect.ChangeEvent) *connect.EventSchema {
 	es := nestArrays(cdc.NullsOptional(rel.schema, ev.Before, ev.After), ev.Before, ev.After)
 	var fix []int // columns to describe as optional strings
 	for i := range rel.columns {
 		k := rel.columns[i].typ.kind
-		if k != kindFloat32 && k != kindFloat64 && k != kindNumeric && k != kindMoney || es.Row.Fields[i].Type == connect.SchemaString {
+		if k != kindFloat32 && k != kindFloat64 || es.Row.Fields[i].Type == connect.SchemaString {
 			continue
 		}
 		for _, row := range [2]connect.Row{ev.Before, ev.After} {

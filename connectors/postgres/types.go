@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -494,19 +495,23 @@ func parseFloat(s string, bits int) (float64, error) {
 // decimal maps a numeric (or money, as plain decimal text) by
 // decimal.handling.mode.
 func (m *mapper) decimal(s string, typmod int32, money bool) (any, error) {
+	special, isSpecial := specialDecimals[s]
 	switch m.decimals {
 	case decimalDouble:
 		f, err := parseFloat(s, 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, err
 		}
+		// Out of range, ParseFloat returns ±Inf, as BigDecimal.doubleValue
+		// does for Debezium.
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nonFinite(f), nil
 		}
 		return f, nil
 	case decimalPrecise:
-		if s == "NaN" || s == "Infinity" || s == "-Infinity" {
-			return nil, nil // not representable as a decimal: null, as Debezium does
+		if isSpecial {
+			return nil, fmt.Errorf("numeric %s has no decimal form under decimal.handling.mode=precise, so it is written as null as Debezium writes it; "+
+				"set decimal.handling.mode=string or double to keep it", s)
 		}
 		unscaled, scale, err := parseDecimal(s)
 		if err != nil {
@@ -524,7 +529,19 @@ func (m *mapper) decimal(s string, typmod int32, money bool) (any, error) {
 		}
 		return connect.DecimalBytes(unscaled), nil
 	}
+	if isSpecial {
+		return special, nil
+	}
 	return s, nil
+}
+
+// specialDecimals maps PostgreSQL's special numeric values to the text
+// Debezium writes for them under decimal.handling.mode=string: the names
+// of its SpecialValueDecimal constants (SpecialValueDecimal.toString).
+var specialDecimals = map[string]string{
+	"NaN":       "NAN",
+	"Infinity":  "POSITIVE_INFINITY",
+	"-Infinity": "NEGATIVE_INFINITY",
 }
 
 // rescale turns unscaled, a decimal of scale from, into the unscaled value
