@@ -330,9 +330,9 @@ func (s *OffsetStore) Put(ctx context.Context, pipeline, connector string, pos c
 }
 
 // PutWithTail stores a position durably with the log offsets the task had
-// reached (nil for none). A nil position resets the connector: a tombstone
-// of its position, followed by its reset record (resetKey), which Newest
-// still finds once compaction has removed the tombstone.
+// reached (nil for none). A nil position resets the connector: its reset
+// record (resetKey), which Newest still finds once compaction has removed
+// the tombstone, then a tombstone of its position.
 func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector string, pos connect.Position, tail []PartitionOffset) error {
 	rec := connect.Record{Topic: OffsetsTopic, Key: offsetKey(pipeline, connector), Value: pos}
 	if pos != nil && tail != nil {
@@ -340,8 +340,13 @@ func (s *OffsetStore) PutWithTail(ctx context.Context, pipeline, connector strin
 	}
 	recs := []connect.Record{rec}
 	if pos == nil {
+		// The reset record first: where a backend writes the two one at a
+		// time (a Kafka cluster) and only the first lands, the position is
+		// still there, as this store still has it, and resetting again
+		// finishes the job; the other way round the topic would hold the
+		// reset while this store still resumed the old position.
 		val, _ := json.Marshal(resetValue{Reset: true}) // a bool: cannot fail
-		recs = append(recs, connect.Record{Topic: OffsetsTopic, Key: resetKey(pipeline, connector), Value: val})
+		recs = []connect.Record{{Topic: OffsetsTopic, Key: resetKey(pipeline, connector), Value: val}, rec}
 	}
 	if err := s.backend.Produce(ctx, recs); err != nil {
 		if pos == nil {
