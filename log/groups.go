@@ -992,10 +992,25 @@ func (g *Groups) delete(ctx context.Context, group string) error {
 // DeleteOffsets removes a group's committed offsets of some partitions,
 // writing a tombstone for each that has one; partitions without a commit are
 // ignored. It refuses with ErrGroupNotEmpty while the group has members
-// (stricter than Kafka, which only refuses partitions of subscribed topics,
-// until subscriptions are known) and returns ErrUnknownGroup for a group
-// without commits.
+// (stricter than Kafka, which only refuses partitions of subscribed topics:
+// the log does not know its members' subscriptions; the Kafka listener,
+// which does, uses DeleteOffsetsOfUnsubscribed) and returns ErrUnknownGroup
+// for a group without commits.
 func (g *Groups) DeleteOffsets(ctx context.Context, group string, tps []TopicPartition) error {
+	return g.deleteOffsets(ctx, group, tps, func(gr *consumerGroup) error { return gr.checkNoMembers("delete offsets of") })
+}
+
+// DeleteOffsetsOfUnsubscribed is DeleteOffsets whatever the group's
+// members, for a group coordinator that knows their subscriptions and has
+// left out the partitions of the topics they subscribe to, as Kafka's
+// GroupCoordinator does (GROUP_SUBSCRIBED_TO_TOPIC).
+func (g *Groups) DeleteOffsetsOfUnsubscribed(ctx context.Context, group string, tps []TopicPartition) error {
+	return g.deleteOffsets(ctx, group, tps, nil)
+}
+
+// deleteOffsets is DeleteOffsets with check (nil: none) made on the group
+// before its tombstones are written.
+func (g *Groups) deleteOffsets(ctx context.Context, group string, tps []TopicPartition, check func(*consumerGroup) error) error {
 	g.mu.Lock()
 	gr, ok := g.groups[group]
 	if !ok || !gr.live() {
@@ -1012,7 +1027,7 @@ func (g *Groups) DeleteOffsets(ctx context.Context, group string, tps []TopicPar
 	}
 	g.mu.Unlock()
 	sortWrites(ws)
-	err := g.write(ctx, group, ws, func(gr *consumerGroup) error { return gr.checkNoMembers("delete offsets of") })
+	err := g.write(ctx, group, ws, check)
 	if err != nil && !errors.Is(err, ErrGroupNotEmpty) {
 		return fmt.Errorf("delete offsets of group %s: %w", group, err)
 	}

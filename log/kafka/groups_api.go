@@ -788,7 +788,7 @@ func (c *coordinator) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(tps) > 0 {
-		if err := c.s.log.Groups().DeleteOffsets(ctx, req.Group, tps); err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
+		if err := c.s.log.Groups().DeleteOffsetsOfUnsubscribed(ctx, req.Group, tps); err != nil && !errors.Is(err, tlog.ErrUnknownGroup) {
 			resp.ErrorCode = errorCode(err)
 		}
 	}

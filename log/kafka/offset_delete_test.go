@@ -74,7 +74,14 @@ func TestOffsetDelete_UnknownTopicOrPartition(t *testing.T) {
 		t.Errorf("t/1 = %+v (found %v), want 6 kept", o, ok)
 	}
 
-	// A group with a member consuming sub.
+	// A group with a member consuming sub, and an offset of t committed
+	// before the member came: the topic it does not subscribe to is
+	// deleted while it is there, as in Kafka.
+	var mos kadm.Offsets
+	mos.AddOffset("t", 0, 7, -1)
+	if _, err := adm.CommitOffsets(ctx, "m", mos); err != nil {
+		t.Fatal(err)
+	}
 	m := ts.member(t, "m", "sub")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -85,6 +92,14 @@ func TestOffsetDelete_UnknownTopicOrPartition(t *testing.T) {
 	wantPartitionErr(t, r, "sub", 3, kerr.UnknownTopicOrPartition)
 	wantPartitionErr(t, r, "t", 0, nil)
 	wantPartitionErr(t, r, "nope", 0, kerr.UnknownTopicOrPartition)
+	if err := r.Error(); err != nil && !errors.Is(err, kerr.GroupSubscribedToTopic) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("delete offsets of a group with a member: %v", err)
+	}
+	if fetched, err := adm.FetchOffsets(ctx, "m"); err != nil {
+		t.Fatal(err)
+	} else if o, ok := fetched.Lookup("t", 0); ok {
+		t.Errorf("t/0 of the group with a member still committed (%+v) after its delete", o)
+	}
 
 	if _, err := adm.DeleteOffsets(ctx, "never", kadm.TopicsSet{"nope": {0: {}}}); !errors.Is(err, kerr.GroupIDNotFound) {
 		t.Errorf("delete offsets of an unknown group of an unknown topic: %v, want GROUP_ID_NOT_FOUND", err)
