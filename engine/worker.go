@@ -225,8 +225,9 @@ func (w *Worker) ResumedPipeline(ctx context.Context, name string) (string, erro
 			return "", fmt.Errorf("find out whether source %s of pipeline %s runs in another worker: %w", name, pipeline, err)
 		}
 		if len(members) > 0 {
-			w.logger.Warn("source created with the name of a source that runs in another worker: it starts without that one's offsets, under pipeline "+RESTPipeline+"; delete that one there first to take them up",
-				"connector", name, "pipeline", pipeline, "workers", strings.Join(members, ", "))
+			w.logger.Warn("source created with the name of a source that runs in another worker: it does not take that one's offsets; it runs under pipeline "+RESTPipeline+", from the position stored there if one is, else from the start; delete that one there first to take them up",
+				"connector", name, "pipeline", pipeline, "workers", strings.Join(members, ", "),
+				"stored_under_"+RESTPipeline, store.Get(RESTPipeline, name) != nil)
 			return RESTPipeline, nil
 		}
 	}
